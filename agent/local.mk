@@ -1,0 +1,9 @@
+# agent/local.mk: gpudiff-agent.
+bin_PROGRAMS += gpudiff-agent
+gpudiff_agent_SOURCES = \
+	agent/agent.h \
+	agent/main.c \
+	agent/run.c \
+	agent/report.c
+gpudiff_agent_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+gpudiff_agent_LDADD = libgpudiff.la $(JANSSON_LIBS)

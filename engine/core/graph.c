@@ -1,0 +1,452 @@
+/* graph.c: building a graph, checking it, and inferring shapes node by node. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpudiff/graph.h"
+#include "internal.h"
+
+struct gd_graph *
+gd_graph_new(const char *name, struct gd_err *err)
+{
+    struct gd_graph *g = calloc(1, sizeof *g);
+    if (g == NULL || (g->name = gd__strdup(name ? name : "")) == NULL) {
+        free(g);
+        gd_err_set(err, GD_ENOMEM, "out of memory for a graph");
+        return NULL;
+    }
+    return g;
+}
+
+void
+gd_attr_fini(struct gd_attr *a)
+{
+    if (a == NULL)
+        return;
+    free(a->name);
+    free(a->s);
+    free(a->ints);
+    free(a->floats);
+    memset(a, 0, sizeof *a);
+}
+
+void
+gd_graph_free(struct gd_graph *g)
+{
+    if (g == NULL)
+        return;
+    for (int i = 0; i < g->n_values; i++) {
+        free(g->values[i].name);
+        gd_tensor_free(g->values[i].constant);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct gd_node *n = &g->nodes[i];
+        free(n->name);
+        free(n->inputs);
+        free(n->outputs);
+        for (int k = 0; k < n->n_attrs; k++)
+            gd_attr_fini(&n->attrs[k]);
+        free(n->attrs);
+    }
+    free(g->values);
+    free(g->nodes);
+    free(g->inputs);
+    free(g->input_decls);
+    free(g->outputs);
+    free(g->name);
+    free(g);
+}
+
+int
+gd_graph_find_value(const struct gd_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_values; i++)
+        if (strcmp(g->values[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int
+gd_graph_find_node(const struct gd_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+const struct gd_attr *
+gd_node_attr(const struct gd_node *n, const char *name)
+{
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
+    return NULL;
+}
+
+/* Appends a value; returns its index or a negative code. */
+static int
+value_add(struct gd_graph *g, const char *name, struct gd_err *err)
+{
+    if (name == NULL || name[0] == '\0')
+        return gd_err_set(err, GD_EMODEL, "a value has an empty name");
+    if (gd_graph_find_value(g, name) >= 0)
+        return gd_err_set(err, GD_EMODEL, "value %s is defined twice", name);
+    if (g->n_values == g->cap_values) {
+        int cap = g->cap_values ? g->cap_values * 2 : 16;
+        struct gd_value *v = realloc(g->values, (size_t)cap * sizeof *v);
+        if (v == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory for values");
+        g->values = v;
+        g->cap_values = cap;
+    }
+    struct gd_value *v = &g->values[g->n_values];
+    memset(v, 0, sizeof *v);
+    if ((v->name = gd__strdup(name)) == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory for a value name");
+    v->dtype = GD_F32;
+    v->producer = -1;
+    v->last_use = -1;
+    return g->n_values++;
+}
+
+/* Grows an int array by one; returns 0 or GD_ENOMEM. */
+static int
+int_push(int **arr, int n, int x, struct gd_err *err)
+{
+    int *a = realloc(*arr, (size_t)(n + 1) * sizeof *a);
+    if (a == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    a[n] = x;
+    *arr = a;
+    return 0;
+}
+
+int
+gd_graph_add_input(struct gd_graph *g, const char *name, const struct gd_input_decl *decl,
+                   struct gd_err *err)
+{
+    if (decl->shape.ndim < 0 || decl->shape.ndim > GD_MAX_DIMS)
+        return gd_err_set(err, GD_EMODEL, "input %s has %d dimensions", name, decl->shape.ndim);
+    for (int i = 0; i < decl->shape.ndim; i++)
+        if (decl->shape.dim[i] < -1)
+            return gd_err_set(err, GD_EMODEL, "input %s: dimension %d is %lld", name, i,
+                              (long long)decl->shape.dim[i]);
+    struct gd_input_decl *d = realloc(g->input_decls, (size_t)(g->n_inputs + 1) * sizeof *d);
+    if (d == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    g->input_decls = d;
+    int v = value_add(g, name, err);
+    if (v < 0)
+        return v;
+    int rc = int_push(&g->inputs, g->n_inputs, v, err);
+    if (rc != 0)
+        return rc;
+    g->input_decls[g->n_inputs++] = *decl;
+    g->values[v].is_input = 1;
+    g->values[v].dtype = decl->dtype;
+    return 0;
+}
+
+int
+gd_graph_add_constant(struct gd_graph *g, const char *name, struct gd_tensor *t,
+                      struct gd_err *err)
+{
+    int v = value_add(g, name, err);
+    if (v < 0) {
+        gd_tensor_free(t);
+        return v;
+    }
+    g->values[v].constant = t;
+    g->values[v].dtype = t->dtype;
+    g->values[v].shape.ndim = t->ndim;
+    memcpy(g->values[v].shape.dim, t->shape, sizeof t->shape);
+    return 0;
+}
+
+static void
+attrs_free(int n, struct gd_attr *attrs)
+{
+    for (int i = 0; i < n; i++)
+        gd_attr_fini(&attrs[i]);
+}
+
+int
+gd_graph_add_node(struct gd_graph *g, const char *name, const char *op_name, int n_inputs,
+                  const char *const *inputs, int n_outputs, const char *const *outputs,
+                  int n_attrs, struct gd_attr *attrs, struct gd_err *err)
+{
+    int rc = 0;
+    struct gd_node node = {0};
+    enum gd_op op;
+    if (name == NULL || name[0] == '\0') {
+        rc = gd_err_set(err, GD_EMODEL, "a %s node has no name", op_name);
+        goto done;
+    }
+    if (gd_graph_find_node(g, name) >= 0) {
+        rc = gd_err_set(err, GD_EMODEL, "node %s: the name is used twice", name);
+        goto done;
+    }
+    if (gd_op_from_name(op_name, &op) != 0) {
+        rc = gd_err_set(err, GD_EMODEL, "node %s: unknown op %s", name, op_name);
+        goto done;
+    }
+    const struct gd_op_info *info = gd_op_info(op);
+    if (n_inputs < info->min_inputs || n_inputs > info->max_inputs) {
+        rc = gd_err_set(err, GD_EMODEL, "node %s: %s takes %d to %d inputs, not %d", name,
+                        op_name, info->min_inputs, info->max_inputs, n_inputs);
+        goto done;
+    }
+    if (n_outputs < 1 || n_outputs > GD__MAX_OP_OUTPUTS) {
+        rc = gd_err_set(err, GD_EMODEL, "node %s: %d outputs", name, n_outputs);
+        goto done;
+    }
+    node.op = op;
+    node.n_inputs = n_inputs;
+    node.n_outputs = n_outputs;
+    node.inputs = malloc((size_t)n_inputs * sizeof *node.inputs);
+    node.outputs = malloc((size_t)n_outputs * sizeof *node.outputs);
+    node.name = gd__strdup(name);
+    if (node.inputs == NULL || node.outputs == NULL || node.name == NULL) {
+        rc = gd_err_set(err, GD_ENOMEM, "out of memory for node %s", name);
+        goto done;
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        if (inputs[i] == NULL || inputs[i][0] == '\0') {
+            if (i < info->min_inputs) {
+                rc = gd_err_set(err, GD_EMODEL, "node %s: input %d of %s is required", name, i,
+                                op_name);
+                goto done;
+            }
+            node.inputs[i] = -1;
+            continue;
+        }
+        node.inputs[i] = gd_graph_find_value(g, inputs[i]);
+        if (node.inputs[i] < 0) {
+            rc = gd_err_set(err, GD_EMODEL,
+                            "node %s: input %s is not a graph input, a weight or an output of "
+                            "an earlier node",
+                            name, inputs[i]);
+            goto done;
+        }
+    }
+    if (g->n_nodes == g->cap_nodes) {
+        int cap = g->cap_nodes ? g->cap_nodes * 2 : 16;
+        struct gd_node *nn = realloc(g->nodes, (size_t)cap * sizeof *nn);
+        if (nn == NULL) {
+            rc = gd_err_set(err, GD_ENOMEM, "out of memory for nodes");
+            goto done;
+        }
+        g->nodes = nn;
+        g->cap_nodes = cap;
+    }
+    for (int i = 0; i < n_outputs; i++) {
+        int v = value_add(g, outputs[i], err);
+        if (v < 0) {
+            rc = gd_err_prefix(err, "node %s: ", name);
+            /* Values added for earlier outputs stay unnamed by any node: drop them. */
+            while (i-- > 0)
+                free(g->values[--g->n_values].name);
+            goto done;
+        }
+        g->values[v].producer = g->n_nodes;
+        node.outputs[i] = v;
+    }
+    node.n_attrs = n_attrs;
+    node.attrs = NULL;
+    if (n_attrs > 0) {
+        node.attrs = malloc((size_t)n_attrs * sizeof *node.attrs);
+        if (node.attrs == NULL) {
+            rc = gd_err_set(err, GD_ENOMEM, "out of memory for attributes");
+            for (int i = 0; i < n_outputs; i++)
+                free(g->values[--g->n_values].name);
+            goto done;
+        }
+        memcpy(node.attrs, attrs, (size_t)n_attrs * sizeof *attrs);
+        n_attrs = 0; /* moved */
+    }
+    g->nodes[g->n_nodes++] = node;
+    return 0;
+done:
+    attrs_free(n_attrs, attrs);
+    free(node.inputs);
+    free(node.outputs);
+    free(node.name);
+    return rc;
+}
+
+int
+gd_graph_add_output(struct gd_graph *g, const char *name, struct gd_err *err)
+{
+    int v = gd_graph_find_value(g, name);
+    if (v < 0)
+        return gd_err_set(err, GD_EMODEL, "output %s is not a value of the graph", name);
+    if (g->values[v].is_output)
+        return 0;
+    int rc = int_push(&g->outputs, g->n_outputs, v, err);
+    if (rc != 0)
+        return rc;
+    g->n_outputs++;
+    g->values[v].is_output = 1;
+    return 0;
+}
+
+/*
+ * Infers shapes and dtypes of every value and the params of every node from the input
+ * shapes. value_dtypes gets each value's dtype.
+ */
+static int
+infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
+          struct gd_shape *value_shapes, enum gd_dtype *value_dtypes,
+          struct gd_params *node_params, struct gd_err *err)
+{
+    for (int v = 0; v < g->n_values; v++) {
+        value_dtypes[v] = g->values[v].dtype;
+        if (g->values[v].constant != NULL)
+            value_shapes[v] = g->values[v].shape;
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        const struct gd_input_decl *d = &g->input_decls[i];
+        const struct gd_shape *s = &input_shapes[i];
+        const char *name = g->values[g->inputs[i]].name;
+        char want[128], got[128];
+        int ok = s->ndim == d->shape.ndim;
+        for (int k = 0; ok && k < s->ndim; k++)
+            ok = s->dim[k] >= 0 && (d->shape.dim[k] < 0 || d->shape.dim[k] == s->dim[k]);
+        if (!ok)
+            return gd_err_set(err, GD_ESHAPE, "input %s has shape %s, the model declares %s",
+                              name, gd_shape_format(s->ndim, s->dim, got, sizeof got),
+                              gd_shape_format(d->shape.ndim, d->shape.dim, want, sizeof want));
+        value_shapes[g->inputs[i]] = *s;
+    }
+    for (int ni = 0; ni < g->n_nodes; ni++) {
+        const struct gd_node *n = &g->nodes[ni];
+        struct gd__infer_call c = {.graph = g, .node = n, .n_in = n->n_inputs,
+                                   .n_out = n->n_outputs, .params = &node_params[ni]};
+        for (int i = 0; i < n->n_inputs; i++) {
+            int v = n->inputs[i];
+            c.in[i] = v >= 0 ? &value_shapes[v] : NULL;
+            c.in_dtype[i] = v >= 0 ? value_dtypes[v] : GD_F32;
+            c.in_const[i] = v >= 0 ? g->values[v].constant : NULL;
+        }
+        for (int i = 0; i < n->n_outputs; i++) {
+            c.out[i] = &value_shapes[n->outputs[i]];
+            c.out[i]->ndim = 0;
+            c.out_dtype[i] = GD_F32;
+        }
+        memset(c.params, 0, sizeof *c.params);
+        int rc = gd__infer_table[n->op](&c, err);
+        if (rc == 0) {
+            for (int i = 0; i < n->n_outputs && rc == 0; i++) {
+                value_dtypes[n->outputs[i]] = c.out_dtype[i];
+                rc = gd_shape_check(c.out[i]->ndim, c.out[i]->dim,
+                                    gd_dtype_size(c.out_dtype[i]), err);
+            }
+        }
+        if (rc != 0)
+            return gd_err_prefix(err, "node %s (%s): ", n->name, gd_op_name(n->op));
+    }
+    return 0;
+}
+
+int
+gd_graph_infer(const struct gd_graph *g, const struct gd_shape *input_shapes,
+               struct gd_shape *value_shapes, struct gd_params *node_params, struct gd_err *err)
+{
+    enum gd_dtype *dtypes = malloc((size_t)(g->n_values ? g->n_values : 1) * sizeof *dtypes);
+    if (dtypes == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    int rc = infer_all(g, input_shapes, value_shapes, dtypes, node_params, err);
+    free(dtypes);
+    return rc;
+}
+
+int
+gd_graph_finalize(struct gd_graph *g, struct gd_err *err)
+{
+    int rc = 0;
+    struct gd_shape *inputs = NULL, *shapes = NULL;
+    struct gd_params *params = NULL;
+    enum gd_dtype *dtypes = NULL;
+    if (g->n_inputs == 0) {
+        rc = gd_err_set(err, GD_EMODEL, "the model has no inputs");
+        goto done;
+    }
+    if (g->n_outputs == 0) {
+        rc = gd_err_set(err, GD_EMODEL, "the model has no outputs");
+        goto done;
+    }
+    inputs = calloc((size_t)g->n_inputs, sizeof *inputs);
+    shapes = calloc((size_t)g->n_values, sizeof *shapes);
+    dtypes = calloc((size_t)g->n_values, sizeof *dtypes);
+    params = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *params);
+    if (inputs == NULL || shapes == NULL || dtypes == NULL || params == NULL) {
+        rc = gd_err_set(err, GD_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        inputs[i] = g->input_decls[i].shape;
+        for (int k = 0; k < inputs[i].ndim; k++)
+            if (inputs[i].dim[k] < 0)
+                inputs[i].dim[k] = 1;
+    }
+    rc = infer_all(g, inputs, shapes, dtypes, params, err);
+    if (rc != 0)
+        goto done;
+    for (int v = 0; v < g->n_values; v++) {
+        g->values[v].shape = shapes[v];
+        g->values[v].dtype = dtypes[v];
+        g->values[v].last_use = -1;
+    }
+    for (int ni = 0; ni < g->n_nodes; ni++) {
+        g->nodes[ni].params = params[ni];
+        for (int i = 0; i < g->nodes[ni].n_inputs; i++)
+            if (g->nodes[ni].inputs[i] >= 0)
+                g->values[g->nodes[ni].inputs[i]].last_use = ni;
+    }
+done:
+    free(inputs);
+    free(shapes);
+    free(dtypes);
+    free(params);
+    return rc;
+}
+
+int64_t
+gd_node_reduction_len(const struct gd_graph *g, int ni)
+{
+    const struct gd_node *n = &g->nodes[ni];
+    const struct gd_params *p = &n->params;
+    const struct gd_shape *x = &g->values[n->inputs[0]].shape;
+    const struct gd_shape *w = n->n_inputs > 1 && n->inputs[1] >= 0
+                                   ? &g->values[n->inputs[1]].shape
+                                   : NULL;
+    int64_t len = 1;
+    switch (gd_op_info(n->op)->reduction) {
+    case GD_RED_NONE:
+        return 1;
+    case GD_RED_CONV: /* weight (Cout, Cin/g, kH, kW) */
+        return w->dim[1] * w->dim[2] * w->dim[3];
+    case GD_RED_CONVT: { /* weight (Cin, Cout/g, kH, kW) */
+        int64_t th = (w->dim[2] + p->strides[0] - 1) / p->strides[0];
+        int64_t tw = (w->dim[3] + p->strides[1] - 1) / p->strides[1];
+        return w->dim[0] / p->group * th * tw;
+    }
+    case GD_RED_GEMM:
+        if (n->op == GD_OP_GEMM)
+            return p->trans_a ? x->dim[0] : x->dim[1];
+        return x->dim[x->ndim - 1];
+    case GD_RED_WINDOW:
+        return p->kernel[0] * p->kernel[1];
+    case GD_RED_SPATIAL:
+        for (int i = 2; i < x->ndim; i++)
+            len *= x->dim[i];
+        return len;
+    case GD_RED_AXES:
+        for (int i = 0; i < p->n_axes; i++)
+            len *= x->dim[p->axes[i]];
+        return len;
+    case GD_RED_AXIS:
+        return x->dim[p->axis];
+    }
+    return 1;
+}

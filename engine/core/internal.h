@@ -1,0 +1,166 @@
+/*
+ * internal.h: what the engine's parts share and callers of libgpudiff do not see: the
+ * backend vtable, the op call, the shape inference call, and attribute readers.
+ * Names here carry the gd__ prefix.
+ */
+#ifndef GPUDIFF_INTERNAL_H
+#define GPUDIFF_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpudiff/error.h"
+#include "gpudiff/graph.h"
+#include "gpudiff/ops.h"
+#include "gpudiff/run.h"
+#include "gpudiff/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GD__MAX_OP_INPUTS 64
+#define GD__MAX_OP_OUTPUTS 4
+
+/*
+ * One execution of one node, as a backend's op function sees it. Inputs and outputs live
+ * in the backend's memory with the session's inferred shapes; absent optional inputs are
+ * NULL. Outputs are allocated before the call; the op writes every element.
+ */
+struct gd_op_call {
+    const struct gd_graph *graph;
+    const struct gd_node *node;
+    const struct gd_params *params;
+    int n_in;
+    const struct gd_tensor *in[GD__MAX_OP_INPUTS];
+    int n_out;
+    struct gd_tensor *out[GD__MAX_OP_OUTPUTS];
+    void *ctx;                       /* the backend's session context */
+    const struct gd_knobs *knobs;
+    char algo[64];                   /* the op writes which algorithm it used, if any */
+    char math[16];                   /* and the math mode (fp32, tf32, ...) */
+    double time_us;                  /* a device time measured by the op; < 0 if none */
+};
+
+typedef int (*gd_op_fn)(struct gd_op_call *call, struct gd_err *err);
+
+/*
+ * The session hands each captured node output back through this. A backend calls it in
+ * node order, with a host tensor valid during the call.
+ */
+struct gd__capture_req {
+    int node_index;
+    int output_slot;
+    double time_us;
+    const char *algo;
+    const char *math;
+};
+typedef int (*gd__deliver_fn)(void *session, const struct gd__capture_req *req,
+                              const struct gd_tensor *host, struct gd_err *err);
+
+/* A backend: a vtable plus the op table. Every function returns 0 or a GD_E* code. */
+struct gd__backend {
+    const char *name;
+    const char *description;
+    enum gd_dtype compute_dtype;     /* dtype of float activations and weights */
+
+    /* Checks knobs, makes the context, fills env with facts about where it runs. */
+    int (*open)(const struct gd_knobs *knobs, struct gd_env *env, void **ctx,
+                struct gd_err *err);
+    void (*close)(void *ctx);
+
+    /* Gives t (dtype and shape set) memory for its data; sets t->data and t->device. */
+    int (*alloc)(void *ctx, struct gd_tensor *t, struct gd_err *err);
+    /* Releases what alloc gave; t->data becomes NULL. */
+    void (*release)(void *ctx, struct gd_tensor *t);
+    /* Copies a host tensor of the same dtype and size into dst. */
+    int (*upload)(void *ctx, struct gd_tensor *dst, const struct gd_tensor *src,
+                  struct gd_err *err);
+    /*
+     * Arranges for t's current contents to reach deliver(session, req, host copy), now or
+     * at a later capture or at flush, always in the order of the calls.
+     */
+    int (*capture)(void *ctx, const struct gd_tensor *t, const struct gd__capture_req *req,
+                   gd__deliver_fn deliver, void *session, struct gd_err *err);
+    /* Waits for all work and delivers every pending capture. */
+    int (*flush)(void *ctx, struct gd_err *err);
+
+    const gd_op_fn *ops;             /* GD_OP_COUNT entries; NULL = not supported */
+};
+
+/* The backends built in, NULL-terminated; defined in backend.c. */
+extern const struct gd__backend *const gd__backends[];
+
+/* A backend by name, or NULL. */
+const struct gd__backend *gd__backend_find(const char *name);
+
+/*
+ * One shape inference: the input shapes (NULL for an absent optional input), the constant
+ * tensor of an input that is a weight (else NULL, so Reshape can read its shape input),
+ * and where the op writes its output shapes, dtypes and params.
+ */
+struct gd__infer_call {
+    const struct gd_graph *graph;
+    const struct gd_node *node;
+    int n_in;
+    const struct gd_shape *in[GD__MAX_OP_INPUTS];
+    enum gd_dtype in_dtype[GD__MAX_OP_INPUTS];
+    const struct gd_tensor *in_const[GD__MAX_OP_INPUTS];
+    int n_out;
+    struct gd_shape *out[GD__MAX_OP_OUTPUTS];
+    enum gd_dtype out_dtype[GD__MAX_OP_OUTPUTS];
+    struct gd_params *params;
+};
+
+/* Returns 0, or GD_EMODEL / GD_ESHAPE / GD_ENOTSUP with a message (the caller adds the
+ * node's name). Defined per family in engine/core/infer_<family>.c. */
+typedef int (*gd__infer_fn)(struct gd__infer_call *c, struct gd_err *err);
+
+/* GD_OP_COUNT entries, made from ops.def in ops.c. */
+extern const gd__infer_fn gd__infer_table[];
+
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) \
+    int gd__infer_##family(struct gd__infer_call *c, struct gd_err *err);
+#include "ops.def"
+#undef GD_OP
+
+/*
+ * Attribute readers for shape inference. Each returns 0 and writes out (the default when
+ * the attribute is absent), or GD_EMODEL naming the attribute when its type or length is
+ * wrong.
+ */
+int gd__attr_int(const struct gd_node *n, const char *name, int64_t dflt, int64_t *out,
+                 struct gd_err *err);
+int gd__attr_float(const struct gd_node *n, const char *name, double dflt, double *out,
+                   struct gd_err *err);
+/* out points into the node (or is dflt). */
+int gd__attr_string(const struct gd_node *n, const char *name, const char *dflt,
+                    const char **out, struct gd_err *err);
+/* Reads exactly `count` ints, or any count up to max when count < 0 (*n_out gets it).
+ * Absent: *n_out = 0 and out untouched. */
+int gd__attr_ints(const struct gd_node *n, const char *name, int count, int max, int64_t *out,
+                  int *n_out, struct gd_err *err);
+
+/* Fails with GD_EMODEL naming any attribute of n that is not in the NULL-terminated list. */
+int gd__attr_check_known(const struct gd_node *n, const char *const *known, struct gd_err *err);
+
+/* Normalizes a possibly negative axis for rank ndim; GD_EMODEL when out of range. */
+int gd__axis_norm(int64_t axis, int ndim, int64_t *out, struct gd_err *err);
+
+/* Numpy broadcasting of a and b into out; GD_ESHAPE when they do not broadcast. */
+int gd__broadcast_shape(const struct gd_shape *a, const struct gd_shape *b, struct gd_shape *out,
+                        struct gd_err *err);
+
+/* Product of dims (1 for a scalar). */
+int64_t gd__shape_numel(const struct gd_shape *s);
+
+/* Monotonic clock in microseconds. */
+double gd__now_us(void);
+
+/* Duplicates a string; NULL on allocation failure. */
+char *gd__strdup(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

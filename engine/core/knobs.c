@@ -1,0 +1,106 @@
+/* knobs.c: numerics knobs, their parsing, and the environment record. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpudiff/run.h"
+
+void
+gd_knobs_init(struct gd_knobs *k)
+{
+    memset(k, 0, sizeof *k);
+    k->emulate = GD_EMULATE_NONE;
+    k->emulate_classes = GD_CLASS_GEMM;
+    k->tf32 = -1;
+    k->workspace_limit = -1;
+}
+
+const char *
+gd_emulate_name(enum gd_emulate e)
+{
+    switch (e) {
+    case GD_EMULATE_NONE:
+        return "none";
+    case GD_EMULATE_TF32:
+        return "tf32";
+    case GD_EMULATE_BF16:
+        return "bf16";
+    case GD_EMULATE_FP16:
+        return "fp16";
+    }
+    return "?";
+}
+
+int
+gd_emulate_parse(const char *text, enum gd_emulate *e, unsigned *classes, struct gd_err *err)
+{
+    char fmt[16];
+    const char *colon = strchr(text, ':');
+    size_t n = colon ? (size_t)(colon - text) : strlen(text);
+    if (n >= sizeof fmt)
+        return gd_err_set(err, GD_EINVAL, "unknown emulation %s (tf32, bf16, fp16, none)", text);
+    memcpy(fmt, text, n);
+    fmt[n] = '\0';
+    enum gd_emulate which;
+    if (strcmp(fmt, "tf32") == 0)
+        which = GD_EMULATE_TF32;
+    else if (strcmp(fmt, "bf16") == 0)
+        which = GD_EMULATE_BF16;
+    else if (strcmp(fmt, "fp16") == 0)
+        which = GD_EMULATE_FP16;
+    else if (strcmp(fmt, "none") == 0 && colon == NULL)
+        which = GD_EMULATE_NONE;
+    else
+        return gd_err_set(err, GD_EINVAL, "unknown emulation %s (tf32, bf16, fp16, none)", fmt);
+    unsigned cls = GD_CLASS_GEMM;
+    if (colon != NULL) {
+        cls = 0;
+        const char *p = colon + 1;
+        while (*p != '\0') {
+            size_t len = strcspn(p, ",");
+            if (len == 4 && strncmp(p, "gemm", 4) == 0)
+                cls |= GD_CLASS_GEMM;
+            else if (len == 4 && strncmp(p, "conv", 4) == 0)
+                cls |= GD_CLASS_CONV;
+            else
+                return gd_err_set(err, GD_EINVAL, "unknown op class %.*s in %s (gemm, conv)",
+                                  (int)len, p, text);
+            p += len;
+            if (*p == ',')
+                p++;
+        }
+        if (cls == 0)
+            return gd_err_set(err, GD_EINVAL, "no op class after ':' in %s", text);
+    }
+    *e = which;
+    *classes = cls;
+    return 0;
+}
+
+void
+gd_env_set(struct gd_env *env, const char *key, const char *fmt, ...)
+{
+    struct gd_env_item *it = NULL;
+    for (int i = 0; i < env->n && it == NULL; i++)
+        if (strcmp(env->items[i].key, key) == 0)
+            it = &env->items[i];
+    if (it == NULL) {
+        if (env->n == GD_ENV_MAX)
+            return;
+        it = &env->items[env->n++];
+        snprintf(it->key, sizeof it->key, "%s", key);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(it->value, sizeof it->value, fmt, ap);
+    va_end(ap);
+}
+
+const char *
+gd_env_get(const struct gd_env *env, const char *key)
+{
+    for (int i = 0; i < env->n; i++)
+        if (strcmp(env->items[i].key, key) == 0)
+            return env->items[i].value;
+    return NULL;
+}

@@ -1,0 +1,349 @@
+/*
+ * session.c: the executor. A session binds a graph to a backend; a run slices the input
+ * along dim 0 when knobs.batch asks for it, runs the nodes in order, and hands every node
+ * output to the capture callback through the backend (which may copy asynchronously).
+ * Values are released after their last reader, so memory follows the live set.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "gpudiff/run.h"
+#include "internal.h"
+
+#ifndef GD_BUILD_FLAGS
+#define GD_BUILD_FLAGS ""
+#endif
+
+struct gd_session {
+    struct gd_graph *g;
+    const struct gd__backend *be;
+    void *ctx;
+    struct gd_knobs knobs;
+    struct gd_env env;
+    struct gd_tensor *vals;     /* one per value: backend memory (constants stay resident) */
+    struct gd_shape *shapes;    /* per value, for the current slice size */
+    struct gd_params *params;   /* per node, for the current slice size */
+    int64_t inferred_rows;      /* slice size the shapes are for; -1 none yet */
+    int *first_layer;           /* per node: the layer index of its output 0 */
+    /* for the run in progress */
+    gd_capture_fn capture;
+    void *user;
+    int64_t batch_offset;
+    int64_t batch_total;
+};
+
+const char *
+gd_version(void)
+{
+    return PACKAGE_VERSION;
+}
+
+const char *
+gd_session_backend(const struct gd_session *s)
+{
+    return s->be->name;
+}
+
+const struct gd_env *
+gd_session_env(const struct gd_session *s)
+{
+    return &s->env;
+}
+
+static void
+env_common(struct gd_session *s)
+{
+    char host[256] = "";
+    struct utsname u;
+    gethostname(host, sizeof host - 1);
+    gd_env_set(&s->env, "host", "%s", host);
+    if (uname(&u) == 0)
+        gd_env_set(&s->env, "os", "%s %s %s", u.sysname, u.release, u.machine);
+    gd_env_set(&s->env, "backend", "%s", s->be->name);
+    gd_env_set(&s->env, "engine_version", "%s", gd_version());
+    gd_env_set(&s->env, "compiler", "%s", __VERSION__);
+    gd_env_set(&s->env, "build_flags", "%s", GD_BUILD_FLAGS);
+}
+
+static void
+vals_release(struct gd_session *s, int constants_too)
+{
+    if (s->vals == NULL)
+        return;
+    for (int v = 0; v < s->g->n_values; v++) {
+        int is_const = s->g->values[v].constant != NULL;
+        if (s->vals[v].data != NULL && (constants_too || !is_const))
+            s->be->release(s->ctx, &s->vals[v]);
+    }
+}
+
+void
+gd_session_free(struct gd_session *s)
+{
+    if (s == NULL)
+        return;
+    vals_release(s, 1);
+    if (s->ctx != NULL)
+        s->be->close(s->ctx);
+    free(s->vals);
+    free(s->shapes);
+    free(s->params);
+    free(s->first_layer);
+    free(s);
+}
+
+/* Copies a host tensor into backend memory in the compute dtype. */
+static int
+upload_value(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor *src,
+             struct gd_err *err)
+{
+    enum gd_dtype want = gd_dtype_is_float(src->dtype) ? s->be->compute_dtype : src->dtype;
+    struct gd_tensor *cast = NULL;
+    if (src->dtype != want && (cast = gd_tensor_cast(src, want, err)) == NULL)
+        return err ? err->code : GD_ENOMEM;
+    const struct gd_tensor *from = cast ? cast : src;
+    dst->dtype = from->dtype;
+    dst->ndim = from->ndim;
+    memcpy(dst->shape, from->shape, sizeof dst->shape);
+    int rc = s->be->alloc(s->ctx, dst, err);
+    if (rc == 0)
+        rc = s->be->upload(s->ctx, dst, from, err);
+    gd_tensor_free(cast);
+    return rc;
+}
+
+struct gd_session *
+gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *knobs,
+               struct gd_err *err)
+{
+    const struct gd__backend *be = gd__backend_find(backend);
+    if (be == NULL) {
+        char names[256] = "";
+        for (const char *const *n = gd_backend_names(); *n != NULL; n++) {
+            strncat(names, names[0] ? ", " : "", sizeof names - strlen(names) - 1);
+            strncat(names, *n, sizeof names - strlen(names) - 1);
+        }
+        gd_err_set(err, GD_ENOENT, "no backend %s in this build (it has: %s)", backend, names);
+        return NULL;
+    }
+    for (int ni = 0; ni < g->n_nodes; ni++) {
+        if (be->ops[g->nodes[ni].op] == NULL) {
+            gd_err_set(err, GD_ENOTSUP, "node %s: backend %s has no %s", g->nodes[ni].name,
+                       be->name, gd_op_name(g->nodes[ni].op));
+            return NULL;
+        }
+    }
+    struct gd_session *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        gd_err_set(err, GD_ENOMEM, "out of memory for a session");
+        return NULL;
+    }
+    s->g = g;
+    s->be = be;
+    s->knobs = *knobs;
+    s->inferred_rows = -1;
+    env_common(s);
+    s->vals = calloc((size_t)g->n_values, sizeof *s->vals);
+    s->shapes = calloc((size_t)g->n_values, sizeof *s->shapes);
+    s->params = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *s->params);
+    s->first_layer = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *s->first_layer);
+    if (s->vals == NULL || s->shapes == NULL || s->params == NULL || s->first_layer == NULL) {
+        gd_err_set(err, GD_ENOMEM, "out of memory for a session");
+        goto fail;
+    }
+    int layer = 0;
+    for (int ni = 0; ni < g->n_nodes; ni++) {
+        s->first_layer[ni] = layer;
+        layer += g->nodes[ni].n_outputs;
+    }
+    if (be->open(&s->knobs, &s->env, &s->ctx, err) != 0)
+        goto fail;
+    for (int v = 0; v < g->n_values; v++) {
+        if (g->values[v].constant == NULL)
+            continue;
+        if (upload_value(s, &s->vals[v], g->values[v].constant, err) != 0) {
+            gd_err_prefix(err, "weight %s: ", g->values[v].name);
+            goto fail;
+        }
+    }
+    return s;
+fail:
+    gd_session_free(s);
+    return NULL;
+}
+
+/* Called by the backend with a host copy of a node output. */
+static int
+deliver(void *session, const struct gd__capture_req *req, const struct gd_tensor *host,
+        struct gd_err *err)
+{
+    struct gd_session *s = session;
+    const struct gd_node *n = &s->g->nodes[req->node_index];
+    int v = n->outputs[req->output_slot];
+    struct gd_layer layer = {
+        .index = s->first_layer[req->node_index] + req->output_slot,
+        .node_index = req->node_index,
+        .output_slot = req->output_slot,
+        .name = s->g->values[v].name,
+        .node_name = n->name,
+        .op = n->op,
+        .value = host,
+        .batch_offset = s->batch_offset,
+        .batch_total = s->batch_total,
+        .time_us = req->time_us,
+        .algo = req->algo ? req->algo : "",
+        .math = req->math ? req->math : "",
+    };
+    return s->capture(s->user, &layer, err);
+}
+
+/* Shapes and params for slices of `rows` rows (inputs' dim 0). */
+static int
+infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
+               int64_t rows, struct gd_err *err)
+{
+    if (s->inferred_rows == rows)
+        return 0;
+    struct gd_shape in_shapes[n_inputs > 0 ? n_inputs : 1];
+    for (int i = 0; i < n_inputs; i++) {
+        in_shapes[i].ndim = inputs[i]->ndim;
+        memcpy(in_shapes[i].dim, inputs[i]->shape, sizeof in_shapes[i].dim);
+        if (s->knobs.batch > 0)
+            in_shapes[i].dim[0] = rows;
+    }
+    int rc = gd_graph_infer(s->g, in_shapes, s->shapes, s->params, err);
+    if (rc != 0)
+        return rc;
+    if (s->knobs.batch > 0) {
+        for (int ni = 0; ni < s->g->n_nodes; ni++) {
+            const struct gd_node *n = &s->g->nodes[ni];
+            for (int k = 0; k < n->n_outputs; k++) {
+                const struct gd_shape *sh = &s->shapes[n->outputs[k]];
+                if (sh->ndim < 1 || sh->dim[0] != rows) {
+                    char buf[128];
+                    return gd_err_set(err, GD_ENOTSUP,
+                                      "--batch needs dim 0 of every layer to be the batch; "
+                                      "node %s gives %s for a slice of %lld",
+                                      n->name, gd_shape_format(sh->ndim, sh->dim, buf, sizeof buf),
+                                      (long long)rows);
+                }
+            }
+        }
+    }
+    s->inferred_rows = rows;
+    return 0;
+}
+
+static int
+run_nodes(struct gd_session *s, struct gd_err *err)
+{
+    const struct gd_graph *g = s->g;
+    for (int ni = 0; ni < g->n_nodes; ni++) {
+        const struct gd_node *n = &g->nodes[ni];
+        struct gd_op_call call = {.graph = g, .node = n, .params = &s->params[ni],
+                                  .n_in = n->n_inputs, .n_out = n->n_outputs, .ctx = s->ctx,
+                                  .knobs = &s->knobs, .time_us = -1.0};
+        int rc = 0;
+        for (int i = 0; i < n->n_inputs; i++)
+            call.in[i] = n->inputs[i] >= 0 ? &s->vals[n->inputs[i]] : NULL;
+        for (int k = 0; k < n->n_outputs && rc == 0; k++) {
+            int v = n->outputs[k];
+            struct gd_tensor *t = &s->vals[v];
+            memset(t, 0, sizeof *t);
+            t->dtype = gd_dtype_is_float(g->values[v].dtype) ? s->be->compute_dtype
+                                                            : g->values[v].dtype;
+            t->ndim = s->shapes[v].ndim;
+            memcpy(t->shape, s->shapes[v].dim, sizeof t->shape);
+            rc = s->be->alloc(s->ctx, t, err);
+            call.out[k] = t;
+        }
+        double t0 = gd__now_us();
+        if (rc == 0)
+            rc = s->be->ops[n->op](&call, err);
+        double elapsed = gd__now_us() - t0;
+        for (int k = 0; k < n->n_outputs && rc == 0 && s->capture != NULL; k++) {
+            struct gd__capture_req req = {.node_index = ni, .output_slot = k,
+                                          .time_us = call.time_us >= 0 ? call.time_us : elapsed,
+                                          .algo = call.algo, .math = call.math};
+            rc = s->be->capture(s->ctx, call.out[k], &req, deliver, s, err);
+        }
+        if (rc != 0)
+            return err && err->msg[0] ? gd_err_prefix(err, "node %s (%s): ", n->name,
+                                                      gd_op_name(n->op))
+                                      : rc;
+        /* Release what no later node reads. */
+        for (int i = 0; i < n->n_inputs; i++) {
+            int v = n->inputs[i];
+            if (v >= 0 && g->values[v].constant == NULL && g->values[v].last_use == ni &&
+                s->vals[v].data != NULL)
+                s->be->release(s->ctx, &s->vals[v]);
+        }
+        for (int k = 0; k < n->n_outputs; k++) {
+            int v = n->outputs[k];
+            if (g->values[v].last_use < 0)
+                s->be->release(s->ctx, &s->vals[v]);
+        }
+    }
+    return s->be->flush(s->ctx, err);
+}
+
+int
+gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
+               gd_capture_fn capture, void *user, struct gd_err *err)
+{
+    const struct gd_graph *g = s->g;
+    if (n_inputs != g->n_inputs)
+        return gd_err_set(err, GD_EINVAL, "the model takes %d inputs, %d given", g->n_inputs,
+                          n_inputs);
+    int64_t total = 0;
+    for (int i = 0; i < n_inputs; i++) {
+        const char *name = g->values[g->inputs[i]].name;
+        if (!gd_dtype_is_float(inputs[i]->dtype))
+            return gd_err_set(err, GD_EDTYPE, "input %s is %s; the engine takes float inputs",
+                              name, gd_dtype_name(inputs[i]->dtype));
+        if (s->knobs.batch > 0) {
+            if (inputs[i]->ndim < 1)
+                return gd_err_set(err, GD_ESHAPE, "input %s is a scalar: nothing to batch",
+                                  name);
+            if (i > 0 && inputs[i]->shape[0] != total)
+                return gd_err_set(err, GD_ESHAPE, "--batch needs every input to have %lld rows",
+                                  (long long)total);
+            total = inputs[i]->shape[0];
+        }
+    }
+    int64_t step = s->knobs.batch > 0 ? s->knobs.batch : 0;
+    if (step == 0)
+        total = n_inputs > 0 && inputs[0]->ndim > 0 ? inputs[0]->shape[0] : 1;
+    s->capture = capture;
+    s->user = user;
+    s->batch_total = total;
+    int rc = 0;
+    for (int64_t off = 0; rc == 0 && (off < total || (off == 0 && total == 0)); ) {
+        int64_t rows = step > 0 && total - off > step ? step : total - off;
+        s->batch_offset = off;
+        rc = infer_for_rows(s, n_inputs, inputs, rows, err);
+        for (int i = 0; i < n_inputs && rc == 0; i++) {
+            struct gd_tensor slice = *inputs[i];
+            slice.owns_data = 0;
+            if (step > 0) {
+                size_t row_bytes = gd_tensor_nbytes(inputs[i]) / (size_t)inputs[i]->shape[0];
+                slice.shape[0] = rows;
+                slice.data = (char *)inputs[i]->data + (size_t)off * row_bytes;
+            }
+            rc = upload_value(s, &s->vals[g->inputs[i]], &slice, err);
+            if (rc != 0)
+                gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
+        }
+        if (rc == 0)
+            rc = run_nodes(s, err);
+        vals_release(s, 0);
+        if (step == 0 || rows == 0)
+            break;
+        off += rows;
+    }
+    s->capture = NULL;
+    s->user = NULL;
+    return rc;
+}

@@ -1,0 +1,121 @@
+/*
+ * backend_cpu.c: the `cpu` and `cpu64` backends (this file is compiled once for each):
+ * host memory, synchronous capture, and the op table.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+static int
+cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd_err *err)
+{
+    if (knobs->conv_algo[0] != '\0' || knobs->tf32 >= 0 || knobs->math_mode[0] != '\0' ||
+        knobs->workspace_limit >= 0)
+        return gd_err_set(err, GD_ENOTSUP,
+                          "the CPU backends have no convolution algorithms, TF32, math modes "
+                          "or workspaces: those knobs are for cuda");
+    if (GD_CPU_F64 && knobs->emulate != GD_EMULATE_NONE)
+        return gd_err_set(err, GD_ENOTSUP,
+                          "cpu64 is the float64 reference: emulation applies to cpu only");
+    struct gd__cpu_ctx *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    c->knobs = *knobs;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f != NULL) {
+        char line[256];
+        while (fgets(line, sizeof line, f) != NULL) {
+            char *colon = strchr(line, ':');
+            if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
+                colon[strcspn(colon, "\n")] = '\0';
+                gd_env_set(env, "cpu", "%s", colon + 2);
+                break;
+            }
+        }
+        fclose(f);
+    }
+    gd_env_set(env, "compute_dtype", "%s", gd_dtype_name(GD_CPU_DTYPE));
+    *ctx = c;
+    return 0;
+}
+
+static void
+cpu_close(void *ctx)
+{
+    free(ctx);
+}
+
+static int
+cpu_alloc(void *ctx, struct gd_tensor *t, struct gd_err *err)
+{
+    (void)ctx;
+    size_t n = gd_tensor_nbytes(t);
+    t->data = malloc(n ? n : 1);
+    if (t->data == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory for %zu bytes", n);
+    t->owns_data = 0;
+    t->device = 0;
+    return 0;
+}
+
+static void
+cpu_release(void *ctx, struct gd_tensor *t)
+{
+    (void)ctx;
+    free(t->data);
+    t->data = NULL;
+}
+
+static int
+cpu_upload(void *ctx, struct gd_tensor *dst, const struct gd_tensor *src, struct gd_err *err)
+{
+    (void)ctx;
+    if (gd_tensor_nbytes(dst) != gd_tensor_nbytes(src) || dst->dtype != src->dtype)
+        return gd_err_set(err, GD_EINVAL, "upload between tensors of different size or dtype");
+    memcpy(dst->data, src->data, gd_tensor_nbytes(src));
+    return 0;
+}
+
+static int
+cpu_capture(void *ctx, const struct gd_tensor *t, const struct gd__capture_req *req,
+            gd__deliver_fn deliver, void *session, struct gd_err *err)
+{
+    (void)ctx;
+    return deliver(session, req, t, err);
+}
+
+static int
+cpu_flush(void *ctx, struct gd_err *err)
+{
+    (void)ctx;
+    (void)err;
+    return 0;
+}
+
+static const gd_op_fn cpu_ops[GD_OP_COUNT] = {
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) [GD_OP_##e] = CPU_FN(fn),
+#include "../core/ops.def"
+#undef GD_OP
+};
+
+#if GD_CPU_F64
+const struct gd__backend gd__backend_cpu64 = {
+    .name = "cpu64",
+    .description = "CPU, float64 storage and accumulation: the reference",
+#else
+const struct gd__backend gd__backend_cpu = {
+    .name = "cpu",
+    .description = "CPU, float32, fixed summation order",
+#endif
+    .compute_dtype = GD_CPU_DTYPE,
+    .open = cpu_open,
+    .close = cpu_close,
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .upload = cpu_upload,
+    .capture = cpu_capture,
+    .flush = cpu_flush,
+    .ops = cpu_ops,
+};

@@ -1,0 +1,116 @@
+/*
+ * bundle.h: run bundles, the folder a run leaves behind (schema/json/run.schema.json):
+ *
+ *   DIR/run.json               what ran, where, with which knobs, and one record per layer
+ *   DIR/layers/NNNN-name.npy   each captured node output, little-endian, C order
+ *
+ * numpy reads every file without gpudiff. A writer builds the bundle in a hidden temporary
+ * folder beside DIR and renames it into place only when run.json is complete, so a crash
+ * or an error never leaves a half-written bundle under DIR.
+ */
+#ifndef GPUDIFF_BUNDLE_H
+#define GPUDIFF_BUNDLE_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "gpudiff/graph.h"
+#include "gpudiff/run.h"
+#include "gpudiff/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GD_BUNDLE_FORMAT "gpudiff-run"
+#define GD_BUNDLE_VERSION 1
+
+/* Summary statistics of one layer, over its finite values. */
+struct gd_layer_stats {
+    double min, max, mean;      /* NaN when no value is finite */
+    int64_t nan_count, inf_count;
+    int64_t count;              /* elements */
+};
+
+/* ---- writing ---- */
+
+struct gd_bundle_writer;
+
+/*
+ * Starts a bundle that will become dir. GD_EEXIST when dir exists and replace is 0; with
+ * replace, an existing bundle is swapped out only at commit.
+ */
+int gd_bundle_writer_new(const char *dir, int replace, struct gd_bundle_writer **out,
+                         struct gd_err *err);
+
+/*
+ * Records one captured layer (usable directly as the body of a gd_capture_fn). With
+ * batching, slices of a layer arrive in order and are appended to one file whose header
+ * already holds the whole shape. Layer facts that come from the graph (reduction length,
+ * discontinuous) are taken from g, which may be NULL for bundles made from dumps.
+ */
+int gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
+                           const struct gd_layer *layer, struct gd_err *err);
+
+/* Summary of layer i as recorded so far (NULL when there is no such layer). */
+const struct gd_layer_stats *gd_bundle_writer_stats(const struct gd_bundle_writer *w, int i);
+
+/* Number of layers recorded. */
+int gd_bundle_writer_count(const struct gd_bundle_writer *w);
+
+/*
+ * Writes run.json from meta (borrowed: id, model, input, env, knobs, created_at, ...) plus
+ * the "format", "version" and "layers" the writer made, flushes everything to disk, and
+ * renames the folder into place.
+ */
+int gd_bundle_writer_commit(struct gd_bundle_writer *w, json_t *meta, struct gd_err *err);
+
+/* The layers array as it will be written (borrowed), for printing a summary. */
+json_t *gd_bundle_writer_layers(const struct gd_bundle_writer *w);
+
+/* Frees the writer; without a commit the temporary folder and its files are removed. */
+void gd_bundle_writer_free(struct gd_bundle_writer *w);
+
+/* ---- reading ---- */
+
+struct gd_bundle_layer {
+    int index;
+    const char *name;           /* borrowed from run */
+    const char *op;             /* "" when unknown (bundles made from dumps) */
+    enum gd_dtype dtype;
+    struct gd_shape shape;
+    const char *sha256;         /* of the data bytes (C order, little-endian) */
+    const char *file;           /* relative to the bundle folder */
+    double time_us;             /* < 0 when unknown */
+    int64_t reduction_len;      /* 0 when unknown */
+    int discontinuous;          /* -1 when unknown */
+    const char *algo;           /* "" when none */
+};
+
+struct gd_bundle {
+    char *dir;
+    json_t *run;                /* run.json, owned */
+    int n_layers;
+    struct gd_bundle_layer *layers;
+};
+
+/* Opens dir/run.json and checks its structure. GD_EFORMAT names what is wrong. */
+int gd_bundle_open(const char *dir, struct gd_bundle **out, struct gd_err *err);
+
+/* Loads layer i and checks that its dtype and shape match run.json. */
+int gd_bundle_layer_load(const struct gd_bundle *b, int i, struct gd_tensor **out,
+                         struct gd_err *err);
+
+void gd_bundle_close(struct gd_bundle *b);
+
+/* A random RFC 4122 version 4 UUID, from the system's random source. */
+int gd_uuid_v4(char out[37], struct gd_err *err);
+
+/* The SHA-256 of a tensor's data as run.json records it (C order, little-endian). */
+int gd_tensor_sha256(const struct gd_tensor *t, char hex[65], struct gd_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

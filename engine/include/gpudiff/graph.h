@@ -1,0 +1,148 @@
+/*
+ * graph.h: a model as values and nodes in topological order.
+ *
+ * A struct gd_graph owns everything it points to: names, attributes, constant tensors.
+ * Loaders (gd_model_load() for the JSON format, later ONNX) build it with the gd_graph_add_*
+ * functions and finish with gd_graph_finalize(), which checks it and infers shapes; a graph
+ * that passed gd_graph_finalize() is read-only for the rest of its life and can be shared
+ * by several sessions.
+ */
+#ifndef GPUDIFF_GRAPH_H
+#define GPUDIFF_GRAPH_H
+
+#include <stdint.h>
+
+#include "gpudiff/ops.h"
+#include "gpudiff/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gd_attr_type { GD_ATTR_INT, GD_ATTR_FLOAT, GD_ATTR_STRING, GD_ATTR_INTS, GD_ATTR_FLOATS };
+
+/* One node attribute as the model file wrote it, before the op checks it. */
+struct gd_attr {
+    char *name;
+    enum gd_attr_type type;
+    int64_t i;          /* GD_ATTR_INT */
+    double f;           /* GD_ATTR_FLOAT */
+    char *s;            /* GD_ATTR_STRING */
+    int n;              /* GD_ATTR_INTS, GD_ATTR_FLOATS: element count */
+    int64_t *ints;
+    double *floats;
+};
+
+/* A tensor's dimensions, without its data. */
+struct gd_shape {
+    int ndim;
+    int64_t dim[GD_MAX_DIMS];
+};
+
+struct gd_value {
+    char *name;
+    enum gd_dtype dtype;        /* the logical type: float32 for activations */
+    struct gd_shape shape;      /* inferred at gd_graph_finalize() with free dims as 1 */
+    struct gd_tensor *constant; /* weights: owned host tensor; NULL otherwise */
+    int producer;               /* node index, or -1 for inputs and constants */
+    int is_input;
+    int is_output;
+    int last_use;               /* index of the last node reading it, -1 if none */
+};
+
+struct gd_node {
+    char *name;
+    enum gd_op op;
+    int n_inputs;
+    int *inputs;                /* value indices; -1 marks an absent optional input */
+    int n_outputs;
+    int *outputs;
+    int n_attrs;
+    struct gd_attr *attrs;
+    struct gd_params params;    /* filled by gd_graph_finalize() */
+};
+
+/* A graph input as declared: a dimension of -1 is free (the batch, usually). */
+struct gd_input_decl {
+    enum gd_dtype dtype;
+    struct gd_shape shape;
+};
+
+struct gd_graph {
+    char *name;
+    char sha256[65];            /* of the model file and its weights, as gd_model_load() saw */
+    int n_values, n_nodes, n_inputs, n_outputs;
+    struct gd_value *values;
+    struct gd_node *nodes;
+    int *inputs;                /* value indices of the graph inputs */
+    struct gd_input_decl *input_decls; /* parallel to inputs */
+    int *outputs;               /* value indices of the graph outputs */
+    int cap_values, cap_nodes;  /* allocated lengths, for the builders */
+};
+
+/* An empty graph named name. NULL and err on failure. */
+struct gd_graph *gd_graph_new(const char *name, struct gd_err *err);
+
+/* Frees the graph and everything it owns. Accepts NULL. */
+void gd_graph_free(struct gd_graph *g);
+
+/* Index of the value called name, or -1. */
+int gd_graph_find_value(const struct gd_graph *g, const char *name);
+
+/* Index of the node called name, or -1. */
+int gd_graph_find_node(const struct gd_graph *g, const char *name);
+
+/* Declares a graph input. Fails with GD_EEXIST when the name is taken. */
+int gd_graph_add_input(struct gd_graph *g, const char *name, const struct gd_input_decl *decl,
+                       struct gd_err *err);
+
+/* Adds a constant value; takes ownership of t (also on failure). */
+int gd_graph_add_constant(struct gd_graph *g, const char *name, struct gd_tensor *t,
+                          struct gd_err *err);
+
+/*
+ * Appends a node reading the named values (NULL or "" for an absent optional input) and
+ * producing new values with the output names. Inputs must already exist: nodes come in
+ * topological order. attrs are taken over (their contents move into the graph, also on
+ * failure); the caller frees only the array itself.
+ */
+int gd_graph_add_node(struct gd_graph *g, const char *name, const char *op_name, int n_inputs,
+                      const char *const *inputs, int n_outputs, const char *const *outputs,
+                      int n_attrs, struct gd_attr *attrs, struct gd_err *err);
+
+/* Marks a value as a graph output. */
+int gd_graph_add_output(struct gd_graph *g, const char *name, struct gd_err *err);
+
+/*
+ * Checks the graph and infers every shape, with each free input dimension taken as 1.
+ * Errors name the node at fault (GD_EMODEL, GD_ESHAPE, GD_ENOTSUP).
+ */
+int gd_graph_finalize(struct gd_graph *g, struct gd_err *err);
+
+/*
+ * Infers every value's shape and every node's params for the given input shapes (one per
+ * graph input, in order), writing them to value_shapes (g->n_values entries) and
+ * node_params (g->n_nodes entries); the graph itself is not changed, so sessions with
+ * other batch sizes can share it. Each input must match its declaration where that is
+ * fixed. Errors name the node at fault.
+ */
+int gd_graph_infer(const struct gd_graph *g, const struct gd_shape *input_shapes,
+                   struct gd_shape *value_shapes, struct gd_params *node_params,
+                   struct gd_err *err);
+
+/* The attribute called name, or NULL. */
+const struct gd_attr *gd_node_attr(const struct gd_node *n, const char *name);
+
+/*
+ * How many terms each output element of node n sums (1 for pointwise ops), from the op's
+ * reduction rule and the shapes and params of gd_graph_finalize().
+ */
+int64_t gd_node_reduction_len(const struct gd_graph *g, int n);
+
+/* Frees the contents of one attribute (not the struct). */
+void gd_attr_fini(struct gd_attr *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,102 @@
+/*
+ * io.h: arrays in files. .npy (format versions 1.0, 2.0, 3.0), .npz (ZIP archives of .npy
+ * members, stored or deflated, ZIP64 included) and safetensors.
+ *
+ * Loaded tensors are host tensors in C order and native byte order, owned by the caller.
+ * Every error message names the file (or the buffer's description) and what is wrong.
+ */
+#ifndef GPUDIFF_IO_H
+#define GPUDIFF_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpudiff/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a .npy header says. */
+struct gd_npy_header {
+    int version_major;          /* 1, 2 or 3 */
+    enum gd_dtype dtype;
+    int big_endian;             /* data is big-endian (only for multi-byte dtypes) */
+    int fortran_order;
+    int ndim;
+    int64_t shape[GD_MAX_DIMS];
+    size_t header_len;          /* bytes before the data: magic, lengths, dict, padding */
+    size_t data_len;            /* numel x element size */
+};
+
+/*
+ * Parses the header at the start of buf (at least the whole header must be there).
+ * `what` names the source in messages. GD_EFORMAT for a malformed header, GD_EDTYPE for a
+ * dtype the engine lacks (e.g. complex, strings, objects).
+ */
+int gd_npy_header_parse(const void *buf, size_t len, const char *what, struct gd_npy_header *hdr,
+                        struct gd_err *err);
+
+/* Parses a whole .npy image in memory; the tensor is a new copy. */
+int gd_npy_parse(const void *buf, size_t len, const char *what, struct gd_tensor **out,
+                 struct gd_err *err);
+
+/* Reads a .npy file. */
+int gd_npy_load(const char *path, struct gd_tensor **out, struct gd_err *err);
+
+/*
+ * Writes the header for a little-endian, C-order array of dtype and shape into buf
+ * (format 1.0, or 2.0 when the dict needs it; padded so the data starts 64-byte aligned).
+ * *len gets its length. GD_ERANGE when cap is too small (256 bytes is always enough for
+ * GD_MAX_DIMS dims), GD_EDTYPE for bfloat16, which numpy has no name for.
+ */
+int gd_npy_header_write(enum gd_dtype dtype, int ndim, const int64_t *shape, void *buf, size_t cap,
+                        size_t *len, struct gd_err *err);
+
+/*
+ * Writes t to path as .npy: to a temporary file beside it, flushed, then renamed over path,
+ * so a reader never sees half a file.
+ */
+int gd_npy_save(const char *path, const struct gd_tensor *t, struct gd_err *err);
+
+/* An opened .npz archive: its member list, read once at open. */
+struct gd_npz;
+
+int gd_npz_open(const char *path, struct gd_npz **out, struct gd_err *err);
+
+void gd_npz_close(struct gd_npz *z);
+
+/* Number of members. */
+int gd_npz_count(const struct gd_npz *z);
+
+/* Name of member i without the ".npy" suffix, as numpy's np.load(...).files gives it. */
+const char *gd_npz_name(const struct gd_npz *z, int i);
+
+/* Loads member key (with or without ".npy"); GD_ENOENT names the members there are. */
+int gd_npz_load(struct gd_npz *z, const char *key, struct gd_tensor **out, struct gd_err *err);
+
+/* An opened safetensors file: the header, parsed at open. */
+struct gd_safetensors;
+
+int gd_safetensors_open(const char *path, struct gd_safetensors **out, struct gd_err *err);
+
+void gd_safetensors_close(struct gd_safetensors *st);
+
+int gd_safetensors_count(const struct gd_safetensors *st);
+
+const char *gd_safetensors_name(const struct gd_safetensors *st, int i);
+
+int gd_safetensors_load(struct gd_safetensors *st, const char *key, struct gd_tensor **out,
+                        struct gd_err *err);
+
+/*
+ * Loads one array from a .npy, .npz or .safetensors file, told apart by content, not name.
+ * key picks the member of an archive; NULL takes the only member of a one-member archive.
+ * For a .npy file key must be NULL.
+ */
+int gd_array_load(const char *path, const char *key, struct gd_tensor **out, struct gd_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

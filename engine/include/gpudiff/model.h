@@ -1,0 +1,33 @@
+/*
+ * model.h: loading a model from the project's JSON graph format
+ * (schema/json/model.schema.json) and its weight files.
+ */
+#ifndef GPUDIFF_MODEL_H
+#define GPUDIFF_MODEL_H
+
+#include "gpudiff/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gd_model_opts {
+    /* Folder weight paths are relative to; NULL: the model's "weights_dir", itself relative
+     * to the model file's folder (default: that folder). */
+    const char *weights_dir;
+};
+
+/*
+ * Reads the model file, loads and casts every weight, builds the graph and infers its
+ * shapes. On success *out is a new graph owned by the caller, with sha256 set to the hash
+ * of the model file and of every weight as loaded (name, dtype, shape, data). Errors name
+ * the file, and the node or weight at fault: GD_EFORMAT (not JSON, wrong structure),
+ * GD_EMODEL (unknown op, bad attribute, missing weight), GD_ESHAPE, GD_ENOENT.
+ */
+int gd_model_load(const char *path, const struct gd_model_opts *opts, struct gd_graph **out,
+                  struct gd_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

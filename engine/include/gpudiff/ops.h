@@ -1,0 +1,88 @@
+/*
+ * ops.h: the operator list (made from engine/core/ops.def), each op's traits, and the
+ * parameters that shape inference reads from a node's attributes.
+ */
+#ifndef GPUDIFF_OPS_H
+#define GPUDIFF_OPS_H
+
+#include <stdint.h>
+
+#include "gpudiff/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gd_op {
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) GD_OP_##e,
+#include "../../core/ops.def"
+#undef GD_OP
+    GD_OP_COUNT
+};
+
+/* How many terms each output element of an op sums: the rule behind reduction_len. */
+enum gd_reduction {
+    GD_RED_NONE,    /* 1: a pointwise function or a data movement */
+    GD_RED_CONV,    /* input channels per group x kernel height x kernel width */
+    GD_RED_CONVT,   /* input channels per group x ceil(kH/sH) x ceil(kW/sW) */
+    GD_RED_GEMM,    /* the inner dimension K */
+    GD_RED_WINDOW,  /* the pooling window's area */
+    GD_RED_SPATIAL, /* height x width of the input */
+    GD_RED_AXES,    /* the product of the reduced dimensions */
+    GD_RED_AXIS     /* the length of the op's axis */
+};
+
+struct gd_op_info {
+    const char *name;       /* ONNX name */
+    const char *family;     /* conv, pool, norm, gemm, act, eltwise, reduce, shape */
+    int min_inputs;
+    int max_inputs;
+    enum gd_reduction reduction;
+    int ulps;               /* rounding added beyond the reduction, in units in the last place */
+    int discontinuous;
+};
+
+/* The traits of op; NULL for a value outside the enum. */
+const struct gd_op_info *gd_op_info(enum gd_op op);
+
+/* The ONNX name of op ("?" outside the enum). */
+const char *gd_op_name(enum gd_op op);
+
+/* Looks up an ONNX op name (case-sensitive). Returns 0 or GD_ENOENT. */
+int gd_op_from_name(const char *name, enum gd_op *out);
+
+enum gd_pad_mode { GD_PAD_CONSTANT, GD_PAD_REFLECT, GD_PAD_EDGE };
+
+/*
+ * A node's attributes after checking, in the op's own terms; filled by shape inference.
+ * Fields an op does not use stay at their defaults. Spatial geometry is 2-D (NCHW).
+ */
+struct gd_params {
+    int64_t kernel[2];          /* kH, kW */
+    int64_t strides[2];
+    int64_t dilations[2];
+    int64_t pads[4];            /* begin_h, begin_w, end_h, end_w (ONNX order) */
+    int64_t output_padding[2];  /* ConvTranspose */
+    int64_t group;
+    int ceil_mode;              /* pools */
+    int count_include_pad;      /* AveragePool */
+    int trans_a, trans_b;       /* Gemm */
+    double alpha, beta, gamma;  /* Gemm; LeakyRelu, Elu, Selu, HardSigmoid */
+    double epsilon;             /* BatchNormalization */
+    double clip_min, clip_max;  /* Clip (infinite when absent) */
+    int gelu_tanh;              /* Gelu approximate="tanh" */
+    int64_t axis;               /* Softmax, LogSoftmax, Concat, Flatten, ArgMax; >= 0 */
+    int keepdims;               /* reductions, ArgMax */
+    int select_last_index;      /* ArgMax */
+    int n_axes;                 /* reductions, Squeeze, Unsqueeze: sorted, >= 0 */
+    int64_t axes[GD_MAX_DIMS];
+    int64_t perm[GD_MAX_DIMS];  /* Transpose */
+    int64_t pads_nd[2 * GD_MAX_DIMS]; /* Pad: begins of each axis, then ends */
+    enum gd_pad_mode pad_mode;
+    double pad_value;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

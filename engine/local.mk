@@ -1,0 +1,65 @@
+# engine/local.mk: libgpudiff, the engine shared by the agent and the daemon.
+noinst_LTLIBRARIES += libgpudiff.la
+
+ENGINE_DEPS_CFLAGS = $(JANSSON_CFLAGS) $(ZLIB_CFLAGS) $(CRYPTO_CFLAGS)
+ENGINE_DEPS_LIBS = $(JANSSON_LIBS) $(ZLIB_LIBS) $(CRYPTO_LIBS) -lm -lpthread
+
+libgpudiff_la_CPPFLAGS = $(AM_CPPFLAGS) $(ENGINE_DEPS_CFLAGS)
+libgpudiff_la_SOURCES = \
+	engine/include/gpudiff/error.h \
+	engine/include/gpudiff/graph.h \
+	engine/include/gpudiff/io.h \
+	engine/include/gpudiff/log.h \
+	engine/include/gpudiff/model.h \
+	engine/include/gpudiff/ops.h \
+	engine/include/gpudiff/run.h \
+	engine/include/gpudiff/tensor.h \
+	engine/include/gpudiff/bundle.h \
+	engine/include/gpudiff/hash.h \
+	engine/core/internal.h \
+	engine/core/attr.c \
+	engine/core/backend.c \
+	engine/core/error.c \
+	engine/core/graph.c \
+	engine/core/hash.c \
+	engine/core/infer_act.c \
+	engine/core/infer_conv.c \
+	engine/core/infer_eltwise.c \
+	engine/core/infer_gemm.c \
+	engine/core/infer_norm.c \
+	engine/core/infer_pool.c \
+	engine/core/infer_reduce.c \
+	engine/core/infer_shape.c \
+	engine/core/knobs.c \
+	engine/core/log.c \
+	engine/core/ops.c \
+	engine/core/session.c \
+	engine/core/tensor.c \
+	engine/io/array.c \
+	engine/io/bundle_write.c \
+	engine/io/bundle_read.c \
+	engine/io/model_json.c \
+	engine/io/npy.c \
+	engine/io/npz.c \
+	engine/io/safetensors.c
+libgpudiff_la_LIBADD = libgd_cpu32.la libgd_cpu64.la $(ENGINE_DEPS_LIBS)
+EXTRA_DIST += engine/core/ops.def
+
+# The CPU ops are written once in terms of `real` and built twice (engine/cpu/cpu.h).
+CPU_SOURCES = \
+	engine/cpu/cpu.h \
+	engine/cpu/backend_cpu.c \
+	engine/cpu/emulate.c \
+	engine/cpu/op_act.c \
+	engine/cpu/op_conv.c \
+	engine/cpu/op_eltwise.c \
+	engine/cpu/op_gemm.c \
+	engine/cpu/op_norm.c \
+	engine/cpu/op_pool.c \
+	engine/cpu/op_reduce.c \
+	engine/cpu/op_shape.c
+noinst_LTLIBRARIES += libgd_cpu32.la libgd_cpu64.la
+libgd_cpu32_la_SOURCES = $(CPU_SOURCES)
+libgd_cpu32_la_CPPFLAGS = $(AM_CPPFLAGS) -DGD_CPU_F64=0
+libgd_cpu64_la_SOURCES = $(CPU_SOURCES)
+libgd_cpu64_la_CPPFLAGS = $(AM_CPPFLAGS) -DGD_CPU_F64=1
