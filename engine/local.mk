@@ -30,6 +30,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/infer_pool.c \
 	engine/core/infer_reduce.c \
 	engine/core/infer_shape.c \
+	engine/core/infer_window.c \
 	engine/core/knobs.c \
 	engine/core/log.c \
 	engine/core/ops.c \

@@ -2,10 +2,10 @@
 # scripts and benchmarks. `make check` runs TESTS in parallel; a test that needs what this
 # machine lacks (a GPU, numpy) exits 77 and counts as skipped.
 TEST_FIXTURES = $(abs_top_srcdir)/tests/fixtures
-CHECK_CPPFLAGS = $(AM_CPPFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) \
+TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) \
 	-DGD_FIXTURES=\"$(TEST_FIXTURES)\" -DGD_SHARED_DIR=\"$(GD_SHARED_DIR)\" \
 	-DGD_BUILDDIR=\"$(abs_top_builddir)\"
-CHECK_LDADD = libgpudiff.la $(CHECK_LIBS) $(JANSSON_LIBS)
+TEST_LIBS = libgpudiff.la $(CHECK_LIBS) $(JANSSON_LIBS)
 EXTRA_DIST += tests/fixtures
 
 if HAVE_CHECK

@@ -1,4 +1,6 @@
 /* attr.c: typed reads of node attributes for shape inference, and shape helpers. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -100,6 +102,39 @@ gd__attr_ints(const struct gd_node *n, const char *name, int count, int max, int
 }
 
 int
+gd__const_ints(const struct gd_tensor *t, const char *what, int max, int64_t *out, int *n_out,
+               struct gd_err *err)
+{
+    int64_t n = gd_tensor_numel(t);
+    if (t->ndim > 1)
+        return gd_err_set(err, GD_EMODEL, "%s must be a list (1-D), not %d-D", what, t->ndim);
+    if (n > max)
+        return gd_err_set(err, GD_EMODEL, "%s has %lld values (at most %d)", what, (long long)n,
+                          max);
+    for (int64_t i = 0; i < n; i++) {
+        double v = gd_tensor_get_f64(t, i);
+        if (t->dtype == GD_I64)
+            out[i] = ((const int64_t *)t->data)[i];
+        else if (v != (double)(int64_t)v)
+            return gd_err_set(err, GD_EMODEL, "%s holds %g, not an integer", what, v);
+        else
+            out[i] = (int64_t)v;
+    }
+    *n_out = (int)n;
+    return 0;
+}
+
+int
+gd__const_scalar(const struct gd_tensor *t, const char *what, double *out, struct gd_err *err)
+{
+    if (gd_tensor_numel(t) != 1)
+        return gd_err_set(err, GD_EMODEL, "%s must hold one value, not %lld", what,
+                          (long long)gd_tensor_numel(t));
+    *out = gd_tensor_get_f64(t, 0);
+    return 0;
+}
+
+int
 gd__attr_check_known(const struct gd_node *n, const char *const *known, struct gd_err *err)
 {
     for (int i = 0; i < n->n_attrs; i++) {
@@ -171,4 +206,16 @@ gd__strdup(const char *s)
     if (d != NULL)
         memcpy(d, s, n);
     return d;
+}
+
+int
+gd__pathf(char *out, size_t size, struct gd_err *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, size, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= size)
+        return gd_err_set(err, GD_ERANGE, "path too long: %.80s...", out);
+    return 0;
 }

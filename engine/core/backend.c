@@ -1,4 +1,6 @@
 /* backend.c: the registry of backends built into this library. */
+#include "config.h"
+
 #include <stddef.h>
 #include <string.h>
 

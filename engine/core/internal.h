@@ -141,6 +141,16 @@ int gd__attr_string(const struct gd_node *n, const char *name, const char *dflt,
 int gd__attr_ints(const struct gd_node *n, const char *name, int count, int max, int64_t *out,
                   int *n_out, struct gd_err *err);
 
+/*
+ * Reads a constant input holding integers (any integer dtype, or floats with integral
+ * values) into out: at most max values, *n_out gets the count. `what` names it in errors.
+ */
+int gd__const_ints(const struct gd_tensor *t, const char *what, int max, int64_t *out,
+                   int *n_out, struct gd_err *err);
+
+/* Reads a constant input holding one number (any numeric dtype, any shape of one element). */
+int gd__const_scalar(const struct gd_tensor *t, const char *what, double *out, struct gd_err *err);
+
 /* Fails with GD_EMODEL naming any attribute of n that is not in the NULL-terminated list. */
 int gd__attr_check_known(const struct gd_node *n, const char *const *known, struct gd_err *err);
 
@@ -151,11 +161,37 @@ int gd__axis_norm(int64_t axis, int ndim, int64_t *out, struct gd_err *err);
 int gd__broadcast_shape(const struct gd_shape *a, const struct gd_shape *b, struct gd_shape *out,
                         struct gd_err *err);
 
+/* ---- window geometry of convolutions and pools (infer_window.c) ---- */
+
+enum gd__auto_pad { GD__PAD_NOTSET, GD__PAD_SAME_UPPER, GD__PAD_SAME_LOWER, GD__PAD_VALID };
+
+int gd__auto_pad_read(const struct gd_node *n, enum gd__auto_pad *out, struct gd_err *err);
+
+/* Reads a spatial attribute of ns (1 or 2) values into out[2] as (height, width), height
+ * taking `fill` for 1-D ops; absent: both dflt. */
+int gd__spatial_ints(const struct gd_node *n, const char *name, int ns, int64_t dflt,
+                     int64_t fill, int64_t *out, struct gd_err *err);
+
+/* Reads strides, dilations (or 1 when the op has none) and pads into p. */
+int gd__spatial_geometry(const struct gd_node *n, int ns, int with_dilations, struct gd_params *p,
+                         struct gd_err *err);
+
+/* auto_pad SAME_*: output = ceil(in / stride); the odd pixel of padding goes to the end
+ * (UPPER) or the beginning (LOWER). Needs p->kernel, strides, dilations. */
+void gd__same_pads(int mode_upper, const int64_t *in_hw, struct gd_params *p);
+
+/* Spatial size of an (N,C,W) or (N,C,H,W) shape as (H, W), H = 1 for 1-D. */
+void gd__spatial_in(const struct gd_shape *x, int64_t *hw);
+
 /* Product of dims (1 for a scalar). */
 int64_t gd__shape_numel(const struct gd_shape *s);
 
 /* Monotonic clock in microseconds. */
 double gd__now_us(void);
+
+/* snprintf into a path buffer; GD_ERANGE (with a message) when it does not fit. */
+int gd__pathf(char *out, size_t size, struct gd_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Duplicates a string; NULL on allocation failure. */
 char *gd__strdup(const char *s);

@@ -4,6 +4,8 @@
  * output to the capture callback through the backend (which may copy asynchronously).
  * Values are released after their last reader, so memory follows the live set.
  */
+#include "config.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>

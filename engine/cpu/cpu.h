@@ -15,15 +15,33 @@
 
 #include "../core/internal.h"
 
+#include <math.h>
+
+/* R(exp) is exp in cpu64 and expf in cpu: the libm function of the build's precision. */
 #if GD_CPU_F64
 typedef double real;
 #define CPU_FN(name) gd__cpu64_##name
 #define GD_CPU_DTYPE GD_F64
+#define R(fn) fn
 #else
 typedef float real;
 #define CPU_FN(name) gd__cpu32_##name
 #define GD_CPU_DTYPE GD_F32
+#define R(fn) fn##f
 #endif
+
+/* Geometry of an (N, C, W) or (N, C, H, W) tensor, H = 1 for the 1-D form. */
+struct gd__nchw {
+    int64_t n, c, h, w;
+};
+
+static inline struct gd__nchw
+gd__nchw_of(const struct gd_tensor *t)
+{
+    struct gd__nchw g = {t->shape[0], t->shape[1], t->ndim == 4 ? t->shape[2] : 1,
+                         t->shape[t->ndim - 1]};
+    return g;
+}
 
 /* The CPU backends' session context. */
 struct gd__cpu_ctx {
@@ -43,5 +61,12 @@ struct gd__cpu_ctx {
  */
 int CPU_FN(emulate_round)(const struct gd_op_call *c, unsigned op_class, const real *src,
                           real *dst, int64_t n);
+
+/*
+ * The data an op of op_class should read for input t: t's own, or (with --emulate applying
+ * to the class) a rounded copy returned in *scratch, which the caller frees.
+ */
+int CPU_FN(emulated_input)(const struct gd_op_call *c, unsigned op_class, const struct gd_tensor *t,
+                           const real **data, real **scratch, struct gd_err *err);
 
 #endif

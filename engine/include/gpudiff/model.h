@@ -5,6 +5,8 @@
 #ifndef GPUDIFF_MODEL_H
 #define GPUDIFF_MODEL_H
 
+#include <stddef.h>
+
 #include "gpudiff/graph.h"
 
 #ifdef __cplusplus
@@ -26,6 +28,13 @@ struct gd_model_opts {
  */
 int gd_model_load(const char *path, const struct gd_model_opts *opts, struct gd_graph **out,
                   struct gd_err *err);
+
+/*
+ * The same from model text in memory: `where` names it in messages, dir is the folder its
+ * relative paths start from (NULL: the current folder).
+ */
+int gd_model_parse(const char *text, size_t len, const char *where, const char *dir,
+                   const struct gd_model_opts *opts, struct gd_graph **out, struct gd_err *err);
 
 #ifdef __cplusplus
 }

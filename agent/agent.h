@@ -1,0 +1,50 @@
+/*
+ * agent.h: what the parts of gpudiff-agent share: exit codes, the stderr log sink, and
+ * one entry point per subcommand.
+ */
+#ifndef GPUDIFF_AGENT_H
+#define GPUDIFF_AGENT_H
+
+#include <jansson.h>
+
+#include "gpudiff/bundle.h"
+#include "gpudiff/error.h"
+
+/* Exit codes, documented in `gpudiff-agent --help` and docs/AGENT.md. */
+#define AGT_EXIT_MAP(XX)                                                            \
+    XX(OK, 0, "success")                                                            \
+    XX(INTERNAL, 1, "unexpected internal error")                                    \
+    XX(USAGE, 2, "bad command line")                                                \
+    XX(INPUT, 3, "a model, weight, input or bundle file is missing or invalid")     \
+    XX(RUN, 4, "the run failed (an op, the device, or memory)")                     \
+    XX(NOTSUP, 5, "the model or a knob needs something this build does not support") \
+    XX(OUTPUT, 6, "the bundle could not be written (exists, disk, permissions)")
+
+enum agt_exit {
+#define AGT__EXIT_ENUM(name, value, text) AGT_EXIT_##name = (value),
+    AGT_EXIT_MAP(AGT__EXIT_ENUM)
+#undef AGT__EXIT_ENUM
+};
+
+/* Where an error happened decides its exit code. */
+enum agt_phase { AGT_PHASE_LOAD, AGT_PHASE_RUN, AGT_PHASE_WRITE };
+
+/* The exit code for engine error `code` met in `phase`. */
+int agt_exit_for(int code, enum agt_phase phase);
+
+/* Prints "gpudiff-agent: <msg>" to stderr and returns agt_exit_for(err->code, phase). */
+int agt_fail(const struct gd_err *err, enum agt_phase phase);
+
+/* Sends the engine's log to stderr; verbose adds debug messages. */
+void agt_log_init(int verbose);
+
+/* Writes the exit code table for --help texts. */
+void agt_print_exit_codes(FILE *out);
+
+/* Subcommands: each parses its own flags (argv[0] is the subcommand's name). */
+int agt_cmd_run(int argc, char **argv);
+
+/* Prints the per-layer summary of a bundle being written. */
+void agt_report_table(FILE *out, json_t *run, const char *bundle_dir);
+
+#endif

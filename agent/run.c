@@ -1,0 +1,358 @@
+/*
+ * run.c: `gpudiff-agent run`: loads a model and an input, runs every node on one backend
+ * with one set of knobs, and writes the run bundle with every layer's output.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpudiff/bundle.h"
+#include "gpudiff/io.h"
+#include "gpudiff/log.h"
+#include "gpudiff/model.h"
+#include "gpudiff/run.h"
+#include "agent.h"
+
+struct run_opts {
+    const char *model;
+    const char *input;
+    const char *input_key;
+    const char *backend;
+    const char *out;
+    const char *weights_dir;
+    const char *emulate;
+    int replace;
+    int json;
+    int progress;
+    int verbose;
+    json_t *labels;
+    struct gd_knobs knobs;
+};
+
+/* What the capture callback needs: the writer, and progress reporting. */
+struct capture_ctx {
+    struct gd_bundle_writer *writer;
+    const struct gd_graph *graph;
+    int progress;
+    int n_layers;
+};
+
+static void
+run_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: gpudiff-agent run --model FILE --input FILE --out DIR [OPTIONS]\n\n"
+            "Runs every node of the model on the input and writes a run bundle to DIR:\n"
+            "run.json (what ran, where, with which knobs; one record per layer) and\n"
+            "layers/NNNN-name.npy (each node's output). Prints a per-layer summary.\n\n"
+            "Required:\n"
+            "  --model FILE        model in the gpudiff JSON graph format\n"
+            "  --input FILE        input array: .npy, .npz or .safetensors\n"
+            "  --out DIR           bundle folder to create (must not exist, see --replace)\n\n"
+            "Options:\n"
+            "  --input-key NAME    member of an .npz/.safetensors input (needed when it has\n"
+            "                      several)\n"
+            "  --backend NAME      cpu (float32, fixed summation order; default) or cpu64\n"
+            "                      (float64: the reference)\n"
+            "  --weights-dir DIR   folder weight paths are relative to (default: the model's\n"
+            "                      \"weights_dir\", relative to the model file)\n"
+            "  --batch N           run the input in slices of N rows along dim 0 and\n"
+            "                      concatenate, as a server batches requests\n"
+            "  --emulate SPEC      cpu only: round the inputs of GEMMs (and convolutions) to a\n"
+            "                      reduced format before accumulating in float32: tf32, bf16\n"
+            "                      or fp16, optionally :CLASSES, a comma list of gemm and conv\n"
+            "                      (default gemm), e.g. tf32:conv,gemm\n"
+            "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
+            "  --replace           replace DIR if it exists (only once the new bundle is\n"
+            "                      complete)\n"
+            "  --json              print run.json (with the bundle path) instead of the table\n"
+            "  --progress          report each layer on stderr as it completes (default when\n"
+            "                      stderr is a terminal)\n"
+            "  -v, --verbose       debug messages on stderr\n"
+            "  -h, --help          this help\n\n");
+    agt_print_exit_codes(out);
+}
+
+static int
+parse_int(const char *s, long long min, long long *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < min)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int
+parse_args(int argc, char **argv, struct run_opts *o)
+{
+    enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
+           O_JSON, O_PROGRESS };
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"input", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'},
+        {"input-key", required_argument, NULL, O_INPUT_KEY},
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"weights-dir", required_argument, NULL, O_WEIGHTS_DIR},
+        {"batch", required_argument, NULL, O_BATCH},
+        {"emulate", required_argument, NULL, O_EMULATE},
+        {"label", required_argument, NULL, O_LABEL},
+        {"replace", no_argument, NULL, O_REPLACE},
+        {"json", no_argument, NULL, O_JSON},
+        {"progress", no_argument, NULL, O_PROGRESS},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct gd_err err = {0};
+    long long v;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:i:o:vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            o->model = optarg;
+            break;
+        case 'i':
+            o->input = optarg;
+            break;
+        case 'o':
+            o->out = optarg;
+            break;
+        case O_INPUT_KEY:
+            o->input_key = optarg;
+            break;
+        case O_BACKEND:
+            o->backend = optarg;
+            break;
+        case O_WEIGHTS_DIR:
+            o->weights_dir = optarg;
+            break;
+        case O_BATCH:
+            if (parse_int(optarg, 1, &v) != 0) {
+                fprintf(stderr, "gpudiff-agent run: --batch needs a positive integer, not %s\n",
+                        optarg);
+                return -1;
+            }
+            o->knobs.batch = v;
+            break;
+        case O_EMULATE:
+            if (gd_emulate_parse(optarg, &o->knobs.emulate, &o->knobs.emulate_classes, &err) !=
+                0) {
+                fprintf(stderr, "gpudiff-agent run: --emulate: %s\n", err.msg);
+                return -1;
+            }
+            o->emulate = optarg;
+            break;
+        case O_LABEL: {
+            const char *eq = strchr(optarg, '=');
+            if (eq == NULL || eq == optarg) {
+                fprintf(stderr, "gpudiff-agent run: --label needs KEY=VALUE, not %s\n", optarg);
+                return -1;
+            }
+            char key[128];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
+            json_object_set_new(o->labels, key, json_string(eq + 1));
+            break;
+        }
+        case O_REPLACE:
+            o->replace = 1;
+            break;
+        case O_JSON:
+            o->json = 1;
+            break;
+        case O_PROGRESS:
+            o->progress = 1;
+            break;
+        case 'v':
+            o->verbose = 1;
+            break;
+        case 'h':
+            run_usage(stdout);
+            return 1;
+        default:
+            fprintf(stderr, "Try `gpudiff-agent run --help`.\n");
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpudiff-agent run: unexpected argument %s\n", argv[optind]);
+        return -1;
+    }
+    const char *missing = !o->model ? "--model" : !o->input ? "--input" : !o->out ? "--out" : NULL;
+    if (missing != NULL) {
+        fprintf(stderr, "gpudiff-agent run: %s is required (see --help)\n", missing);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+capture_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
+{
+    struct capture_ctx *cc = user;
+    int rc = gd_bundle_writer_layer(cc->writer, cc->graph, layer, err);
+    if (rc == 0 && cc->progress) {
+        char shape[96];
+        fprintf(stderr, "gpudiff-agent: [%d/%d] %s (%s) %s, %.0f us\n", layer->index + 1,
+                cc->n_layers, layer->name, gd_op_name(layer->op),
+                gd_shape_format(layer->value->ndim, layer->value->shape, shape, sizeof shape),
+                layer->time_us);
+    }
+    return rc;
+}
+
+static void
+utc_now(char *buf, size_t size)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static json_t *
+shape_json(const struct gd_tensor *t)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < t->ndim; i++)
+        json_array_append_new(a, json_integer(t->shape[i]));
+    return a;
+}
+
+static json_t *
+knobs_json(const struct run_opts *o)
+{
+    json_t *k = json_object();
+    char emulate[64] = "none";
+    if (o->knobs.emulate != GD_EMULATE_NONE)
+        snprintf(emulate, sizeof emulate, "%s:%s%s%s", gd_emulate_name(o->knobs.emulate),
+                 o->knobs.emulate_classes & GD_CLASS_CONV ? "conv" : "",
+                 (o->knobs.emulate_classes & GD_CLASS_CONV) &&
+                         (o->knobs.emulate_classes & GD_CLASS_GEMM)
+                     ? ","
+                     : "",
+                 o->knobs.emulate_classes & GD_CLASS_GEMM ? "gemm" : "");
+    json_object_set_new(k, "emulate", json_string(emulate));
+    json_object_set_new(k, "batch", o->knobs.batch > 0 ? json_integer(o->knobs.batch)
+                                                        : json_null());
+    return k;
+}
+
+/* run.json's facts about the run, before the writer adds the layers. */
+static json_t *
+run_meta(const struct run_opts *o, const struct gd_graph *g, const struct gd_tensor *input,
+         const char *input_sha, struct gd_session *s, double duration_us, struct gd_err *err)
+{
+    char id[37], now[32];
+    if (gd_uuid_v4(id, err) != 0)
+        return NULL;
+    utc_now(now, sizeof now);
+    json_t *env = json_object();
+    const struct gd_env *e = gd_session_env(s);
+    for (int i = 0; i < e->n; i++)
+        json_object_set_new(env, e->items[i].key, json_string(e->items[i].value));
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s?, s:s, s:s, s:o}, s:s, s:o, "
+                     "s:o, s:o, s:f}",
+                     "id", id, "created_at", now,
+                     "model", "name", g->name, "sha256", g->sha256, "file", o->model,
+                     "input", "file", o->input, "key", o->input_key, "sha256", input_sha,
+                     "dtype", gd_dtype_name(input->dtype), "shape", shape_json(input),
+                     "backend", gd_session_backend(s),
+                     "env", env,
+                     "knobs", knobs_json(o),
+                     "labels", json_incref(o->labels),
+                     "duration_us", duration_us);
+}
+
+static int
+execute(struct run_opts *o)
+{
+    struct gd_err err = {0};
+    struct gd_graph *g = NULL;
+    struct gd_tensor *input = NULL;
+    struct gd_session *s = NULL;
+    struct gd_bundle_writer *w = NULL;
+    json_t *meta = NULL;
+    int code = AGT_EXIT_OK;
+    struct gd_model_opts mo = {.weights_dir = o->weights_dir};
+    char input_sha[65];
+
+    if (gd_model_load(o->model, &mo, &g, &err) != 0 ||
+        gd_array_load(o->input, o->input_key, &input, &err) != 0 ||
+        gd_tensor_sha256(input, input_sha, &err) != 0) {
+        code = agt_fail(&err, AGT_PHASE_LOAD);
+        goto done;
+    }
+    if ((s = gd_session_new(g, o->backend ? o->backend : "cpu", &o->knobs, &err)) == NULL) {
+        code = agt_fail(&err, AGT_PHASE_LOAD);
+        goto done;
+    }
+    if (gd_bundle_writer_new(o->out, o->replace, &w, &err) != 0) {
+        code = agt_fail(&err, AGT_PHASE_WRITE);
+        goto done;
+    }
+    int n_layers = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        n_layers += g->nodes[i].n_outputs;
+    struct capture_ctx cc = {.writer = w, .graph = g, .progress = o->progress,
+                             .n_layers = n_layers};
+    const struct gd_tensor *inputs[1] = {input};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (gd_session_run(s, 1, inputs, capture_layer, &cc, &err) != 0) {
+        code = agt_fail(&err, err.code == GD_EIO ? AGT_PHASE_WRITE : AGT_PHASE_RUN);
+        goto done;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double duration = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    meta = run_meta(o, g, input, input_sha, s, duration, &err);
+    if (meta == NULL) {
+        code = agt_fail(&err, AGT_PHASE_WRITE);
+        goto done;
+    }
+    if (gd_bundle_writer_commit(w, meta, &err) != 0) {
+        code = agt_fail(&err, AGT_PHASE_WRITE);
+        goto done;
+    }
+    json_object_set(meta, "layers", gd_bundle_writer_layers(w));
+    if (o->json) {
+        json_object_set_new(meta, "bundle", json_string(o->out));
+        json_dumpf(meta, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        fputc('\n', stdout);
+    } else {
+        agt_report_table(stdout, meta, o->out);
+    }
+done:
+    json_decref(meta);
+    gd_bundle_writer_free(w);
+    gd_session_free(s);
+    gd_tensor_free(input);
+    gd_graph_free(g);
+    return code;
+}
+
+int
+agt_cmd_run(int argc, char **argv)
+{
+    struct run_opts o = {0};
+    gd_knobs_init(&o.knobs);
+    o.labels = json_object();
+    o.progress = isatty(STDERR_FILENO);
+    int prc = parse_args(argc, argv, &o);
+    int code;
+    if (prc != 0) {
+        code = prc > 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
+    } else {
+        agt_log_init(o.verbose);
+        code = execute(&o);
+    }
+    json_decref(o.labels);
+    return code;
+}

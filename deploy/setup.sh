@@ -1,0 +1,81 @@
+#!/bin/sh
+# deploy/setup.sh: sets gpudiff up on Debian 12 (run as root): installs the Debian packages
+# it needs, builds it in build/, then does one job:
+#
+#   deploy/setup.sh demo    run the seed case (shared/cases/lenet-11-821) on the CPU
+#                           backends and print each run's per-layer table
+#   deploy/setup.sh test    run the whole test suite (make check), then the same suite
+#                           built with AddressSanitizer and UndefinedBehaviorSanitizer
+#   deploy/setup.sh build   only install and build
+#
+# Environment: CONFIGURE_FLAGS adds configure options (e.g. --with-cuda=no);
+# GPUDIFF_SKIP_APT=1 skips the package step; JOBS sets make's parallelism.
+set -eu
+
+job=${1:-build}
+case "$job" in
+demo|test|build) ;;
+-h|--help)
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0 ;;
+*)
+    echo "usage: deploy/setup.sh demo|test|build" >&2
+    exit 2 ;;
+esac
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+jobs=${JOBS:-$(nproc)}
+
+packages="build-essential autoconf automake libtool pkg-config
+  libjansson-dev zlib1g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev
+  libmicrohttpd-dev libzstd-dev check python3 python3-numpy ca-certificates"
+
+install_packages() {
+    missing=""
+    for p in $packages; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+            missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    echo "setup: installing$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    # shellcheck disable=SC2086
+    apt-get install -y -q --no-install-recommends $missing
+}
+
+# build DIR [configure options...]: configures (once) and builds out of tree.
+build() {
+    dir=$1; shift
+    [ -x configure ] || autoreconf -fi
+    mkdir -p "$dir"
+    if [ ! -f "$dir/Makefile" ]; then
+        # shellcheck disable=SC2086
+        (cd "$dir" && ../configure --enable-werror ${CONFIGURE_FLAGS:-} "$@")
+    fi
+    make -C "$dir" -j"$jobs"
+}
+
+[ "${GPUDIFF_SKIP_APT:-0}" = 1 ] || install_packages
+build build
+
+case "$job" in
+demo)
+    seed="$top/../shared/cases/lenet-11-821"
+    out=$(mktemp -d "${TMPDIR:-/tmp}/gpudiff-demo.XXXXXX")
+    for backend in cpu cpu64; do
+        echo
+        ./build/gpudiff-agent run --model tests/fixtures/models/lenet-11-821.json \
+            --input "$seed/input.npz" --input-key inp --backend "$backend" \
+            --out "$out/$backend"
+    done
+    echo
+    echo "setup: the bundles are in $out"
+    ;;
+test)
+    make -C build -j"$jobs" check
+    build build-sanitize --enable-asan --enable-ubsan
+    ASAN_OPTIONS=detect_leaks=1 make -C build-sanitize -j"$jobs" check
+    ;;
+esac

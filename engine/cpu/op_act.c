@@ -1,0 +1,184 @@
+/*
+ * op_act.c: the pointwise unary ops on the CPU. Each is one scalar function of the build's
+ * precision (libm's float functions for `cpu`, double ones for `cpu64`), applied in order.
+ * Formulas are chosen for accuracy where the textbook one loses it: expm1 for Elu and Selu,
+ * a split Softplus and Sigmoid that never overflow.
+ */
+#include "cpu.h"
+
+typedef real (*unary_fn)(real x, const struct gd_params *p);
+
+static int
+unary(struct gd_op_call *c, unary_fn fn)
+{
+    const real *x = c->in[0]->data;
+    real *y = c->out[0]->data;
+    int64_t n = gd_tensor_numel(c->out[0]);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = fn(x[i], c->params);
+    return 0;
+}
+
+static real
+relu(real x, const struct gd_params *p)
+{
+    return x > 0 ? x : (isnan(x) ? x : 0);
+}
+
+static real
+leaky_relu(real x, const struct gd_params *p)
+{
+    return x >= 0 ? x : (real)p->alpha * x;
+}
+
+static real
+elu(real x, const struct gd_params *p)
+{
+    return x > 0 ? x : (real)p->alpha * R(expm1)(x);
+}
+
+static real
+selu(real x, const struct gd_params *p)
+{
+    return (real)p->gamma * (x > 0 ? x : (real)p->alpha * R(expm1)(x));
+}
+
+static real
+sigmoid(real x, const struct gd_params *p)
+{
+    if (x >= 0)
+        return 1 / (1 + R(exp)(-x));
+    real e = R(exp)(x);
+    return e / (1 + e);
+}
+
+static real
+tanh_(real x, const struct gd_params *p)
+{
+    return R(tanh)(x);
+}
+
+static real
+softplus(real x, const struct gd_params *p)
+{
+    /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|) */
+    return (x > 0 ? x : 0) + R(log1p)(R(exp)(-R(fabs)(x)));
+}
+
+static real
+hard_sigmoid(real x, const struct gd_params *p)
+{
+    real v = (real)p->alpha * x + (real)p->beta;
+    return v < 0 ? 0 : (v > 1 ? 1 : v);
+}
+
+static real
+hard_swish(real x, const struct gd_params *p)
+{
+    /* x * max(0, min(1, x/6 + 1/2)) as ONNX defines it (alpha = 1/6, beta = 0.5) */
+    real v = x / 6 + (real)0.5;
+    return x * (v < 0 ? 0 : (v > 1 ? 1 : v));
+}
+
+static real
+gelu(real x, const struct gd_params *p)
+{
+    if (p->gelu_tanh) {
+        const real k = (real)0.7978845608028654; /* sqrt(2/pi) */
+        return (real)0.5 * x * (1 + R(tanh)(k * (x + (real)0.044715 * x * x * x)));
+    }
+    return (real)0.5 * x * (1 + R(erf)(x * (real)0.7071067811865476));
+}
+
+static real
+floor_(real x, const struct gd_params *p)
+{
+    return R(floor)(x);
+}
+
+static real
+ceil_(real x, const struct gd_params *p)
+{
+    return R(ceil)(x);
+}
+
+static real
+round_(real x, const struct gd_params *p)
+{
+    return R(rint)(x); /* halves to even, in the default rounding mode */
+}
+
+static real
+sign(real x, const struct gd_params *p)
+{
+    return x > 0 ? 1 : (x < 0 ? -1 : x); /* keeps 0, -0 and NaN */
+}
+
+static real
+abs_(real x, const struct gd_params *p)
+{
+    return R(fabs)(x);
+}
+
+static real
+neg(real x, const struct gd_params *p)
+{
+    return -x;
+}
+
+static real
+sqrt_(real x, const struct gd_params *p)
+{
+    return R(sqrt)(x);
+}
+
+static real
+exp_(real x, const struct gd_params *p)
+{
+    return R(exp)(x);
+}
+
+static real
+log_(real x, const struct gd_params *p)
+{
+    return R(log)(x);
+}
+
+static real
+clip(real x, const struct gd_params *p)
+{
+    real lo = (real)p->clip_min, hi = (real)p->clip_max;
+    if (x < lo)
+        x = lo;
+    if (x > hi)
+        x = hi;
+    return x;
+}
+
+#define UNARY_ENTRY(op, f)                                          \
+    int CPU_FN(op)(struct gd_op_call * c, struct gd_err * err)      \
+    {                                                               \
+        (void)err;                                                  \
+        return unary(c, f);                                         \
+    }
+
+UNARY_ENTRY(relu, relu)
+UNARY_ENTRY(leaky_relu, leaky_relu)
+UNARY_ENTRY(elu, elu)
+UNARY_ENTRY(selu, selu)
+UNARY_ENTRY(sigmoid, sigmoid)
+UNARY_ENTRY(tanh, tanh_)
+UNARY_ENTRY(softplus, softplus)
+UNARY_ENTRY(hard_sigmoid, hard_sigmoid)
+UNARY_ENTRY(hard_swish, hard_swish)
+UNARY_ENTRY(gelu, gelu)
+UNARY_ENTRY(floor, floor_)
+UNARY_ENTRY(ceil, ceil_)
+UNARY_ENTRY(round, round_)
+UNARY_ENTRY(sign, sign)
+UNARY_ENTRY(abs, abs_)
+UNARY_ENTRY(neg, neg)
+UNARY_ENTRY(sqrt, sqrt_)
+UNARY_ENTRY(exp, exp_)
+UNARY_ENTRY(log, log_)
+UNARY_ENTRY(clip, clip)

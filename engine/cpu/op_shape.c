@@ -1,0 +1,198 @@
+/*
+ * op_shape.c: data movement on the CPU: copies, Concat, Transpose, Pad. These work on
+ * bytes, so they serve every dtype (ArgMax's int64, comparisons' bool) in both backends.
+ */
+#include <string.h>
+
+#include "cpu.h"
+
+/* Flatten, Reshape, Squeeze, Unsqueeze, Identity: C order is unchanged, so a copy. */
+static int
+copy(struct gd_op_call *c)
+{
+    memcpy(c->out[0]->data, c->in[0]->data, gd_tensor_nbytes(c->in[0]));
+    return 0;
+}
+
+int
+CPU_FN(flatten)(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy(c);
+}
+
+int
+CPU_FN(reshape)(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy(c);
+}
+
+int
+CPU_FN(squeeze)(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy(c);
+}
+
+int
+CPU_FN(unsqueeze)(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy(c);
+}
+
+int
+CPU_FN(identity)(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy(c);
+}
+
+int
+CPU_FN(dropout)(struct gd_op_call *c, struct gd_err *err)
+{
+    /* Inference: the input passes unchanged and the mask keeps everything. */
+    copy(c);
+    if (c->n_out > 1)
+        memset(c->out[1]->data, 1, gd_tensor_nbytes(c->out[1]));
+    return 0;
+}
+
+int
+CPU_FN(concat)(struct gd_op_call *c, struct gd_err *err)
+{
+    const struct gd_tensor *y = c->out[0];
+    int64_t axis = c->params->axis;
+    size_t es = gd_dtype_size(y->dtype);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < y->ndim; i++) {
+        if (i < axis)
+            outer *= y->shape[i];
+        else if (i > axis)
+            inner *= y->shape[i];
+    }
+    char *out = y->data;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int k = 0; k < c->n_in; k++) {
+            size_t chunk = (size_t)(c->in[k]->shape[axis] * inner) * es;
+            memcpy(out, (const char *)c->in[k]->data + (size_t)o * chunk, chunk);
+            out += chunk;
+        }
+    }
+    return 0;
+}
+
+int
+CPU_FN(transpose)(struct gd_op_call *c, struct gd_err *err)
+{
+    const struct gd_tensor *x = c->in[0];
+    const struct gd_tensor *y = c->out[0];
+    const int64_t *perm = c->params->perm;
+    size_t es = gd_dtype_size(x->dtype);
+    int64_t stride[GD_MAX_DIMS], s = 1;
+    for (int i = x->ndim - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= x->shape[i];
+    }
+    int64_t idx[GD_MAX_DIMS] = {0}, off = 0, n = gd_tensor_numel(y);
+    const char *src = x->data;
+    char *dst = y->data;
+    for (int64_t k = 0; k < n; k++) {
+        memcpy(dst + (size_t)k * es, src + (size_t)off * es, es);
+        for (int i = y->ndim - 1; i >= 0; i--) {
+            off += stride[perm[i]];
+            if (++idx[i] < y->shape[i])
+                break;
+            off -= stride[perm[i]] * y->shape[i];
+            idx[i] = 0;
+        }
+    }
+    return 0;
+}
+
+/* Source index along one axis for output index o, or -1 for the constant value. */
+static int64_t
+pad_source(enum gd_pad_mode mode, int64_t o, int64_t before, int64_t len)
+{
+    int64_t i = o - before;
+    if (i >= 0 && i < len)
+        return i;
+    switch (mode) {
+    case GD_PAD_CONSTANT:
+        return -1;
+    case GD_PAD_EDGE:
+        return i < 0 ? 0 : len - 1;
+    case GD_PAD_REFLECT:
+        /* pads are smaller than len (checked at load), so one reflection suffices */
+        return i < 0 ? -i : 2 * (len - 1) - i;
+    }
+    return -1;
+}
+
+/* The pad value in the tensor's dtype, as bytes (integers truncate, bool is v != 0). */
+static void
+pad_value_bytes(enum gd_dtype dtype, double v, unsigned char *out)
+{
+    real r = (real)v;
+    int64_t i = isfinite(v) ? (int64_t)v : 0;
+    int8_t i8 = (int8_t)i;
+    int16_t i16 = (int16_t)i;
+    int32_t i32 = (int32_t)i;
+    uint8_t b = v != 0;
+    switch (dtype) {
+    case GD_I8:
+    case GD_U8:
+        memcpy(out, &i8, 1);
+        break;
+    case GD_BOOL:
+        memcpy(out, &b, 1);
+        break;
+    case GD_I16:
+    case GD_U16:
+        memcpy(out, &i16, 2);
+        break;
+    case GD_I32:
+    case GD_U32:
+        memcpy(out, &i32, 4);
+        break;
+    case GD_I64:
+    case GD_U64:
+        memcpy(out, &i, 8);
+        break;
+    default: /* the backend's float type */
+        memcpy(out, &r, sizeof r);
+        break;
+    }
+}
+
+int
+CPU_FN(pad)(struct gd_op_call *c, struct gd_err *err)
+{
+    const struct gd_tensor *x = c->in[0];
+    const struct gd_tensor *y = c->out[0];
+    const struct gd_params *p = c->params;
+    size_t es = gd_dtype_size(x->dtype);
+    unsigned char value[8];
+    pad_value_bytes(x->dtype, p->pad_value, value);
+    int nd = x->ndim;
+    int64_t stride[GD_MAX_DIMS], s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= x->shape[i];
+    }
+    int64_t idx[GD_MAX_DIMS] = {0}, n = gd_tensor_numel(y);
+    const char *src = x->data;
+    char *dst = y->data;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t off = 0;
+        int inside = 1;
+        for (int i = 0; i < nd && inside; i++) {
+            int64_t si = pad_source(p->pad_mode, idx[i], p->pads_nd[i], x->shape[i]);
+            inside = si >= 0;
+            off += si * stride[i];
+        }
+        memcpy(dst + (size_t)k * es, inside ? src + (size_t)off * es : (const char *)value, es);
+        for (int i = nd - 1; i >= 0; i--) {
+            if (++idx[i] < y->shape[i])
+                break;
+            idx[i] = 0;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,469 @@
+/*
+ * bundle_write.c: writes a run bundle into a hidden temporary folder beside its final
+ * place, and renames it there only once run.json is complete and everything is on disk.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpudiff/bundle.h"
+#include "gpudiff/hash.h"
+#include "gpudiff/io.h"
+#include "../core/internal.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "bundles are written little-endian straight from memory: a little-endian host is needed"
+#endif
+
+struct layer_out {
+    int used;
+    char file[160];             /* relative: layers/NNNN-name.npy */
+    struct gd_sha256 hash;
+    struct gd_layer_stats stats;
+    double sum;                 /* of finite values, for the mean */
+    int64_t rows_done, rows_total;
+    double time_us;
+    json_t *rec;                /* the run.json record; owned */
+};
+
+struct gd_bundle_writer {
+    char *dir;                  /* where the bundle goes */
+    char *tmp;                  /* where it is built */
+    int replace;
+    int committed;
+    int n;                      /* layers array length (highest index + 1) */
+    struct layer_out *layers;
+    json_t *layers_json;        /* built at commit */
+};
+
+static int
+write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static int
+fsync_path(const char *path, int is_dir)
+{
+    int fd = open(path, is_dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* Removes a bundle folder we made: its layer files, run.json, then the folders. */
+static void
+remove_tree(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/layers", dir);
+    DIR *d = opendir(path);
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(path, sizeof path, "%s/layers/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    snprintf(path, sizeof path, "%s/layers", dir);
+    rmdir(path);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+int
+gd_bundle_writer_new(const char *dir, int replace, struct gd_bundle_writer **out,
+                     struct gd_err *err)
+{
+    struct stat st;
+    if (!replace && stat(dir, &st) == 0)
+        return gd_err_set(err, GD_EEXIST, "%s already exists (choose another folder, or "
+                          "replace it)", dir);
+    char copy1[PATH_MAX], copy2[PATH_MAX], tmpl[PATH_MAX];
+    snprintf(copy1, sizeof copy1, "%s", dir);
+    snprintf(copy2, sizeof copy2, "%s", dir);
+    const char *parent = dirname(copy1), *base = basename(copy2);
+    if (snprintf(tmpl, sizeof tmpl, "%s/.%s.partial-XXXXXX", parent, base) >= (int)sizeof tmpl)
+        return gd_err_set(err, GD_EINVAL, "%s: path too long", dir);
+    struct gd_bundle_writer *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    if (mkdtemp(tmpl) == NULL) {
+        int e = errno;
+        free(w);
+        return gd_err_set(err, e == ENOENT ? GD_ENOENT : GD_EIO,
+                          "cannot make a folder in %s: %s", parent, strerror(e));
+    }
+    char layers[PATH_MAX];
+    gd__pathf(layers, sizeof layers, NULL, "%s/layers", tmpl);
+    w->tmp = gd__strdup(tmpl);
+    w->dir = gd__strdup(dir);
+    w->replace = replace;
+    if (mkdir(layers, 0755) != 0 || w->tmp == NULL || w->dir == NULL) {
+        int e = errno;
+        remove_tree(tmpl);
+        free(w->tmp);
+        free(w->dir);
+        free(w);
+        return gd_err_set(err, GD_EIO, "cannot make %s: %s", layers, strerror(e));
+    }
+    *out = w;
+    return 0;
+}
+
+/* Layer names become file names: anything outside [A-Za-z0-9._-] becomes '_'. */
+static void
+file_name(int index, const char *name, char *out, size_t size)
+{
+    char clean[96];
+    size_t n = 0;
+    for (const char *p = name; *p && n < sizeof clean - 1; p++) {
+        char ch = *p;
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                 ch == '.' || ch == '_' || ch == '-';
+        clean[n++] = ok ? ch : '_';
+    }
+    clean[n] = '\0';
+    if (n == 0 || clean[0] == '.')
+        clean[0] = '_';
+    snprintf(out, size, "layers/%04d-%s.npy", index, clean);
+}
+
+static void
+stats_update(struct layer_out *lo, const struct gd_tensor *t)
+{
+    int64_t n = gd_tensor_numel(t);
+    struct gd_layer_stats *s = &lo->stats;
+    s->count += n;
+    if (!gd_dtype_is_float(t->dtype) && t->dtype != GD_BOOL && t->dtype != GD_I64 &&
+        t->dtype != GD_I32)
+        return;
+    for (int64_t i = 0; i < n; i++) {
+        double v = gd_tensor_get_f64(t, i);
+        if (isnan(v)) {
+            s->nan_count++;
+            continue;
+        }
+        if (isinf(v)) {
+            s->inf_count++;
+            continue;
+        }
+        if (isnan(s->min) || v < s->min)
+            s->min = v;
+        if (isnan(s->max) || v > s->max)
+            s->max = v;
+        lo->sum += v;
+    }
+}
+
+static struct layer_out *
+layer_slot(struct gd_bundle_writer *w, int index, struct gd_err *err)
+{
+    if (index < 0 || index > 1000000) {
+        gd_err_set(err, GD_ERANGE, "layer index %d", index);
+        return NULL;
+    }
+    if (index >= w->n) {
+        int n = index + 1;
+        struct layer_out *l = realloc(w->layers, (size_t)n * sizeof *l);
+        if (l == NULL) {
+            gd_err_set(err, GD_ENOMEM, "out of memory");
+            return NULL;
+        }
+        memset(l + w->n, 0, (size_t)(n - w->n) * sizeof *l);
+        w->layers = l;
+        w->n = n;
+    }
+    return &w->layers[index];
+}
+
+/* Starts a layer: its file with the header of the whole shape, its hash and record. */
+static int
+layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_graph *g,
+            const struct gd_layer *layer, struct gd_err *err)
+{
+    const struct gd_tensor *t = layer->value;
+    int64_t shape[GD_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof shape);
+    if (t->ndim > 0)
+        shape[0] = layer->batch_total;
+    lo->rows_total = t->ndim > 0 ? layer->batch_total : 1;
+    file_name(layer->index, layer->name, lo->file, sizeof lo->file);
+    unsigned char header[512];
+    size_t hlen;
+    int rc = gd_npy_header_write(t->dtype, t->ndim, shape, header, sizeof header, &hlen, err);
+    if (rc != 0)
+        return gd_err_prefix(err, "layer %s: ", layer->name);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", w->tmp, lo->file);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return gd_err_set(err, GD_EIO, "%s: %s", path, strerror(errno));
+    int wrc = write_all(fd, header, hlen);
+    int e = errno;
+    close(fd);
+    if (wrc != 0)
+        return gd_err_set(err, GD_EIO, "%s: %s", path, strerror(e));
+    rc = gd_sha256_init(&lo->hash, err);
+    if (rc != 0)
+        return rc;
+    lo->used = 1;
+    lo->stats.min = lo->stats.max = NAN;
+    json_t *jshape = json_array();
+    for (int i = 0; i < t->ndim; i++)
+        json_array_append_new(jshape, json_integer(shape[i]));
+    lo->rec = json_object();
+    json_object_set_new(lo->rec, "index", json_integer(layer->index));
+    json_object_set_new(lo->rec, "name", json_string(layer->name));
+    json_object_set_new(lo->rec, "node", json_string(layer->node_name ? layer->node_name : ""));
+    json_object_set_new(lo->rec, "op", json_string(layer->node_name ? gd_op_name(layer->op)
+                                                                    : ""));
+    json_object_set_new(lo->rec, "dtype", json_string(gd_dtype_name(t->dtype)));
+    json_object_set_new(lo->rec, "shape", jshape);
+    json_object_set_new(lo->rec, "file", json_string(lo->file));
+    if (layer->algo && layer->algo[0])
+        json_object_set_new(lo->rec, "algo", json_string(layer->algo));
+    if (layer->math && layer->math[0])
+        json_object_set_new(lo->rec, "math", json_string(layer->math));
+    if (g != NULL && layer->node_index >= 0) {
+        const struct gd_op_info *info = gd_op_info(layer->op);
+        json_object_set_new(lo->rec, "reduction_len",
+                            json_integer(gd_node_reduction_len(g, layer->node_index)));
+        json_object_set_new(lo->rec, "discontinuous", json_boolean(info->discontinuous));
+    }
+    return 0;
+}
+
+int
+gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
+                       const struct gd_layer *layer, struct gd_err *err)
+{
+    const struct gd_tensor *t = layer->value;
+    struct layer_out *lo = layer_slot(w, layer->index, err);
+    if (lo == NULL)
+        return err ? err->code : GD_ENOMEM;
+    int rc = 0;
+    if (!lo->used) {
+        if (layer->batch_offset != 0)
+            return gd_err_set(err, GD_EINVAL, "layer %s: first slice at row %lld", layer->name,
+                              (long long)layer->batch_offset);
+        rc = layer_begin(w, lo, g, layer, err);
+        if (rc != 0)
+            return rc;
+    }
+    int64_t rows = t->ndim > 0 ? t->shape[0] : 1;
+    if (t->ndim > 0 && layer->batch_offset != lo->rows_done)
+        return gd_err_set(err, GD_EINVAL, "layer %s: slice at row %lld, expected %lld",
+                          layer->name, (long long)layer->batch_offset,
+                          (long long)lo->rows_done);
+    if (lo->rows_done + rows > lo->rows_total)
+        return gd_err_set(err, GD_EINVAL, "layer %s: more rows than its shape", layer->name);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", w->tmp, lo->file);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    if (fd < 0)
+        return gd_err_set(err, GD_EIO, "%s: %s", path, strerror(errno));
+    size_t nbytes = gd_tensor_nbytes(t);
+    int wrc = write_all(fd, t->data, nbytes);
+    int e = errno;
+    close(fd);
+    if (wrc != 0)
+        return gd_err_set(err, GD_EIO, "%s: %s", path, strerror(e));
+    rc = gd_sha256_update(&lo->hash, t->data, nbytes, err);
+    if (rc != 0)
+        return rc;
+    stats_update(lo, t);
+    lo->rows_done += rows;
+    if (layer->time_us >= 0)
+        lo->time_us += layer->time_us;
+    return 0;
+}
+
+int
+gd_bundle_writer_count(const struct gd_bundle_writer *w)
+{
+    return w->n;
+}
+
+const struct gd_layer_stats *
+gd_bundle_writer_stats(const struct gd_bundle_writer *w, int i)
+{
+    if (i < 0 || i >= w->n || !w->layers[i].used)
+        return NULL;
+    struct layer_out *lo = &w->layers[i];
+    int64_t finite = lo->stats.count - lo->stats.nan_count - lo->stats.inf_count;
+    lo->stats.mean = finite > 0 ? lo->sum / (double)finite : NAN;
+    return &lo->stats;
+}
+
+static json_t *
+json_finite(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Completes every layer record: hash, stats, time. */
+static int
+finish_layers(struct gd_bundle_writer *w, struct gd_err *err)
+{
+    json_decref(w->layers_json);
+    w->layers_json = json_array();
+    for (int i = 0; i < w->n; i++) {
+        struct layer_out *lo = &w->layers[i];
+        if (!lo->used)
+            return gd_err_set(err, GD_EINVAL, "layer %d was never written", i);
+        if (lo->rows_done != lo->rows_total)
+            return gd_err_set(err, GD_EINVAL, "layer %d has %lld of %lld rows", i,
+                              (long long)lo->rows_done, (long long)lo->rows_total);
+        if (json_object_get(lo->rec, "sha256") == NULL) {
+            char hex[GD_SHA256_HEX_LEN + 1];
+            int rc = gd_sha256_final(&lo->hash, hex, err);
+            if (rc != 0)
+                return rc;
+            const struct gd_layer_stats *s = gd_bundle_writer_stats(w, i);
+            json_t *js = json_object();
+            json_object_set_new(js, "min", json_finite(s->min));
+            json_object_set_new(js, "max", json_finite(s->max));
+            json_object_set_new(js, "mean", json_finite(s->mean));
+            json_object_set_new(js, "nan", json_integer(s->nan_count));
+            json_object_set_new(js, "inf", json_integer(s->inf_count));
+            json_object_set_new(lo->rec, "sha256", json_string(hex));
+            json_object_set_new(lo->rec, "time_us", json_real(lo->time_us));
+            json_object_set_new(lo->rec, "stats", js);
+        }
+        json_array_append(w->layers_json, lo->rec);
+    }
+    return 0;
+}
+
+json_t *
+gd_bundle_writer_layers(const struct gd_bundle_writer *w)
+{
+    return w->layers_json;
+}
+
+int
+gd_bundle_writer_commit(struct gd_bundle_writer *w, json_t *meta, struct gd_err *err)
+{
+    int rc = finish_layers(w, err);
+    if (rc != 0)
+        return rc;
+    json_t *run = json_deep_copy(meta);
+    if (run == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    json_object_set_new(run, "format", json_string(GD_BUNDLE_FORMAT));
+    json_object_set_new(run, "version", json_integer(GD_BUNDLE_VERSION));
+    json_object_set(run, "layers", w->layers_json);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/run.json", w->tmp);
+    int jrc = json_dump_file(run, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(run);
+    if (jrc != 0)
+        return gd_err_set(err, GD_EIO, "cannot write %s", path);
+    /* Everything reaches the disk before the folder appears under its name. */
+    for (int i = 0; i < w->n; i++) {
+        snprintf(path, sizeof path, "%s/%s", w->tmp, w->layers[i].file);
+        if (fsync_path(path, 0) != 0)
+            return gd_err_set(err, GD_EIO, "%s: %s", path, strerror(errno));
+    }
+    snprintf(path, sizeof path, "%s/run.json", w->tmp);
+    if (fsync_path(path, 0) != 0)
+        return gd_err_set(err, GD_EIO, "%s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/layers", w->tmp);
+    fsync_path(path, 1);
+    fsync_path(w->tmp, 1);
+    char old[PATH_MAX] = "";
+    struct stat st;
+    if (w->replace && stat(w->dir, &st) == 0) {
+        snprintf(old, sizeof old, "%s.old-%ld", w->tmp, (long)getpid());
+        if (rename(w->dir, old) != 0)
+            return gd_err_set(err, GD_EIO, "cannot move the old %s aside: %s", w->dir,
+                              strerror(errno));
+    }
+    if (rename(w->tmp, w->dir) != 0) {
+        int e = errno;
+        if (old[0])
+            rename(old, w->dir);
+        return gd_err_set(err, e == EEXIST || e == ENOTEMPTY ? GD_EEXIST : GD_EIO,
+                          "cannot move the bundle to %s: %s", w->dir, strerror(e));
+    }
+    w->committed = 1;
+    if (old[0])
+        remove_tree(old);
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", w->dir);
+    fsync_path(dirname(copy), 1);
+    return 0;
+}
+
+void
+gd_bundle_writer_free(struct gd_bundle_writer *w)
+{
+    if (w == NULL)
+        return;
+    if (!w->committed)
+        remove_tree(w->tmp);
+    for (int i = 0; i < w->n; i++) {
+        gd_sha256_fini(&w->layers[i].hash);
+        json_decref(w->layers[i].rec);
+    }
+    json_decref(w->layers_json);
+    free(w->layers);
+    free(w->tmp);
+    free(w->dir);
+    free(w);
+}
+
+int
+gd_uuid_v4(char out[37], struct gd_err *err)
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t n = getrandom(b + got, sizeof b - got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return gd_err_set(err, GD_EIO, "no random source: %s", strerror(errno));
+        }
+        got += (size_t)n;
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+             b[13], b[14], b[15]);
+    return 0;
+}
+
+int
+gd_tensor_sha256(const struct gd_tensor *t, char hex[65], struct gd_err *err)
+{
+    return gd_sha256_hex(t->data, gd_tensor_nbytes(t), hex, err);
+}

@@ -1,0 +1,144 @@
+/* op_harness.c: one-node models built as JSON text and run through a real session. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gpudiff/model.h"
+#include "op_harness.h"
+
+struct collect {
+    int n_out;
+    struct gd_tensor **out;
+};
+
+static int
+collect_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
+{
+    struct collect *c = user;
+    if (layer->output_slot >= c->n_out)
+        return 0;
+    struct gd_tensor *t = gd_tensor_dup(layer->value, err);
+    if (t == NULL)
+        return err ? err->code : GD_ENOMEM;
+    gd_tensor_free(c->out[layer->output_slot]);
+    c->out[layer->output_slot] = t;
+    return 0;
+}
+
+static json_t *
+shape_of(const struct gd_tensor *t)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < t->ndim; i++)
+        json_array_append_new(a, json_integer(t->shape[i]));
+    return a;
+}
+
+static json_t *
+inline_weight(const char *name, const struct gd_tensor *t)
+{
+    json_t *values = json_array();
+    int64_t n = gd_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        if (t->dtype == GD_I64)
+            json_array_append_new(values, json_integer(((const int64_t *)t->data)[i]));
+        else
+            json_array_append_new(values, json_real(gd_tensor_get_f64(t, i)));
+    }
+    return json_pack("{s:s, s:s, s:o, s:o}", "name", name, "dtype", gd_dtype_name(t->dtype),
+                     "shape", shape_of(t), "values", values);
+}
+
+int
+oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *in,
+       unsigned const_mask, const char *attrs_json, int n_out, struct gd_tensor **out,
+       const struct gd_knobs *knobs, struct gd_err *err)
+{
+    json_t *inputs = json_array(), *weights = json_array(), *names = json_array();
+    json_t *outs = json_array();
+    const struct gd_tensor *feed[16];
+    int n_feed = 0;
+    char name[32];
+    for (int i = 0; i < n_in; i++) {
+        if (in[i] == NULL) {
+            json_array_append_new(names, json_null());
+            continue;
+        }
+        snprintf(name, sizeof name, "in%d", i);
+        json_array_append_new(names, json_string(name));
+        if (const_mask & (1u << i)) {
+            json_array_append_new(weights, inline_weight(name, in[i]));
+        } else {
+            json_array_append_new(inputs, json_pack("{s:s, s:s, s:o}", "name", name, "dtype",
+                                                    gd_dtype_name(in[i]->dtype), "shape",
+                                                    shape_of(in[i])));
+            feed[n_feed++] = in[i];
+        }
+    }
+    for (int k = 0; k < n_out; k++) {
+        snprintf(name, sizeof name, "out%d", k);
+        json_array_append_new(outs, json_string(name));
+        out[k] = NULL;
+    }
+    json_error_t jerr;
+    json_t *attrs = attrs_json ? json_loads(attrs_json, 0, &jerr) : json_object();
+    if (attrs == NULL) {
+        fprintf(stderr, "op_harness: bad attrs JSON %s: %s\n", attrs_json, jerr.text);
+        abort();
+    }
+    json_t *model = json_pack("{s:s, s:i, s:s, s:o, s:o, s:[{s:s, s:s, s:o, s:O, s:o}], s:O}",
+                              "format", "gpudiff-model", "version", 1, "name", "one-op",
+                              "inputs", inputs, "weights", weights, "nodes", "name", "node",
+                              "op", op, "inputs", names, "outputs", outs, "attrs", attrs,
+                              "outputs", outs);
+    char *text = json_dumps(model, JSON_REAL_PRECISION(17));
+    json_decref(model);
+    json_decref(outs);
+    struct gd_graph *g = NULL;
+    struct gd_session *s = NULL;
+    struct gd_knobs dflt;
+    gd_knobs_init(&dflt);
+    int rc = gd_model_parse(text, strlen(text), "one-op model", ".", NULL, &g, err);
+    free(text);
+    if (rc == 0 && (s = gd_session_new(g, backend, knobs ? knobs : &dflt, err)) == NULL)
+        rc = err ? err->code : GD_ENOMEM;
+    struct collect col = {n_out, out};
+    if (rc == 0)
+        rc = gd_session_run(s, n_feed, feed, collect_layer, &col, err);
+    gd_session_free(s);
+    gd_graph_free(g);
+    if (rc != 0)
+        for (int k = 0; k < n_out; k++) {
+            gd_tensor_free(out[k]);
+            out[k] = NULL;
+        }
+    return rc;
+}
+
+struct gd_tensor *
+oh_f32(int ndim, const int64_t *shape, const float *values)
+{
+    struct gd_tensor *t = gd_tensor_new(GD_F32, ndim, shape, NULL);
+    if (t != NULL && values != NULL)
+        memcpy(t->data, values, gd_tensor_nbytes(t));
+    return t;
+}
+
+struct gd_tensor *
+oh_random(int ndim, const int64_t *shape, unsigned seed)
+{
+    struct gd_tensor *t = gd_tensor_new(GD_F32, ndim, shape, NULL);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    float *v = t->data;
+    for (int64_t i = 0; i < gd_tensor_numel(t); i++) {
+        /* xorshift64*: reproducible on every platform */
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        uint64_t r = x * 0x2545F4914F6CDD1Dull;
+        v[i] = (float)((double)(r >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+    }
+    return t;
+}

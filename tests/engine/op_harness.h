@@ -1,0 +1,27 @@
+/*
+ * op_harness.h: runs one op on one backend for the unit tests: the inputs flagged as
+ * constant become the node's weights, the others graph inputs, and the node's outputs come
+ * back as host tensors.
+ */
+#ifndef GPUDIFF_TESTS_OP_HARNESS_H
+#define GPUDIFF_TESTS_OP_HARNESS_H
+
+#include "gpudiff/run.h"
+#include "gpudiff/tensor.h"
+
+/*
+ * Runs op with inputs in[0..n_in) (NULL for an absent optional input); bit i of const_mask
+ * makes in[i] a weight. attrs_json is the node's "attrs" object ("{...}", or NULL for none).
+ * knobs may be NULL (defaults). On success out[0..n_out) are new tensors owned by the caller.
+ */
+int oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *in,
+           unsigned const_mask, const char *attrs_json, int n_out, struct gd_tensor **out,
+           const struct gd_knobs *knobs, struct gd_err *err);
+
+/* A float32 tensor of the given shape holding values (numel of them). */
+struct gd_tensor *oh_f32(int ndim, const int64_t *shape, const float *values);
+
+/* A float32 tensor with deterministic pseudo-random values in [-1, 1) (seeded). */
+struct gd_tensor *oh_random(int ndim, const int64_t *shape, unsigned seed);
+
+#endif
