@@ -11,3 +11,8 @@ EXTRA_DIST += tests/fixtures
 if HAVE_CHECK
 # ---- engine ----
 endif
+
+# ---- integration (shell scripts sharing tests/integration/env.sh) ----
+TESTS += tests/integration/seed_cpu.sh
+EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
+	tests/integration/seed_cpu.sh
