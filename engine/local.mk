@@ -64,3 +64,30 @@ libgd_cpu32_la_SOURCES = $(CPU_SOURCES)
 libgd_cpu32_la_CPPFLAGS = $(AM_CPPFLAGS) -DGD_CPU_F64=0
 libgd_cpu64_la_SOURCES = $(CPU_SOURCES)
 libgd_cpu64_la_CPPFLAGS = $(AM_CPPFLAGS) -DGD_CPU_F64=1
+
+# ---- the cuda backend (when configure found CUDA) ----
+# Automake has no CUDA support of its own: .cu files go through nvcc by a suffix rule into a
+# plain archive, added to the libtool library.
+if HAVE_CUDA
+CUDA_KERNEL_SOURCES = \
+	engine/cuda/op_act.cu \
+	engine/cuda/op_conv.cu \
+	engine/cuda/op_eltwise.cu \
+	engine/cuda/op_gemm.cu \
+	engine/cuda/op_norm.cu \
+	engine/cuda/op_pool.cu \
+	engine/cuda/op_reduce.cu \
+	engine/cuda/op_shape.cu
+noinst_LIBRARIES += libgd_cuda_kernels.a
+libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh
+noinst_LTLIBRARIES += libgd_cuda.la
+libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c
+libgd_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
+libgpudiff_la_LIBADD += libgd_cuda.la libgd_cuda_kernels.a $(CUDA_LIBS)
+endif
+NVCCFLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -Xcompiler -fPIC -Xcompiler -Wall \
+	-I$(top_srcdir)/engine/include -I$(top_builddir) $(NVCC_EXTRA_FLAGS)
+SUFFIXES = .cu
+.cu.o:
+	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(NVCC) $(NVCCFLAGS) -c $< -o $@
+EXTRA_DIST += $(CUDA_KERNEL_SOURCES)

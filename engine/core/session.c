@@ -262,8 +262,12 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             call.out[k] = t;
         }
         double t0 = gd__now_us();
+        if (rc == 0 && s->be->op_begin != NULL)
+            rc = s->be->op_begin(s->ctx, ni, err);
         if (rc == 0)
             rc = s->be->ops[n->op](&call, err);
+        if (rc == 0 && s->be->op_end != NULL)
+            rc = s->be->op_end(s->ctx, ni, err);
         double elapsed = gd__now_us() - t0;
         for (int k = 0; k < n->n_outputs && rc == 0 && s->capture != NULL; k++) {
             struct gd__capture_req req = {.node_index = ni, .output_slot = k,

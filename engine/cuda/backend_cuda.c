@@ -1,0 +1,651 @@
+/*
+ * backend_cuda.c: the `cuda` backend's vtable: the session context (streams, cuDNN and
+ * cuBLASLt handles, workspace), device memory, the environment read at run time, and the
+ * capture path: each node output is copied to pinned host memory on a side stream while
+ * the next nodes run, and handed to the session in order once its copy has finished.
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda.h"
+
+/* ---- statuses ---- */
+
+static int
+device_error(struct gd_err *err, const char *lib, const char *msg, const char *what,
+             const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    return gd_err_set(err, GD_EDEVICE, "%s: %s: %s (%s:%d)", lib, msg, what,
+                      base ? base + 1 : file, line);
+}
+
+int
+gd__cuda_status_rt(cudaError_t s, const char *what, const char *file, int line,
+                   struct gd_err *err)
+{
+    if (s == cudaSuccess)
+        return 0;
+    return device_error(err, "CUDA", cudaGetErrorString(s), what, file, line);
+}
+
+int
+gd__cuda_status_dnn(cudnnStatus_t s, const char *what, const char *file, int line,
+                    struct gd_err *err)
+{
+    if (s == CUDNN_STATUS_SUCCESS)
+        return 0;
+    if (s == CUDNN_STATUS_NOT_SUPPORTED)
+        return gd_err_set(err, GD_ENOTSUP, "cuDNN does not support this: %s", what);
+    return device_error(err, "cuDNN", cudnnGetErrorString(s), what, file, line);
+}
+
+int
+gd__cuda_status_blas(cublasStatus_t s, const char *what, const char *file, int line,
+                     struct gd_err *err)
+{
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return 0;
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED)
+        return gd_err_set(err, GD_ENOTSUP, "cuBLAS does not support this: %s", what);
+    char msg[96];
+    snprintf(msg, sizeof msg, "status %d", (int)s);
+    return device_error(err, "cuBLAS", msg, what, file, line);
+}
+
+/* ---- knobs and environment ---- */
+
+static int
+check_knobs(const struct gd_knobs *k, struct gd_err *err)
+{
+    if (k->emulate != GD_EMULATE_NONE)
+        return gd_err_set(err, GD_ENOTSUP, "--emulate is for the cpu backend; on cuda use "
+                          "--tf32 on, which is the real thing");
+    const char *a = k->conv_algo;
+    if (a[0] != '\0' && strcmp(a, "heuristic") != 0 && strcmp(a, "autotune") != 0 &&
+        strcmp(a, "deterministic") != 0) {
+        char *end;
+        long id = strncmp(a, "fixed:", 6) == 0 ? strtol(a + 6, &end, 10) : -1;
+        if (strncmp(a, "fixed:", 6) != 0 || a[6] == '\0' || *end != '\0' || id < 0)
+            return gd_err_set(err, GD_EINVAL, "conv algorithm %s is not heuristic, autotune, "
+                              "deterministic or fixed:N", a);
+    }
+    const char *m = k->math_mode;
+    if (m[0] != '\0' && strcmp(m, "default") != 0 && strcmp(m, "pedantic") != 0)
+        return gd_err_set(err, GD_EINVAL, "math mode %s is not default or pedantic", m);
+    if (strcmp(m, "pedantic") == 0 && k->tf32 == 1)
+        return gd_err_set(err, GD_EINVAL, "math mode pedantic forbids TF32");
+    return 0;
+}
+
+static void
+env_version(struct gd_env *env, const char *key, int v)
+{
+    /* CUDA encodes 13000 as 13.0; cuDNN 91900 as 9.19.0; cuBLAS 130000 as 13.0.0 */
+    if (strcmp(key, "cudnn") == 0)
+        gd_env_set(env, key, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+    else if (strcmp(key, "cublas") == 0)
+        gd_env_set(env, key, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+    else
+        gd_env_set(env, key, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+static int
+fill_env(struct gd__cuda_ctx *ctx, struct gd_env *env, struct gd_err *err)
+{
+    int rc = 0, v = 0;
+    struct cudaDeviceProp p;
+    GD_CUDA_TRY(cudaGetDeviceProperties(&p, ctx->device));
+    gd_env_set(env, "gpu_name", "%s", p.name);
+    gd_env_set(env, "compute_capability", "%d.%d", p.major, p.minor);
+    gd_env_set(env, "sm_count", "%d", p.multiProcessorCount);
+    gd_env_set(env, "gpu_memory_bytes", "%zu", p.totalGlobalMem);
+    gd_env_set(env, "ecc", "%s", p.ECCEnabled ? "on" : "off");
+    gd_env_set(env, "pci_bus", "%04x:%02x:%02x", p.pciDomainID, p.pciBusID, p.pciDeviceID);
+    char uuid[40];
+    const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+    snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
+    gd_env_set(env, "gpu_uuid", "GPU-%s", uuid);
+    GD_CUDA_TRY(cudaDriverGetVersion(&v));
+    env_version(env, "cuda_driver_api", v);
+    GD_CUDA_TRY(cudaRuntimeGetVersion(&v));
+    env_version(env, "cuda_runtime", v);
+    env_version(env, "cudnn", (int)cudnnGetVersion());
+    env_version(env, "cublas", (int)cublasLtGetVersion());
+    /* The kernel driver's own version is only in /proc, not in the runtime API. */
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (f != NULL) {
+        char line[256];
+        if (fgets(line, sizeof line, f) != NULL) {
+            char *k = strstr(line, "Kernel Module");
+            if (k != NULL) {
+                char ver[32] = "";
+                if (sscanf(k, "Kernel Module %31s", ver) == 1)
+                    gd_env_set(env, "driver", "%s", ver);
+            }
+        }
+        fclose(f);
+    }
+    const char *ov = getenv("NVIDIA_TF32_OVERRIDE");
+    if (ov != NULL)
+        gd_env_set(env, "NVIDIA_TF32_OVERRIDE", "%s", ov);
+    const char *ws = getenv("CUBLAS_WORKSPACE_CONFIG");
+    if (ws != NULL)
+        gd_env_set(env, "CUBLAS_WORKSPACE_CONFIG", "%s", ws);
+    gd_env_set(env, "compute_dtype", "float32");
+    gd_env_set(env, "tf32", "%s", ctx->tf32 ? "on" : "off");
+    gd_env_set(env, "conv_algo", "%s", ctx->knobs.conv_algo[0] ? ctx->knobs.conv_algo : "heuristic");
+    gd_env_set(env, "math_mode", "%s", ctx->knobs.math_mode[0] ? ctx->knobs.math_mode : "default");
+done:
+    return rc;
+}
+
+/* ---- context ---- */
+
+static void cuda_close(void *vctx);
+
+static int
+cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct gd_err *err)
+{
+    int rc = check_knobs(knobs, err), count = 0;
+    if (rc != 0)
+        return rc;
+    cudaError_t s = cudaGetDeviceCount(&count);
+    if (s != cudaSuccess || count == 0)
+        return gd_err_set(err, GD_EDEVICE, "no CUDA device: %s",
+                          s != cudaSuccess ? cudaGetErrorString(s) : "none found");
+    struct gd__cuda_ctx *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    ctx->knobs = *knobs;
+    ctx->tf32 = knobs->tf32 == 1;
+    ctx->workspace_limit = knobs->workspace_limit >= 0 ? (size_t)knobs->workspace_limit : SIZE_MAX;
+    const char *sync = getenv("GPUDIFF_CUDA_SYNC");
+    ctx->sync_each_op = sync != NULL && strcmp(sync, "1") == 0;
+    const char *dev = getenv("GPUDIFF_CUDA_DEVICE");
+    ctx->device = dev != NULL ? atoi(dev) : 0;
+    if (ctx->device < 0 || ctx->device >= count) {
+        free(ctx);
+        return gd_err_set(err, GD_EINVAL, "GPUDIFF_CUDA_DEVICE=%s: there are %d devices", dev,
+                          count);
+    }
+    GD_CUDA_TRY(cudaSetDevice(ctx->device));
+    GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
+    GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
+    GD_CUDA_TRY(cudnnCreate(&ctx->cudnn));
+    GD_CUDA_TRY(cudnnSetStream(ctx->cudnn, ctx->compute));
+    GD_CUDA_TRY(cublasLtCreate(&ctx->lt));
+    rc = fill_env(ctx, env, err);
+    if (ctx->knobs.workspace_limit >= 0)
+        gd_env_set(env, "workspace_limit", "%lld", (long long)ctx->knobs.workspace_limit);
+done:
+    if (rc != 0) {
+        cuda_close(ctx);
+        return rc;
+    }
+    *out = ctx;
+    return 0;
+}
+
+static void
+node_fini(struct gd__cuda_node *n)
+{
+    if (n->x_desc)
+        cudnnDestroyTensorDescriptor(n->x_desc);
+    if (n->y_desc)
+        cudnnDestroyTensorDescriptor(n->y_desc);
+    if (n->b_desc)
+        cudnnDestroyTensorDescriptor(n->b_desc);
+    if (n->w_desc)
+        cudnnDestroyFilterDescriptor(n->w_desc);
+    if (n->conv_desc)
+        cudnnDestroyConvolutionDescriptor(n->conv_desc);
+    if (n->mm_desc)
+        cublasLtMatmulDescDestroy(n->mm_desc);
+    if (n->a_layout)
+        cublasLtMatrixLayoutDestroy(n->a_layout);
+    if (n->b_layout)
+        cublasLtMatrixLayoutDestroy(n->b_layout);
+    if (n->c_layout)
+        cublasLtMatrixLayoutDestroy(n->c_layout);
+    memset(n, 0, sizeof *n);
+}
+
+static void
+cuda_close(void *vctx)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    if (ctx == NULL)
+        return;
+    if (ctx->compute)
+        cudaStreamSynchronize(ctx->compute);
+    if (ctx->copy)
+        cudaStreamSynchronize(ctx->copy);
+    for (int i = 0; i < ctx->n_nodes; i++) {
+        node_fini(&ctx->nodes[i]);
+        cudaEventDestroy(ctx->node_start[i]);
+        cudaEventDestroy(ctx->node_end[i]);
+    }
+    for (int i = 0; i < ctx->event_pool_n; i++)
+        cudaEventDestroy(ctx->event_pool[i]);
+    if (ctx->workspace)
+        cudaFree(ctx->workspace);
+    if (ctx->ring)
+        cudaFreeHost(ctx->ring);
+    if (ctx->lt)
+        cublasLtDestroy(ctx->lt);
+    if (ctx->cudnn)
+        cudnnDestroy(ctx->cudnn);
+    if (ctx->compute)
+        cudaStreamDestroy(ctx->compute);
+    if (ctx->copy)
+        cudaStreamDestroy(ctx->copy);
+    free(ctx->nodes);
+    free(ctx->node_start);
+    free(ctx->node_end);
+    free(ctx->pending);
+    free(ctx->event_pool);
+    free(ctx);
+}
+
+/* Per-node state, sized to the graph on the first op. */
+static int
+nodes_ensure(struct gd__cuda_ctx *ctx, int n_nodes, struct gd_err *err)
+{
+    int rc = 0;
+    if (ctx->n_nodes >= n_nodes)
+        return 0;
+    struct gd__cuda_node *nodes = calloc((size_t)n_nodes, sizeof *nodes);
+    cudaEvent_t *starts = calloc((size_t)n_nodes, sizeof *starts);
+    cudaEvent_t *ends = calloc((size_t)n_nodes, sizeof *ends);
+    if (nodes == NULL || starts == NULL || ends == NULL) {
+        free(nodes);
+        free(starts);
+        free(ends);
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    }
+    if (ctx->n_nodes > 0) {
+        memcpy(nodes, ctx->nodes, (size_t)ctx->n_nodes * sizeof *nodes);
+        memcpy(starts, ctx->node_start, (size_t)ctx->n_nodes * sizeof *starts);
+        memcpy(ends, ctx->node_end, (size_t)ctx->n_nodes * sizeof *ends);
+    }
+    int first_new = ctx->n_nodes;
+    free(ctx->nodes);
+    free(ctx->node_start);
+    free(ctx->node_end);
+    ctx->nodes = nodes;
+    ctx->node_start = starts;
+    ctx->node_end = ends;
+    for (int i = first_new; i < n_nodes; i++) {
+        GD_CUDA_TRY(cudaEventCreate(&ctx->node_start[i]));
+        GD_CUDA_TRY(cudaEventCreate(&ctx->node_end[i]));
+        ctx->n_nodes = i + 1;
+    }
+done:
+    return rc;
+}
+
+struct gd__cuda_node *
+gd__cuda_node_of(const struct gd_op_call *c)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    int i = (int)(c->node - c->graph->nodes);
+    return i < ctx->n_nodes ? &ctx->nodes[i] : NULL;
+}
+
+int
+gd__cuda_workspace(struct gd__cuda_ctx *ctx, size_t bytes, struct gd_err *err)
+{
+    int rc = 0;
+    if (bytes <= ctx->workspace_size)
+        return 0;
+    if (ctx->workspace != NULL)
+        GD_CUDA_TRY(cudaFreeAsync(ctx->workspace, ctx->compute));
+    ctx->workspace = NULL;
+    ctx->workspace_size = 0;
+    GD_CUDA_TRY(cudaMallocAsync(&ctx->workspace, bytes, ctx->compute));
+    ctx->workspace_size = bytes;
+done:
+    return rc;
+}
+
+int
+gd__cuda_scratch(struct gd__cuda_ctx *ctx, size_t bytes, void **out, struct gd_err *err)
+{
+    int rc = 0;
+    GD_CUDA_TRY(cudaMallocAsync(out, bytes ? bytes : 1, ctx->compute));
+done:
+    return rc;
+}
+
+void
+gd__cuda_scratch_free(struct gd__cuda_ctx *ctx, void *p)
+{
+    if (p != NULL)
+        cudaFreeAsync(p, ctx->compute);
+}
+
+/* ---- memory ---- */
+
+static int
+cuda_alloc(void *vctx, struct gd_tensor *t, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    size_t n = gd_tensor_nbytes(t);
+    t->data = NULL;
+    GD_CUDA_TRY(cudaMallocAsync(&t->data, n ? n : 1, ctx->compute));
+    t->owns_data = 0;
+    t->device = 1;
+done:
+    return rc;
+}
+
+static void
+cuda_release(void *vctx, struct gd_tensor *t)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    if (t->data == NULL)
+        return;
+    if (ctx->capturing) {
+        /* The copy stream may still read it: free after both streams are past it. */
+        cudaEvent_t ev;
+        if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) == cudaSuccess) {
+            cudaEventRecord(ev, ctx->compute);
+            cudaStreamWaitEvent(ctx->copy, ev, 0);
+            cudaEventDestroy(ev);
+        }
+        cudaFreeAsync(t->data, ctx->copy);
+    } else {
+        cudaFreeAsync(t->data, ctx->compute);
+    }
+    t->data = NULL;
+}
+
+static int
+cuda_upload(void *vctx, struct gd_tensor *dst, const struct gd_tensor *src, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    if (gd_tensor_nbytes(dst) != gd_tensor_nbytes(src) || dst->dtype != src->dtype)
+        return gd_err_set(err, GD_EINVAL, "upload between tensors of different size or dtype");
+    GD_CUDA_TRY(cudaMemcpyAsync(dst->data, src->data, gd_tensor_nbytes(src),
+                                cudaMemcpyHostToDevice, ctx->compute));
+    /* The source is pageable host memory the caller may free at once. */
+    GD_CUDA_TRY(cudaStreamSynchronize(ctx->compute));
+done:
+    return rc;
+}
+
+/* ---- timing and faults ---- */
+
+static int
+cuda_op_begin(void *vctx, int node_index, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = nodes_ensure(ctx, node_index + 1, err);
+    if (rc != 0)
+        return rc;
+    GD_CUDA_TRY(cudaEventRecord(ctx->node_start[node_index], ctx->compute));
+done:
+    return rc;
+}
+
+static int
+cuda_op_end(void *vctx, int node_index, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    GD_CUDA_TRY(cudaEventRecord(ctx->node_end[node_index], ctx->compute));
+    if (ctx->sync_each_op) {
+        GD_CUDA_TRY(cudaStreamSynchronize(ctx->compute));
+        GD_CUDA_TRY(cudaGetLastError());
+    }
+done:
+    return rc;
+}
+
+/* ---- capture ---- */
+
+static int
+event_get(struct gd__cuda_ctx *ctx, cudaEvent_t *out, struct gd_err *err)
+{
+    int rc = 0;
+    if (ctx->event_pool_n > 0) {
+        *out = ctx->event_pool[--ctx->event_pool_n];
+        return 0;
+    }
+    GD_CUDA_TRY(cudaEventCreateWithFlags(out, cudaEventDisableTiming));
+done:
+    return rc;
+}
+
+static void
+event_put(struct gd__cuda_ctx *ctx, cudaEvent_t ev)
+{
+    if (ctx->event_pool_n == ctx->event_pool_cap) {
+        int cap = ctx->event_pool_cap ? ctx->event_pool_cap * 2 : 64;
+        cudaEvent_t *p = realloc(ctx->event_pool, (size_t)cap * sizeof *p);
+        if (p == NULL) {
+            cudaEventDestroy(ev);
+            return;
+        }
+        ctx->event_pool = p;
+        ctx->event_pool_cap = cap;
+    }
+    ctx->event_pool[ctx->event_pool_n++] = ev;
+}
+
+/* Hands the oldest pending copy to the session (waiting for it when `wait`). Returns 1 when
+ * one was delivered, 0 when none was ready, < 0 on error. */
+static int
+deliver_oldest(struct gd__cuda_ctx *ctx, int wait, struct gd_err *err)
+{
+    int rc = 0;
+    if (ctx->pending_n == 0)
+        return 0;
+    struct gd__cuda_pending *p = &ctx->pending[ctx->pending_first];
+    if (!wait) {
+        cudaError_t q = cudaEventQuery(p->done);
+        if (q == cudaErrorNotReady)
+            return 0;
+        GD_CUDA_TRY(q);
+    } else {
+        GD_CUDA_TRY(cudaEventSynchronize(p->done));
+    }
+    float ms = 0;
+    if (p->req.output_slot == 0 &&
+        cudaEventElapsedTime(&ms, ctx->node_start[p->req.node_index],
+                             ctx->node_end[p->req.node_index]) == cudaSuccess)
+        p->req.time_us = ms * 1e3;
+    else if (p->req.output_slot != 0)
+        p->req.time_us = 0;
+    p->req.algo = p->algo;
+    p->req.math = p->math;
+    rc = p->deliver(p->session, &p->req, &p->host, err);
+    event_put(ctx, p->done);
+    ctx->ring_used -= p->ring_len;
+    ctx->pending_first = (ctx->pending_first + 1) % ctx->pending_cap;
+    ctx->pending_n--;
+    if (rc != 0)
+        return rc;
+    return 1;
+done:
+    return rc;
+}
+
+/* Waits for every copy and delivers them all, in order. */
+static int
+drain(struct gd__cuda_ctx *ctx, struct gd_err *err)
+{
+    int rc;
+    while ((rc = deliver_oldest(ctx, 1, err)) == 1)
+        ;
+    return rc;
+}
+
+/* Space for n bytes in the pinned ring, delivering older copies to make room. The ring
+ * grows (after a full drain) when one layer is larger than it. */
+static int
+ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, struct gd_err *err)
+{
+    int rc = 0;
+    size_t align = 256;
+    n = (n + align - 1) / align * align;
+    if (n > ctx->ring_size) {
+        rc = drain(ctx, err);
+        if (rc < 0)
+            return rc;
+        if (ctx->ring)
+            GD_CUDA_TRY(cudaFreeHost(ctx->ring));
+        ctx->ring = NULL;
+        size_t size = (size_t)1 << 30;
+        const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
+        if (mb != NULL && atol(mb) > 0)
+            size = (size_t)atol(mb) << 20;
+        while (size < n)
+            size *= 2;
+        GD_CUDA_TRY(cudaHostAlloc((void **)&ctx->ring, size, cudaHostAllocDefault));
+        ctx->ring_size = size;
+        ctx->ring_head = 0;
+        ctx->ring_used = 0;
+    }
+    for (;;) {
+        /* Contiguous space at the head, or at the start when the tail end is too short. */
+        size_t tail = ctx->pending_n ? ctx->pending[ctx->pending_first].ring_off : 0;
+        size_t head = ctx->ring_head;
+        if (ctx->pending_n == 0) {
+            ctx->ring_head = 0;
+            head = 0;
+            tail = 0;
+        }
+        int wrapped = ctx->pending_n > 0 && head <= tail;
+        if (!wrapped && head + n <= ctx->ring_size) {
+            *off = head;
+            break;
+        }
+        if (!wrapped && n <= tail) {
+            /* skip the short end: account it to the newest copy so it is freed with it */
+            ctx->pending[(ctx->pending_first + ctx->pending_n - 1) % ctx->pending_cap].ring_len +=
+                ctx->ring_size - head;
+            ctx->ring_used += ctx->ring_size - head;
+            ctx->ring_head = 0;
+            *off = 0;
+            break;
+        }
+        if (wrapped && head + n <= tail) {
+            *off = head;
+            break;
+        }
+        rc = deliver_oldest(ctx, 1, err);
+        if (rc < 0)
+            return rc;
+    }
+    ctx->ring_head = *off + n;
+    ctx->ring_used += n;
+    return n; /* > 0: the rounded length */
+done:
+    return rc;
+}
+
+static int
+cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req *req,
+             gd__deliver_fn deliver, void *session, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    ctx->capturing = 1;
+    size_t bytes = gd_tensor_nbytes(t);
+    if (ctx->pending_n == ctx->pending_cap) {
+        int cap = ctx->pending_cap ? ctx->pending_cap * 2 : 64;
+        struct gd__cuda_pending *p = malloc((size_t)cap * sizeof *p);
+        if (p == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory");
+        for (int i = 0; i < ctx->pending_n; i++)
+            p[i] = ctx->pending[(ctx->pending_first + i) % ctx->pending_cap];
+        free(ctx->pending);
+        ctx->pending = p;
+        ctx->pending_cap = cap;
+        ctx->pending_first = 0;
+    }
+    size_t off = 0;
+    int len = ring_reserve(ctx, bytes, &off, err);
+    if (len < 0)
+        return len;
+    struct gd__cuda_pending *p =
+        &ctx->pending[(ctx->pending_first + ctx->pending_n) % ctx->pending_cap];
+    memset(p, 0, sizeof *p);
+    p->req = *req;
+    snprintf(p->algo, sizeof p->algo, "%s", req->algo ? req->algo : "");
+    snprintf(p->math, sizeof p->math, "%s", req->math ? req->math : "");
+    p->host = *t;
+    p->host.data = ctx->ring + off;
+    p->host.device = 0;
+    p->host.owns_data = 0;
+    p->ring_off = off;
+    p->ring_len = (size_t)len;
+    p->deliver = deliver;
+    p->session = session;
+    rc = event_get(ctx, &p->done, err);
+    if (rc != 0)
+        return rc;
+    /* The copy waits for the node (its end event), then runs beside the next nodes. */
+    GD_CUDA_TRY(cudaStreamWaitEvent(ctx->copy, ctx->node_end[req->node_index], 0));
+    GD_CUDA_TRY(cudaMemcpyAsync(p->host.data, t->data, bytes, cudaMemcpyDeviceToHost, ctx->copy));
+    GD_CUDA_TRY(cudaEventRecord(p->done, ctx->copy));
+    ctx->pending_n++;
+    /* Hand over whatever has already arrived, without waiting. */
+    while ((rc = deliver_oldest(ctx, 0, err)) == 1)
+        ;
+    return rc < 0 ? rc : 0;
+done:
+    /* The copy was not queued: this failure ends the run, and the session with it. */
+    event_put(ctx, p->done);
+    return rc;
+}
+
+static int
+cuda_flush(void *vctx, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    GD_CUDA_TRY(cudaStreamSynchronize(ctx->compute));
+    rc = drain(ctx, err);
+    if (rc < 0)
+        goto done;
+    rc = 0;
+    GD_CUDA_TRY(cudaStreamSynchronize(ctx->copy));
+    ctx->capturing = 0;
+done:
+    return rc;
+}
+
+/* ---- the op table: NULL where the backend has no such op ---- */
+
+static const gd_op_fn cuda_ops[GD_OP_COUNT] = {
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) [GD_OP_##e] = gd__cuda_##fn,
+#include "../core/ops.def"
+#undef GD_OP
+};
+
+const struct gd__backend gd__backend_cuda = {
+    .name = "cuda",
+    .description = "NVIDIA GPU through cuDNN, cuBLASLt and gpudiff's own kernels",
+    .compute_dtype = GD_F32,
+    .open = cuda_open,
+    .close = cuda_close,
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .upload = cuda_upload,
+    .capture = cuda_capture,
+    .flush = cuda_flush,
+    .op_begin = cuda_op_begin,
+    .op_end = cuda_op_end,
+    .ops = cuda_ops,
+};

@@ -1,0 +1,149 @@
+/*
+ * cuda.h: what the CUDA backend's files share (C for backend_cuda.c, C++ for the .cu op
+ * files): the session context, status checking, and one entry point per op.
+ *
+ * Only engine/cuda/ calls cudaMalloc/cudaFree. Every CUDA, cuDNN and cuBLAS status goes
+ * through GD_CUDA_TRY, which turns a failure into GD_EDEVICE with the library's message,
+ * file and line. GPUDIFF_CUDA_SYNC=1 synchronizes after each op so an asynchronous fault is
+ * reported at the op that caused it.
+ */
+#ifndef GPUDIFF_CUDA_H
+#define GPUDIFF_CUDA_H
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "../core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per node, what the backend keeps between runs: descriptors and the algorithm chosen for
+ * the shapes it last saw. Made on the node's first run, destroyed at close. */
+struct gd__cuda_node {
+    int ready;                      /* descriptors made for the shapes below */
+    int64_t key[16];                /* the shapes and params the choice was made for */
+    cudnnTensorDescriptor_t x_desc, y_desc, b_desc;
+    cudnnFilterDescriptor_t w_desc;
+    cudnnConvolutionDescriptor_t conv_desc;
+    int algo;                       /* cuDNN algorithm id */
+    cudnnMathType_t math;           /* math type of that algorithm */
+    size_t workspace;               /* bytes the algorithm needs */
+    cublasLtMatmulDesc_t mm_desc;
+    cublasLtMatrixLayout_t a_layout, b_layout, c_layout;
+    cublasLtMatmulAlgo_t mm_algo;
+    char algo_text[64];             /* what the per-layer record says */
+};
+
+/* One captured output on its way to the host. */
+struct gd__cuda_pending {
+    struct gd__capture_req req;
+    char algo[64];
+    char math[16];
+    struct gd_tensor host;          /* header; data points into the pinned ring */
+    size_t ring_off, ring_len;
+    cudaEvent_t done;               /* the copy finished */
+    cudaEvent_t start, end;         /* the node's compute, for its time */
+    gd__deliver_fn deliver;
+    void *session;
+};
+
+struct gd__cuda_ctx {
+    struct gd_knobs knobs;
+    int device;
+    int sync_each_op;               /* GPUDIFF_CUDA_SYNC=1 */
+    int tf32;                       /* the knob resolved: 1 tensor cores may round to TF32 */
+    cudaStream_t compute, copy;
+    cudnnHandle_t cudnn;
+    cublasLtHandle_t lt;
+    void *workspace;
+    size_t workspace_size;
+    size_t workspace_limit;         /* the knob; SIZE_MAX when unset */
+    struct gd__cuda_node *nodes;
+    int n_nodes;
+    cudaEvent_t *node_start, *node_end; /* per node, recorded around its op */
+    /* capture: a ring of pinned host memory and a FIFO of copies in flight */
+    unsigned char *ring;
+    size_t ring_size, ring_head, ring_used;
+    struct gd__cuda_pending *pending;
+    int pending_cap, pending_first, pending_n;
+    cudaEvent_t *event_pool;
+    int event_pool_n, event_pool_cap;
+    int capturing;                  /* this run's outputs go to the host */
+};
+
+/* Maps a status to 0 or GD_EDEVICE with "what: library message (file:line)". */
+int gd__cuda_status_rt(cudaError_t s, const char *what, const char *file, int line,
+                       struct gd_err *err);
+int gd__cuda_status_dnn(cudnnStatus_t s, const char *what, const char *file, int line,
+                        struct gd_err *err);
+int gd__cuda_status_blas(cublasStatus_t s, const char *what, const char *file, int line,
+                         struct gd_err *err);
+
+#ifdef __cplusplus
+}
+static inline int
+gd__cuda_status(cudaError_t s, const char *w, const char *f, int l, struct gd_err *e)
+{
+    return gd__cuda_status_rt(s, w, f, l, e);
+}
+static inline int
+gd__cuda_status(cudnnStatus_t s, const char *w, const char *f, int l, struct gd_err *e)
+{
+    return gd__cuda_status_dnn(s, w, f, l, e);
+}
+static inline int
+gd__cuda_status(cublasStatus_t s, const char *w, const char *f, int l, struct gd_err *e)
+{
+    return gd__cuda_status_blas(s, w, f, l, e);
+}
+#else
+#define gd__cuda_status(s, w, f, l, e)                                   \
+    _Generic((s), cudaError_t: gd__cuda_status_rt,                      \
+             cudnnStatus_t: gd__cuda_status_dnn,                        \
+             cublasStatus_t: gd__cuda_status_blas)((s), (w), (f), (l), (e))
+#endif
+
+/* Evaluates a CUDA, cuDNN or cuBLAS call; on failure sets rc and jumps to `done`. */
+#define GD_CUDA_TRY(expr)                                                         \
+    do {                                                                          \
+        rc = gd__cuda_status((expr), #expr, __FILE__, __LINE__, err);             \
+        if (rc != 0)                                                              \
+            goto done;                                                            \
+    } while (0)
+
+/* Checks the last kernel launch. */
+#define GD_CUDA_CHECK_LAUNCH() GD_CUDA_TRY(cudaGetLastError())
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The session context and the node's cache entry of an op call. */
+static inline struct gd__cuda_ctx *
+gd__cuda_ctx_of(const struct gd_op_call *c)
+{
+    return (struct gd__cuda_ctx *)c->ctx;
+}
+
+struct gd__cuda_node *gd__cuda_node_of(const struct gd_op_call *c);
+
+/* Makes ctx->workspace at least `bytes` large (stream-ordered on the compute stream). */
+int gd__cuda_workspace(struct gd__cuda_ctx *ctx, size_t bytes, struct gd_err *err);
+
+/* A temporary device buffer on the compute stream, and its release. */
+int gd__cuda_scratch(struct gd__cuda_ctx *ctx, size_t bytes, void **out, struct gd_err *err);
+void gd__cuda_scratch_free(struct gd__cuda_ctx *ctx, void *p);
+
+/* Entry points, one per op (NULL in the table where the backend lacks one). */
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) \
+    int gd__cuda_##fn(struct gd_op_call *c, struct gd_err *err);
+#include "../core/ops.def"
+#undef GD_OP
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,79 @@
+/*
+ * kernels.cuh: what the .cu op files share: launch geometry, the stride walk that
+ * broadcasting and permutations use, and the entry-point convention.
+ *
+ * An entry point (extern "C" gd__cuda_<fn>) checks what it can only know at run time,
+ * launches on the session's compute stream, checks the launch, and returns 0 or a GD_E*
+ * code. Activations are float32 (the backend's compute dtype).
+ */
+#ifndef GPUDIFF_KERNELS_CUH
+#define GPUDIFF_KERNELS_CUH
+
+#include <stdint.h>
+
+#include "cuda.h"
+
+/* Threads per block for element-wise kernels, and a grid covering n elements with a
+ * grid-stride loop (capped so huge tensors do not ask for absurd grids). */
+#define GD_CUDA_THREADS 256
+
+static inline unsigned
+gd__cuda_blocks(int64_t n)
+{
+    int64_t b = (n + GD_CUDA_THREADS - 1) / GD_CUDA_THREADS;
+    if (b < 1)
+        b = 1;
+    if (b > 65535LL * 8)
+        b = 65535LL * 8;
+    return (unsigned)b;
+}
+
+/* A tensor's walk: output shape and, per input, the element stride along each output axis
+ * (0 where the input broadcasts). Passed to kernels by value. */
+struct gd__cuda_walk {
+    int ndim;
+    int64_t shape[GD_MAX_DIMS];
+    int64_t stride[4][GD_MAX_DIMS];
+};
+
+/* Offsets of output element i in up to four inputs of a walk. */
+static __device__ __forceinline__ void
+gd__cuda_walk_offsets(const gd__cuda_walk &w, int64_t i, int n_in, int64_t *off)
+{
+    for (int k = 0; k < n_in; k++)
+        off[k] = 0;
+    for (int d = w.ndim - 1; d >= 0; d--) {
+        int64_t idx = i % w.shape[d];
+        i /= w.shape[d];
+        for (int k = 0; k < n_in; k++)
+            off[k] += idx * w.stride[k][d];
+    }
+}
+
+/* Fills the strides of input t along the axes of output y (numpy broadcasting). */
+static inline void
+gd__cuda_bcast_strides(const struct gd_tensor *t, const struct gd_tensor *y, int64_t *stride)
+{
+    int64_t s = 1;
+    for (int i = y->ndim - 1; i >= 0; i--) {
+        int ti = i - (y->ndim - t->ndim);
+        int64_t d = ti >= 0 ? t->shape[ti] : 1;
+        stride[i] = d == 1 ? 0 : s;
+        s *= d;
+    }
+}
+
+/* Geometry of an (N, C, W) or (N, C, H, W) tensor, H = 1 for 1-D. */
+struct gd__cuda_nchw {
+    int64_t n, c, h, w;
+};
+
+static inline gd__cuda_nchw
+gd__cuda_nchw_of(const struct gd_tensor *t)
+{
+    gd__cuda_nchw g = {t->shape[0], t->shape[1], t->ndim == 4 ? t->shape[2] : 1,
+                       t->shape[t->ndim - 1]};
+    return g;
+}
+
+#endif
