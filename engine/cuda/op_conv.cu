@@ -1,0 +1,399 @@
+/*
+ * op_conv.cu: Conv and ConvTranspose on the GPU through cuDNN's convolution API, as the
+ * frameworks call it: descriptors and the algorithm are chosen once per node and shape
+ * (cuDNN's first heuristic choice, the fastest measured, the fastest deterministic one, or
+ * a fixed id) and recorded in the layer's record with the math type it ran with.
+ * ConvTranspose is cuDNN's backward-data convolution. Padding cuDNN cannot express
+ * (different at the two ends of an axis) is applied exactly by a copy into a zero-padded
+ * buffer (Conv) or a crop of the unpadded result (ConvTranspose).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.cuh"
+
+/* Copies each (H, W) plane of x into the middle of a zero-filled (H+pt+pb, W+pl+pr) plane,
+ * or (crop) copies the window at (pt, pl) of each plane of x into y. */
+static __global__ void
+plane_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes, int64_t sh,
+           int64_t sw, int64_t dh, int64_t dw, int64_t off_h, int64_t off_w, int crop)
+{
+    /* crop: dst[p][i][j] = src[p][i+off_h][j+off_w]; pad: dst[p][i+off_h][j+off_w] = src[p][i][j] */
+    int64_t h = crop ? dh : sh, w = crop ? dw : sw;
+    int64_t n = planes * h * w;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        int64_t j = k % w, i = (k / w) % h, p = k / (w * h);
+        if (crop)
+            dst[(p * dh + i) * dw + j] = src[(p * sh + i + off_h) * sw + j + off_w];
+        else
+            dst[(p * dh + i + off_h) * dw + j + off_w] = src[(p * sh + i) * sw + j];
+    }
+}
+
+/* One algorithm choice, from either of cuDNN's perf structs. */
+struct algo_perf {
+    int algo;
+    cudnnStatus_t status;
+    float time;
+    size_t memory;
+    cudnnDeterminism_t determinism;
+    cudnnMathType_t math;
+};
+
+enum choice { CHOOSE_HEURISTIC, CHOOSE_AUTOTUNE, CHOOSE_DETERMINISTIC, CHOOSE_FIXED };
+
+static enum choice
+choice_of(const struct gd_knobs *k, int *fixed)
+{
+    const char *a = k->conv_algo;
+    if (strcmp(a, "autotune") == 0)
+        return CHOOSE_AUTOTUNE;
+    if (strcmp(a, "deterministic") == 0)
+        return CHOOSE_DETERMINISTIC;
+    if (strncmp(a, "fixed:", 6) == 0) {
+        *fixed = atoi(a + 6);
+        return CHOOSE_FIXED;
+    }
+    return CHOOSE_HEURISTIC;
+}
+
+/* The first usable result: cuDNN returns them best first (fastest, for the measured ones). */
+static int
+pick(const struct algo_perf *r, int n, int deterministic_only, size_t limit)
+{
+    for (int i = 0; i < n; i++) {
+        if (r[i].status != CUDNN_STATUS_SUCCESS || r[i].memory > limit)
+            continue;
+        if (deterministic_only && r[i].determinism != CUDNN_DETERMINISTIC)
+            continue;
+        return i;
+    }
+    return -1;
+}
+
+static const char *
+fwd_algo_name(int a)
+{
+    static const char *const names[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct",
+                                        "fft", "fft_tiling", "winograd", "winograd_nonfused"};
+    return a >= 0 && a < 8 ? names[a] : "?";
+}
+
+static const char *
+bwd_algo_name(int a)
+{
+    static const char *const names[] = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd",
+                                        "winograd_nonfused"};
+    return a >= 0 && a < 6 ? names[a] : "?";
+}
+
+static const char *
+math_name(cudnnMathType_t m, int tf32)
+{
+    /* FMA math never uses tensor cores; the others let cuDNN use them, which for float32
+     * data on compute capability 8.0 and newer means inputs rounded to TF32. */
+    if (m == CUDNN_FMA_MATH || !tf32)
+        return "fp32";
+    return "tf32";
+}
+
+/* Geometry a convolution node is set up for; a change re-creates the descriptors. */
+static void
+make_key(const struct gd_op_call *c, int64_t *key)
+{
+    const struct gd_tensor *x = c->in[0], *w = c->in[1], *y = c->out[0];
+    memset(key, 0, 16 * sizeof *key);
+    for (int i = 0; i < 4; i++) {
+        key[i] = i < x->ndim ? x->shape[i] : 1;
+        key[4 + i] = i < w->ndim ? w->shape[i] : 1;
+        key[8 + i] = i < y->ndim ? y->shape[i] : 1;
+    }
+}
+
+static int
+set_tensor(cudnnTensorDescriptor_t *d, int64_t n, int64_t c, int64_t h, int64_t w,
+           struct gd_err *err)
+{
+    int rc = 0;
+    if (n > INT32_MAX || c > INT32_MAX || h > INT32_MAX || w > INT32_MAX ||
+        n * c * h * w > INT32_MAX)
+        return gd_err_set(err, GD_ENOTSUP, "a tensor of %lldx%lldx%lldx%lld is beyond cuDNN's "
+                          "32-bit sizes", (long long)n, (long long)c, (long long)h, (long long)w);
+    if (*d == NULL)
+        GD_CUDA_TRY(cudnnCreateTensorDescriptor(d));
+    GD_CUDA_TRY(cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)n, (int)c,
+                                           (int)h, (int)w));
+done:
+    return rc;
+}
+
+/*
+ * Makes the descriptors of a (forward or backward-data) convolution. For Conv, x is the
+ * (possibly padded) input and y the output; for ConvTranspose, x is the input (dy) and y
+ * the full or final output (dx).
+ */
+static int
+setup(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, const struct gd_op_call *c,
+      gd__cuda_nchw xg, gd__cuda_nchw yg, int pad_h, int pad_w, struct gd_err *err)
+{
+    int rc = 0;
+    const struct gd_params *p = c->params;
+    const struct gd_tensor *w = c->in[1];
+    int64_t kh = p->kernel[0], kw = p->kernel[1];
+    rc = set_tensor(&nd->x_desc, xg.n, xg.c, xg.h, xg.w, err);
+    if (rc == 0)
+        rc = set_tensor(&nd->y_desc, yg.n, yg.c, yg.h, yg.w, err);
+    if (rc == 0)
+        rc = set_tensor(&nd->b_desc, 1, yg.c, 1, 1, err);
+    if (rc != 0)
+        return rc;
+    if (nd->w_desc == NULL)
+        GD_CUDA_TRY(cudnnCreateFilterDescriptor(&nd->w_desc));
+    GD_CUDA_TRY(cudnnSetFilter4dDescriptor(nd->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                           (int)w->shape[0], (int)w->shape[1], (int)kh, (int)kw));
+    if (nd->conv_desc == NULL)
+        GD_CUDA_TRY(cudnnCreateConvolutionDescriptor(&nd->conv_desc));
+    GD_CUDA_TRY(cudnnSetConvolution2dDescriptor(nd->conv_desc, pad_h, pad_w, (int)p->strides[0],
+                                                (int)p->strides[1], (int)p->dilations[0],
+                                                (int)p->dilations[1], CUDNN_CROSS_CORRELATION,
+                                                CUDNN_DATA_FLOAT));
+    GD_CUDA_TRY(cudnnSetConvolutionGroupCount(nd->conv_desc, (int)p->group));
+    GD_CUDA_TRY(cudnnSetConvolutionMathType(nd->conv_desc,
+                                            ctx->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+done:
+    return rc;
+}
+
+#define MAX_ALGOS 16
+
+/* Chooses the algorithm for a forward (transpose = 0) or backward-data convolution. */
+static int
+choose(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int transpose, struct gd_err *err)
+{
+    int rc = 0, n = 0, fixed = -1;
+    struct algo_perf r[MAX_ALGOS];
+    enum choice how = choice_of(&ctx->knobs, &fixed);
+    if (how == CHOOSE_FIXED) {
+        size_t ws = 0;
+        cudnnStatus_t s =
+            transpose ? cudnnGetConvolutionBackwardDataWorkspaceSize(
+                            ctx->cudnn, nd->w_desc, nd->x_desc, nd->conv_desc, nd->y_desc,
+                            (cudnnConvolutionBwdDataAlgo_t)fixed, &ws)
+                      : cudnnGetConvolutionForwardWorkspaceSize(
+                            ctx->cudnn, nd->x_desc, nd->w_desc, nd->conv_desc, nd->y_desc,
+                            (cudnnConvolutionFwdAlgo_t)fixed, &ws);
+        if (s != CUDNN_STATUS_SUCCESS)
+            return gd_err_set(err, GD_ENOTSUP, "cuDNN %s algorithm %d does not apply to this "
+                              "convolution: %s", transpose ? "backward-data" : "forward", fixed,
+                              cudnnGetErrorString(s));
+        nd->algo = fixed;
+        nd->workspace = ws;
+        nd->math = ctx->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+        return 0;
+    }
+    int measured = how != CHOOSE_HEURISTIC;
+    if (!transpose) {
+        cudnnConvolutionFwdAlgoPerf_t perf[MAX_ALGOS];
+        if (measured)
+            GD_CUDA_TRY(cudnnFindConvolutionForwardAlgorithm(ctx->cudnn, nd->x_desc, nd->w_desc,
+                                                             nd->conv_desc, nd->y_desc, MAX_ALGOS,
+                                                             &n, perf));
+        else
+            GD_CUDA_TRY(cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, nd->x_desc,
+                                                               nd->w_desc, nd->conv_desc,
+                                                               nd->y_desc, MAX_ALGOS, &n, perf));
+        for (int i = 0; i < n; i++)
+            r[i] = (struct algo_perf){(int)perf[i].algo, perf[i].status, perf[i].time,
+                                      perf[i].memory, perf[i].determinism, perf[i].mathType};
+    } else {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[MAX_ALGOS];
+        if (measured)
+            GD_CUDA_TRY(cudnnFindConvolutionBackwardDataAlgorithm(
+                ctx->cudnn, nd->w_desc, nd->x_desc, nd->conv_desc, nd->y_desc, MAX_ALGOS, &n,
+                perf));
+        else
+            GD_CUDA_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                ctx->cudnn, nd->w_desc, nd->x_desc, nd->conv_desc, nd->y_desc, MAX_ALGOS, &n,
+                perf));
+        for (int i = 0; i < n; i++)
+            r[i] = (struct algo_perf){(int)perf[i].algo, perf[i].status, perf[i].time,
+                                      perf[i].memory, perf[i].determinism, perf[i].mathType};
+    }
+    {
+        int i = pick(r, n, how == CHOOSE_DETERMINISTIC, ctx->workspace_limit);
+        if (i < 0)
+            return gd_err_set(err, GD_ENOTSUP, "cuDNN offers no %salgorithm for this "
+                              "convolution within the workspace limit",
+                              how == CHOOSE_DETERMINISTIC ? "deterministic " : "");
+        nd->algo = r[i].algo;
+        nd->workspace = r[i].memory;
+        nd->math = r[i].math;
+        /* Run with the math type the choice was made for, as the frameworks do. */
+        GD_CUDA_TRY(cudnnSetConvolutionMathType(nd->conv_desc, nd->math));
+    }
+done:
+    return rc;
+}
+
+static void
+record(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int transpose)
+{
+    static const char *const how[] = {"heuristic", "autotune", "deterministic", "fixed"};
+    int fixed;
+    snprintf(nd->algo_text, sizeof nd->algo_text, "cudnn %s %d %s (%s)",
+             transpose ? "bwd_data" : "fwd", nd->algo,
+             transpose ? bwd_algo_name(nd->algo) : fwd_algo_name(nd->algo),
+             how[choice_of(&ctx->knobs, &fixed)]);
+    snprintf(c->algo, sizeof c->algo, "%s", nd->algo_text);
+    snprintf(c->math, sizeof c->math, "%s", math_name(nd->math, ctx->tf32));
+}
+
+static int
+add_bias(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, const struct gd_op_call *c,
+         struct gd_err *err)
+{
+    int rc = 0;
+    const float one = 1.0f;
+    if (c->n_in > 2 && c->in[2] != NULL)
+        GD_CUDA_TRY(cudnnAddTensor(ctx->cudnn, &one, nd->b_desc, c->in[2]->data, &one,
+                                   nd->y_desc, c->out[0]->data));
+done:
+    return rc;
+}
+
+extern "C" int
+gd__cuda_conv(struct gd_op_call *c, struct gd_err *err)
+{
+    int rc = 0;
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    struct gd__cuda_node *nd = gd__cuda_node_of(c);
+    const struct gd_params *p = c->params;
+    gd__cuda_nchw xg = gd__cuda_nchw_of(c->in[0]), yg = gd__cuda_nchw_of(c->out[0]);
+    const float one = 1.0f, zero = 0.0f;
+    void *padded = NULL;
+    const void *x = c->in[0]->data;
+    int symmetric = p->pads[0] == p->pads[2] && p->pads[1] == p->pads[3];
+    gd__cuda_nchw pg = xg;
+    if (!symmetric) {
+        pg.h += p->pads[0] + p->pads[2];
+        pg.w += p->pads[1] + p->pads[3];
+    }
+    int64_t key[16];
+    make_key(c, key);
+    if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
+        nd->ready = 0;
+        rc = setup(ctx, nd, c, pg, yg, symmetric ? (int)p->pads[0] : 0,
+                   symmetric ? (int)p->pads[1] : 0, err);
+        if (rc == 0)
+            rc = choose(ctx, nd, 0, err);
+        if (rc != 0)
+            return rc;
+        memcpy(nd->key, key, sizeof key);
+        nd->ready = 1;
+    }
+    record(c, ctx, nd, 0);
+    if (!symmetric) {
+        size_t bytes = (size_t)(pg.n * pg.c * pg.h * pg.w) * sizeof(float);
+        rc = gd__cuda_scratch(ctx, bytes, &padded, err);
+        if (rc != 0)
+            goto done;
+        GD_CUDA_TRY(cudaMemsetAsync(padded, 0, bytes, ctx->compute));
+        int64_t n = xg.n * xg.c * xg.h * xg.w;
+        if (n > 0) {
+            plane_copy<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+                (const float *)x, (float *)padded, xg.n * xg.c, xg.h, xg.w, pg.h, pg.w,
+                p->pads[0], p->pads[1], 0);
+            GD_CUDA_CHECK_LAUNCH();
+        }
+        x = padded;
+    }
+    rc = gd__cuda_workspace(ctx, nd->workspace, err);
+    if (rc != 0)
+        goto done;
+    GD_CUDA_TRY(cudnnConvolutionForward(ctx->cudnn, &one, nd->x_desc, x, nd->w_desc,
+                                        c->in[1]->data, nd->conv_desc,
+                                        (cudnnConvolutionFwdAlgo_t)nd->algo, ctx->workspace,
+                                        nd->workspace, &zero, nd->y_desc, c->out[0]->data));
+    rc = add_bias(ctx, nd, c, err);
+done:
+    gd__cuda_scratch_free(ctx, padded);
+    return rc;
+}
+
+extern "C" int
+gd__cuda_conv_transpose(struct gd_op_call *c, struct gd_err *err)
+{
+    int rc = 0;
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    struct gd__cuda_node *nd = gd__cuda_node_of(c);
+    const struct gd_params *p = c->params;
+    gd__cuda_nchw xg = gd__cuda_nchw_of(c->in[0]), yg = gd__cuda_nchw_of(c->out[0]);
+    const float one = 1.0f, zero = 0.0f;
+    void *full = NULL;
+    /* Equal pads at both ends map onto cuDNN's padding; otherwise compute the unpadded
+     * result and crop it. output_padding is the output's size, which cuDNN takes as given. */
+    int symmetric = p->pads[0] == p->pads[2] && p->pads[1] == p->pads[3];
+    gd__cuda_nchw fg = yg;
+    if (!symmetric) {
+        fg.h += p->pads[0] + p->pads[2];
+        fg.w += p->pads[1] + p->pads[3];
+    }
+    int64_t key[16];
+    make_key(c, key);
+    if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
+        nd->ready = 0;
+        rc = setup(ctx, nd, c, xg, fg, symmetric ? (int)p->pads[0] : 0,
+                   symmetric ? (int)p->pads[1] : 0, err);
+        if (rc == 0)
+            rc = choose(ctx, nd, 1, err);
+        if (rc != 0)
+            return rc;
+        memcpy(nd->key, key, sizeof key);
+        nd->ready = 1;
+    }
+    record(c, ctx, nd, 1);
+    void *y = c->out[0]->data;
+    if (!symmetric) {
+        rc = gd__cuda_scratch(ctx, (size_t)(fg.n * fg.c * fg.h * fg.w) * sizeof(float), &full,
+                              err);
+        if (rc != 0)
+            goto done;
+        y = full;
+    }
+    rc = gd__cuda_workspace(ctx, nd->workspace, err);
+    if (rc != 0)
+        goto done;
+    GD_CUDA_TRY(cudnnConvolutionBackwardData(ctx->cudnn, &one, nd->w_desc, c->in[1]->data,
+                                             nd->x_desc, c->in[0]->data, nd->conv_desc,
+                                             (cudnnConvolutionBwdDataAlgo_t)nd->algo,
+                                             ctx->workspace, nd->workspace, &zero, nd->y_desc,
+                                             y));
+    if (!symmetric) {
+        int64_t n = yg.n * yg.c * yg.h * yg.w;
+        if (n > 0) {
+            plane_copy<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+                (const float *)full, (float *)c->out[0]->data, yg.n * yg.c, fg.h, fg.w, yg.h,
+                yg.w, p->pads[0], p->pads[1], 1);
+            GD_CUDA_CHECK_LAUNCH();
+        }
+        /* the bias descriptor pairs with y_desc, the full shape: add it after the crop on a
+         * descriptor of the final shape */
+        cudnnTensorDescriptor_t final_desc = NULL;
+        GD_CUDA_TRY(cudnnCreateTensorDescriptor(&final_desc));
+        cudnnStatus_t s = cudnnSetTensor4dDescriptor(final_desc, CUDNN_TENSOR_NCHW,
+                                                     CUDNN_DATA_FLOAT, (int)yg.n, (int)yg.c,
+                                                     (int)yg.h, (int)yg.w);
+        if (s == CUDNN_STATUS_SUCCESS && c->n_in > 2 && c->in[2] != NULL)
+            s = cudnnAddTensor(ctx->cudnn, &one, nd->b_desc, c->in[2]->data, &one, final_desc,
+                               c->out[0]->data);
+        cudnnDestroyTensorDescriptor(final_desc);
+        GD_CUDA_TRY(s);
+    } else {
+        rc = add_bias(ctx, nd, c, err);
+    }
+done:
+    gd__cuda_scratch_free(ctx, full);
+    return rc;
+}
