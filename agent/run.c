@@ -55,8 +55,9 @@ run_usage(FILE *out)
             "Options:\n"
             "  --input-key NAME    member of an .npz/.safetensors input (needed when it has\n"
             "                      several)\n"
-            "  --backend NAME      cpu (float32, fixed summation order; default) or cpu64\n"
-            "                      (float64: the reference)\n"
+            "  --backend NAME      cpu (float32, fixed summation order; default), cpu64\n"
+            "                      (float64: the reference) or cuda (cuDNN and cuBLASLt, when\n"
+            "                      built with CUDA; `gpudiff-agent --version` lists them)\n"
             "  --weights-dir DIR   folder weight paths are relative to (default: the model's\n"
             "                      \"weights_dir\", relative to the model file)\n"
             "  --batch N           run the input in slices of N rows along dim 0 and\n"
@@ -65,6 +66,15 @@ run_usage(FILE *out)
             "                      reduced format before accumulating in float32: tf32, bf16\n"
             "                      or fp16, optionally :CLASSES, a comma list of gemm and conv\n"
             "                      (default gemm), e.g. tf32:conv,gemm\n"
+            "  --conv-algo HOW     cuda: how each convolution's algorithm is chosen: heuristic\n"
+            "                      (cuDNN's first heuristic choice; default), autotune (the\n"
+            "                      fastest measured), deterministic (the fastest deterministic\n"
+            "                      one) or fixed:N (cuDNN algorithm id N)\n"
+            "  --tf32 on|off       cuda: let convolutions and GEMMs round float32 inputs to TF32\n"
+            "                      on tensor cores (default off)\n"
+            "  --math-mode MODE    cuda: cuBLAS math: default or pedantic (no reduced precision\n"
+            "                      anywhere)\n"
+            "  --workspace-limit BYTES  cuda: most scratch memory an algorithm may use\n"
             "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --replace           replace DIR if it exists (only once the new bundle is\n"
             "                      complete)\n"
@@ -91,7 +101,7 @@ static int
 parse_args(int argc, char **argv, struct run_opts *o)
 {
     enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
-           O_JSON, O_PROGRESS };
+           O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -102,6 +112,10 @@ parse_args(int argc, char **argv, struct run_opts *o)
         {"batch", required_argument, NULL, O_BATCH},
         {"emulate", required_argument, NULL, O_EMULATE},
         {"label", required_argument, NULL, O_LABEL},
+        {"conv-algo", required_argument, NULL, O_CONV_ALGO},
+        {"tf32", required_argument, NULL, O_TF32},
+        {"math-mode", required_argument, NULL, O_MATH_MODE},
+        {"workspace-limit", required_argument, NULL, O_WORKSPACE},
         {"replace", no_argument, NULL, O_REPLACE},
         {"json", no_argument, NULL, O_JSON},
         {"progress", no_argument, NULL, O_PROGRESS},
@@ -160,6 +174,27 @@ parse_args(int argc, char **argv, struct run_opts *o)
             json_object_set_new(o->labels, key, json_string(eq + 1));
             break;
         }
+        case O_CONV_ALGO:
+            snprintf(o->knobs.conv_algo, sizeof o->knobs.conv_algo, "%s", optarg);
+            break;
+        case O_TF32:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "gpudiff-agent run: --tf32 takes on or off, not %s\n", optarg);
+                return -1;
+            }
+            o->knobs.tf32 = strcmp(optarg, "on") == 0;
+            break;
+        case O_MATH_MODE:
+            snprintf(o->knobs.math_mode, sizeof o->knobs.math_mode, "%s", optarg);
+            break;
+        case O_WORKSPACE:
+            if (parse_int(optarg, 0, &v) != 0) {
+                fprintf(stderr, "gpudiff-agent run: --workspace-limit needs a byte count, not "
+                        "%s\n", optarg);
+                return -1;
+            }
+            o->knobs.workspace_limit = v;
+            break;
         case O_REPLACE:
             o->replace = 1;
             break;
@@ -242,6 +277,18 @@ knobs_json(const struct run_opts *o)
     json_object_set_new(k, "emulate", json_string(emulate));
     json_object_set_new(k, "batch", o->knobs.batch > 0 ? json_integer(o->knobs.batch)
                                                         : json_null());
+    /* The GPU knobs as the backend resolved them (env holds them for cuda). */
+    const char *backend = o->backend ? o->backend : "cpu";
+    if (strcmp(backend, "cuda") == 0) {
+        json_object_set_new(k, "conv_algo",
+                            json_string(o->knobs.conv_algo[0] ? o->knobs.conv_algo : "heuristic"));
+        json_object_set_new(k, "tf32", json_boolean(o->knobs.tf32 == 1));
+        json_object_set_new(k, "math_mode",
+                            json_string(o->knobs.math_mode[0] ? o->knobs.math_mode : "default"));
+        json_object_set_new(k, "workspace_limit", o->knobs.workspace_limit >= 0
+                                                      ? json_integer(o->knobs.workspace_limit)
+                                                      : json_null());
+    }
     return k;
 }
 
