@@ -71,6 +71,8 @@ read_layer(json_t *rec, size_t i, struct gd_bundle_layer *l, struct gd_err *err)
     l->time_us = json_is_number(t) ? json_number_value(t) : -1.0;
     l->reduction_len = json_is_integer(red) ? json_integer_value(red) : 0;
     l->discontinuous = json_is_boolean(disc) ? json_is_true(disc) : -1;
+    json_t *ins = json_object_get(rec, "inputs");
+    l->inputs = json_is_array(ins) ? ins : NULL;
     return 0;
 }
 

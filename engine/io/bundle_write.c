@@ -252,6 +252,13 @@ layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_gr
     if (layer->math && layer->math[0])
         json_object_set_new(lo->rec, "math", json_string(layer->math));
     if (g != NULL && layer->node_index >= 0) {
+        /* The layers this one reads: what a comparison follows to see where error came from. */
+        const struct gd_node *node = &g->nodes[layer->node_index];
+        json_t *ins = json_array();
+        for (int i = 0; i < node->n_inputs; i++)
+            if (node->inputs[i] >= 0 && g->values[node->inputs[i]].producer >= 0)
+                json_array_append_new(ins, json_string(g->values[node->inputs[i]].name));
+        json_object_set_new(lo->rec, "inputs", ins);
         const struct gd_op_info *info = gd_op_info(layer->op);
         json_object_set_new(lo->rec, "reduction_len",
                             json_integer(gd_node_reduction_len(g, layer->node_index)));
