@@ -10,4 +10,20 @@ EXTRA_DIST += tests/fixtures
 
 if HAVE_CHECK
 # ---- engine ----
+IO_CHECKS = tests/engine/check_npy tests/engine/check_npz tests/engine/check_safetensors \
+	tests/engine/check_array
+check_PROGRAMS += $(IO_CHECKS)
+TESTS += $(IO_CHECKS)
+tests_engine_check_npy_SOURCES = tests/engine/check_npy.c tests/engine/check_io.h
+tests_engine_check_npy_CPPFLAGS = $(CHECK_CPPFLAGS)
+tests_engine_check_npy_LDADD = $(CHECK_LDADD)
+tests_engine_check_npz_SOURCES = tests/engine/check_npz.c tests/engine/check_io.h
+tests_engine_check_npz_CPPFLAGS = $(CHECK_CPPFLAGS)
+tests_engine_check_npz_LDADD = $(CHECK_LDADD)
+tests_engine_check_safetensors_SOURCES = tests/engine/check_safetensors.c tests/engine/check_io.h
+tests_engine_check_safetensors_CPPFLAGS = $(CHECK_CPPFLAGS)
+tests_engine_check_safetensors_LDADD = $(CHECK_LDADD)
+tests_engine_check_array_SOURCES = tests/engine/check_array.c tests/engine/check_io.h
+tests_engine_check_array_CPPFLAGS = $(CHECK_CPPFLAGS)
+tests_engine_check_array_LDADD = $(CHECK_LDADD)
 endif
