@@ -27,3 +27,5 @@ tests_engine_check_array_SOURCES = tests/engine/check_array.c tests/engine/check
 tests_engine_check_array_CPPFLAGS = $(CHECK_CPPFLAGS)
 tests_engine_check_array_LDADD = $(CHECK_LDADD)
 endif
+# libFuzzer targets, built by hand with clang (see the top of each file).
+EXTRA_DIST += tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_npz.c tests/fuzz/npy.dict tests/fuzz/npz.dict
