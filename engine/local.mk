@@ -39,8 +39,11 @@ libgpudiff_la_SOURCES = \
 	engine/io/array.c \
 	engine/io/bundle_write.c \
 	engine/io/bundle_read.c \
+	engine/io/file.c \
+	engine/io/io_internal.h \
 	engine/io/model_json.c \
 	engine/io/npy.c \
+	engine/io/npy_write.c \
 	engine/io/npz.c \
 	engine/io/safetensors.c
 libgpudiff_la_LIBADD = libgd_cpu32.la libgd_cpu64.la $(ENGINE_DEPS_LIBS)

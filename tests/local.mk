@@ -10,9 +10,28 @@ EXTRA_DIST += tests/fixtures
 
 if HAVE_CHECK
 # ---- engine ----
+IO_CHECKS = tests/engine/check_npy tests/engine/check_npz tests/engine/check_safetensors \
+	tests/engine/check_array
+check_PROGRAMS += $(IO_CHECKS)
+TESTS += $(IO_CHECKS)
+tests_engine_check_npy_SOURCES = tests/engine/check_npy.c tests/engine/check_io.h
+tests_engine_check_npy_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_npy_LDADD = $(TEST_LIBS)
+tests_engine_check_npz_SOURCES = tests/engine/check_npz.c tests/engine/check_io.h
+tests_engine_check_npz_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_npz_LDADD = $(TEST_LIBS)
+tests_engine_check_safetensors_SOURCES = tests/engine/check_safetensors.c tests/engine/check_io.h
+tests_engine_check_safetensors_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_safetensors_LDADD = $(TEST_LIBS)
+tests_engine_check_array_SOURCES = tests/engine/check_array.c tests/engine/check_io.h
+tests_engine_check_array_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_array_LDADD = $(TEST_LIBS)
 endif
 
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
 TESTS += tests/integration/seed_cpu.sh
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 	tests/integration/seed_cpu.sh
+
+# libFuzzer targets, built by hand with clang (see the top of each file).
+EXTRA_DIST += tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_npz.c tests/fuzz/npy.dict tests/fuzz/npz.dict
