@@ -18,7 +18,8 @@
     XX(INPUT, 3, "a model, weight, input or bundle file is missing or invalid")     \
     XX(RUN, 4, "the run failed (an op, the device, or memory)")                     \
     XX(NOTSUP, 5, "the model or a knob needs something this build does not support") \
-    XX(OUTPUT, 6, "the bundle could not be written (exists, disk, permissions)")
+    XX(OUTPUT, 6, "the bundle could not be written (exists, disk, permissions)")         \
+    XX(DIVERGED, 7, "diff --check: a layer diverges beyond rounding noise")
 
 enum agt_exit {
 #define AGT__EXIT_ENUM(name, value, text) AGT_EXIT_##name = (value),
@@ -43,6 +44,8 @@ void agt_print_exit_codes(FILE *out);
 
 /* Subcommands: each parses its own flags (argv[0] is the subcommand's name). */
 int agt_cmd_run(int argc, char **argv);
+int agt_cmd_diff(int argc, char **argv);
+int agt_cmd_bundle(int argc, char **argv);
 
 /* Prints the per-layer summary of a bundle being written. */
 void agt_report_table(FILE *out, json_t *run, const char *bundle_dir);

@@ -4,6 +4,8 @@ gpudiff_agent_SOURCES = \
 	agent/agent.h \
 	agent/main.c \
 	agent/run.c \
+	agent/diff.c \
+	agent/bundle.c \
 	agent/report.c
 gpudiff_agent_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 gpudiff_agent_LDADD = libgpudiff.la $(JANSSON_LIBS)

@@ -36,12 +36,18 @@ agt_report_table(FILE *out, json_t *run, const char *bundle_dir)
     json_t *layers = json_object_get(run, "layers");
     json_t *model = json_object_get(run, "model"), *input = json_object_get(run, "input");
     char in_shape[96];
-    shape_str(json_object_get(input, "shape"), in_shape, sizeof in_shape);
-    fprintf(out, "model %s on %s, input %s, %zu layers in %.1f ms\n",
+    if (json_is_array(json_object_get(input, "shape")))
+        shape_str(json_object_get(input, "shape"), in_shape, sizeof in_shape);
+    else
+        snprintf(in_shape, sizeof in_shape, "(not recorded)");
+    fprintf(out, "model %s on %s, input %s, %zu layers",
             json_string_value(json_object_get(model, "name")),
             json_string_value(json_object_get(run, "backend")), in_shape,
-            json_array_size(layers),
-            json_number_value(json_object_get(run, "duration_us")) / 1e3);
+            json_array_size(layers));
+    json_t *duration = json_object_get(run, "duration_us");
+    if (json_is_number(duration))
+        fprintf(out, " in %.1f ms", json_number_value(duration) / 1e3);
+    fputc('\n', out);
     fprintf(out, "bundle %s (run %s)\n\n", bundle_dir,
             json_string_value(json_object_get(run, "id")));
     fprintf(out, "%4s  %-16s %-18s %-16s %13s %13s %13s %10s\n", "#", "layer", "op", "shape",
@@ -55,10 +61,15 @@ agt_report_table(FILE *out, json_t *run, const char *bundle_dir)
         num_str(json_object_get(stats, "min"), mn, sizeof mn);
         num_str(json_object_get(stats, "max"), mx, sizeof mx);
         num_str(json_object_get(stats, "mean"), mean, sizeof mean);
-        fprintf(out, "%4zu  %-16s %-18s %-16s %13s %13s %13s %10.3f\n", i,
+        char ms[32];
+        json_t *t = json_object_get(l, "time_us");
+        if (json_is_number(t))
+            snprintf(ms, sizeof ms, "%.3f", json_number_value(t) / 1e3);
+        else
+            snprintf(ms, sizeof ms, "-");
+        fprintf(out, "%4zu  %-16s %-18s %-16s %13s %13s %13s %10s\n", i,
                 json_string_value(json_object_get(l, "name")),
-                json_string_value(json_object_get(l, "op")), shape, mn, mx, mean,
-                json_number_value(json_object_get(l, "time_us")) / 1e3);
+                json_string_value(json_object_get(l, "op")), shape, mn, mx, mean, ms);
         json_int_t nan = json_integer_value(json_object_get(stats, "nan"));
         json_int_t inf = json_integer_value(json_object_get(stats, "inf"));
         if (nan || inf)

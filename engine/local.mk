@@ -16,6 +16,15 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/tensor.h \
 	engine/include/gpudiff/bundle.h \
 	engine/include/gpudiff/hash.h \
+	engine/include/gpudiff/diff.h \
+	engine/compare/diff_internal.h \
+	engine/compare/boundary.c \
+	engine/compare/diff.c \
+	engine/compare/diff_json.c \
+	engine/compare/env_diff.c \
+	engine/compare/explain.c \
+	engine/compare/truth.c \
+	engine/compare/verdict.c \
 	engine/core/internal.h \
 	engine/core/attr.c \
 	engine/core/backend.c \

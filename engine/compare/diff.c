@@ -97,7 +97,7 @@ gd__unit_roundoff(enum gd_dtype dtype)
 /*
  * Brings a pair to one dtype: a float64 side is rounded to the other side's float type (the
  * correctly rounded value is what an exact computation in that type would give). Returns
- * 0 with *a2/*b2 set (possibly to new tensors the caller frees), or GD_EDTYPE.
+ * 0 with a2 and b2 set (possibly to new tensors the caller frees), or GD_EDTYPE.
  */
 int
 gd__reconcile(struct gd_tensor *a, struct gd_tensor *b, struct gd_tensor **a2,
@@ -135,6 +135,29 @@ gd__abs_max(const struct gd_tensor *t)
     return m;
 }
 
+/* Lists the rows (dim 0) with an element that is not close, by numpy.isclose's rule. */
+static void
+mismatch_rows(struct gd_diff_layer *dl, const struct gd_tensor *a, const struct gd_tensor *b,
+              double atol, double rtol)
+{
+    int64_t n = gd_tensor_numel(a);
+    int64_t rows = a->ndim > 0 ? a->shape[0] : 1;
+    int64_t per_row = rows > 0 ? n / rows : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t k = 0; k < per_row; k++) {
+            double x = gd_tensor_get_f64(a, r * per_row + k);
+            double y = gd_tensor_get_f64(b, r * per_row + k);
+            int close = x == y || fabs(x - y) <= atol + rtol * fabs(y);
+            if (!close) {
+                if (dl->n_rows < GD_DIFF_MAX_ROWS)
+                    dl->rows[dl->n_rows++] = r;
+                dl->rows_mismatch++;
+                break;
+            }
+        }
+    }
+}
+
 /* Measures one pair of tensors into the layer's metrics and normalized errors. */
 static int
 measure(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb, double atol,
@@ -152,6 +175,8 @@ measure(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb, do
             dl->scale = 1.0;
         dl->err = dl->m.abs_max / dl->scale;
         dl->err_median = dl->m.n_rel > 0 ? gd_metrics_rel_quantile(&dl->m, 0.5) : 0.0;
+        if (dl->m.n_mismatch > 0)
+            mismatch_rows(dl, a, b, atol, rtol);
     }
     if (a != ta)
         gd_tensor_free(a);
@@ -231,7 +256,7 @@ measure_all(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_
         gd_tensor_free(tb);
         if (rc == GD_EDTYPE) {
             dl->verdict = GD_VERDICT_INCOMPARABLE;
-            snprintf(dl->note, sizeof dl->note, "%s", merr.msg);
+            snprintf(dl->note, sizeof dl->note, "%.150s", merr.msg);
             continue;
         }
         if (rc != 0) {
@@ -294,9 +319,9 @@ gd_diff_runs(const struct gd_run_view *a, const struct gd_run_view *b,
     if (rc != 0)
         goto done;
     for (int i = 0; i < d->n_layers; i++) {
-        int ins[GD__MAX_OP_INPUTS];
-        int n_in = inputs_of(a, i, ins, GD__MAX_OP_INPUTS);
-        gd__layer_verdict(d, i, ins, n_in);
+        struct gd_diff_layer *dl = &d->layers[i];
+        dl->n_inputs = inputs_of(a, i, dl->inputs, GD_DIFF_MAX_INPUTS);
+        gd__layer_verdict(d, i);
     }
     rc = gd__boundaries(d, a, b, err);
     if (rc == 0 && truth != NULL)

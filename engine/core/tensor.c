@@ -50,6 +50,10 @@ gd_dtype_from_name(const char *name, enum gd_dtype *out)
 int64_t
 gd_tensor_numel(const struct gd_tensor *t)
 {
+    /* A zero dimension first: the product of the others need not fit in int64. */
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] == 0)
+            return 0;
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++)
         n *= t->shape[i];

@@ -32,6 +32,7 @@ struct layer_out {
     double sum;                 /* of finite values, for the mean */
     int64_t rows_done, rows_total;
     double time_us;
+    int timed;                  /* some slice came with a time */
     json_t *rec;                /* the run.json record; owned */
 };
 
@@ -307,8 +308,10 @@ gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
         return rc;
     stats_update(lo, t);
     lo->rows_done += rows;
-    if (layer->time_us >= 0)
+    if (layer->time_us >= 0) {
         lo->time_us += layer->time_us;
+        lo->timed = 1;
+    }
     return 0;
 }
 
@@ -361,7 +364,8 @@ finish_layers(struct gd_bundle_writer *w, struct gd_err *err)
             json_object_set_new(js, "nan", json_integer(s->nan_count));
             json_object_set_new(js, "inf", json_integer(s->inf_count));
             json_object_set_new(lo->rec, "sha256", json_string(hex));
-            json_object_set_new(lo->rec, "time_us", json_real(lo->time_us));
+            json_object_set_new(lo->rec, "time_us", lo->timed ? json_real(lo->time_us)
+                                                              : json_null());
             json_object_set_new(lo->rec, "stats", js);
         }
         json_array_append(w->layers_json, lo->rec);

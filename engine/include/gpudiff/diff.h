@@ -50,8 +50,13 @@ enum gd_verdict {
 
 const char *gd_verdict_name(enum gd_verdict v);
 
+#define GD_DIFF_MAX_INPUTS 8
+#define GD_DIFF_MAX_ROWS 64
+
 struct gd_diff_layer {
     int index_a, index_b;        /* positions in each run (-1 when absent) */
+    int n_inputs;                /* the layers it reads (indexes into gd_diff.layers) */
+    int inputs[GD_DIFF_MAX_INPUTS];
     const char *name;            /* borrowed from run a (or b) */
     const char *op;              /* "" when unknown */
     int64_t reduction_len;       /* terms per output (1 when unknown) */
@@ -63,7 +68,9 @@ struct gd_diff_layer {
     double err;                  /* max |a-b| / scale */
     double err_median;           /* median relative error |a-b|/|b| */
     double bound;                /* rounding this layer's op may add (same units as err) */
+    double bound_median;         /* the same for err_median */
     double envelope;             /* bound plus what noisy inputs carry in */
+    double envelope_median;
     double input_err;            /* the largest err among the layers it reads */
     double growth;               /* err / max(input_err, bound) */
     double bits;                 /* effective precision, -log2(err_median); 0 when identical */
@@ -78,6 +85,10 @@ struct gd_diff_layer {
     /* with a truth run: each side's err against it, and which is closer ('a', 'b', '=') */
     double truth_err_a, truth_err_b;
     char closer;
+    /* rows (indexes along dim 0) holding an element outside atol + rtol*|b| */
+    int64_t rows_mismatch;
+    int n_rows;                  /* how many of them are listed in rows[] */
+    int64_t rows[GD_DIFF_MAX_ROWS];
     char note[160];              /* why incomparable, and similar */
 };
 
