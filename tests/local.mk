@@ -29,9 +29,10 @@ tests_engine_check_array_LDADD = $(TEST_LIBS)
 endif
 
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
-TESTS += tests/integration/seed_cpu.sh
+INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh
+TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
-	tests/integration/seed_cpu.sh
+	$(INTEGRATION_TESTS)
 
 # libFuzzer targets, built by hand with clang (see the top of each file).
 EXTRA_DIST += tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_npz.c tests/fuzz/npy.dict tests/fuzz/npz.dict
