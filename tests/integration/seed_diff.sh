@@ -67,12 +67,13 @@ check(d["first_divergent"] == "conv1", "tf32:conv,gemm: first divergent is conv1
 
 # CASE.md: 9 rows of the PyTorch file and 15 of the Paddle file differ from the float64 run
 # by more than 0.01; the two files differ from each other in 12 rows.
+largest = 0.0
 for fw, rows in (("pytorch_gpu", 9), ("paddle_gpu", 15)):
     out = [l for l in load(fw)["layers"] if l["name"] == "output"][0]
     check(out["mismatch_rows"] == rows, "%s vs cpu64: %d rows differ by > 0.01 (CASE.md: %d)"
           % (fw, out["mismatch_rows"], rows))
-    check(abs(out["max_abs"] - 0.2488) < 5e-4, "%s vs cpu64: max |a-b| %.4f (CASE.md: at most 0.2488)"
-          % (fw, out["max_abs"]))
+    largest = max(largest, out["max_abs"])
+check(abs(largest - 0.2488) < 5e-5, "files vs cpu64: largest |a-b| %.5f (CASE.md: 0.2488)" % largest)
 out = load("fw")["layers"][0]
 check(out["mismatch_rows"] == 12, "pytorch vs paddle: %d rows differ (CASE.md: 12)" % out["mismatch_rows"])
 check(len(out["rows"]) == 12, "pytorch vs paddle: the 12 rows are listed")
