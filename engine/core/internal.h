@@ -84,10 +84,11 @@ struct gd__backend {
                    gd__deliver_fn deliver, void *session, struct gd_err *err);
     /* Waits for all work and delivers every pending capture. */
     int (*flush)(void *ctx, struct gd_err *err);
-    /* Optional (NULL for none): called around each node's op, e.g. to time it on the
-     * device; op_end also reports an asynchronous fault when asked to. */
-    int (*op_begin)(void *ctx, int node_index, struct gd_err *err);
-    int (*op_end)(void *ctx, int node_index, struct gd_err *err);
+    /* Optional (NULL for none): called around each node's op. With `timing` (the run
+     * captures, so layer times are reported) a device backend times the op; op_end also
+     * reports an asynchronous fault when asked to (GPUDIFF_CUDA_SYNC=1). */
+    int (*op_begin)(void *ctx, int node_index, int timing, struct gd_err *err);
+    int (*op_end)(void *ctx, int node_index, int timing, struct gd_err *err);
 
     const gd_op_fn *ops;             /* GD_OP_COUNT entries; NULL = not supported */
 };

@@ -263,11 +263,11 @@ run_nodes(struct gd_session *s, struct gd_err *err)
         }
         double t0 = gd__now_us();
         if (rc == 0 && s->be->op_begin != NULL)
-            rc = s->be->op_begin(s->ctx, ni, err);
+            rc = s->be->op_begin(s->ctx, ni, s->capture != NULL, err);
         if (rc == 0)
             rc = s->be->ops[n->op](&call, err);
         if (rc == 0 && s->be->op_end != NULL)
-            rc = s->be->op_end(s->ctx, ni, err);
+            rc = s->be->op_end(s->ctx, ni, s->capture != NULL, err);
         double elapsed = gd__now_us() - t0;
         for (int k = 0; k < n->n_outputs && rc == 0 && s->capture != NULL; k++) {
             struct gd__capture_req req = {.node_index = ni, .output_slot = k,

@@ -386,23 +386,26 @@ done:
 /* ---- timing and faults ---- */
 
 static int
-cuda_op_begin(void *vctx, int node_index, struct gd_err *err)
+cuda_op_begin(void *vctx, int node_index, int timing, struct gd_err *err)
 {
     struct gd__cuda_ctx *ctx = vctx;
     int rc = nodes_ensure(ctx, node_index + 1, err);
     if (rc != 0)
         return rc;
-    GD_CUDA_TRY(cudaEventRecord(ctx->node_start[node_index], ctx->compute));
+    if (timing)
+        GD_CUDA_TRY(cudaEventRecord(ctx->node_start[node_index], ctx->compute));
 done:
     return rc;
 }
 
 static int
-cuda_op_end(void *vctx, int node_index, struct gd_err *err)
+cuda_op_end(void *vctx, int node_index, int timing, struct gd_err *err)
 {
     struct gd__cuda_ctx *ctx = vctx;
     int rc = 0;
-    GD_CUDA_TRY(cudaEventRecord(ctx->node_end[node_index], ctx->compute));
+    /* The end event is also what a capture's copy waits for. */
+    if (timing)
+        GD_CUDA_TRY(cudaEventRecord(ctx->node_end[node_index], ctx->compute));
     if (ctx->sync_each_op) {
         GD_CUDA_TRY(cudaStreamSynchronize(ctx->compute));
         GD_CUDA_TRY(cudaGetLastError());
