@@ -44,5 +44,12 @@ tests_bench_bench_forward_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 tests_bench_bench_forward_LDADD = libgpudiff.la $(JANSSON_LIBS)
 EXTRA_DIST += tests/bench/bench_forward.py
 CLEANFILES += $(EXTRA_PROGRAMS)
+if HAVE_CUDA
+EXTRA_PROGRAMS += tests/bench/bench_gpu
+tests_bench_bench_gpu_SOURCES = tests/bench/bench_gpu.c
+tests_bench_bench_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(CUDA_CFLAGS)
+tests_bench_bench_gpu_LDADD = libgpudiff.la $(JANSSON_LIBS) $(CUDA_LIBS)
+endif
+EXTRA_DIST += tests/bench/bench_cuda.py
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench

@@ -1,0 +1,162 @@
+/*
+ * bench_gpu.c: the cuda backend's forward time for one model and input, without capture and
+ * with every layer captured to pinned host memory, plus this GPU's device-to-host bandwidth
+ * from pinned memory measured in the same process, so the capture overhead can be judged
+ * against what the link allows: a captured run should take at most
+ * 1.3 x max(compute time, captured bytes / bandwidth).
+ *
+ * usage: bench_gpu MODEL INPUT [KEY] [REPEATS] [--tf32 on|off] [--conv-algo HOW]
+ * Prints `key value` lines for tests/bench/bench_cuda.py.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "gpudiff/io.h"
+#include "gpudiff/model.h"
+#include "gpudiff/run.h"
+
+static double
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct counter {
+    size_t bytes;
+    int layers;
+};
+
+/* The copy is complete when this is called: that is the capture being measured. */
+static int
+count_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
+{
+    struct counter *c = user;
+    c->bytes += gd_tensor_nbytes(layer->value);
+    c->layers++;
+    return 0;
+}
+
+static double
+median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return t[n / 2];
+}
+
+/* Device-to-host copy bandwidth into pinned memory, GB/s, median of 5 copies of 1 GiB. */
+static double
+pinned_bandwidth(void)
+{
+    size_t n = (size_t)1 << 30;
+    void *dev = NULL, *host = NULL;
+    cudaEvent_t a, b;
+    double t[5];
+    if (cudaMalloc(&dev, n) != cudaSuccess || cudaHostAlloc(&host, n, 0) != cudaSuccess)
+        return 0;
+    cudaMemset(dev, 1, n);
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaMemcpy(host, dev, n, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < 5; i++) {
+        float ms = 0;
+        cudaEventRecord(a, 0);
+        cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, 0);
+        cudaEventRecord(b, 0);
+        cudaEventSynchronize(b);
+        cudaEventElapsedTime(&ms, a, b);
+        t[i] = (double)n / (ms * 1e-3) / 1e9;
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaFree(dev);
+    cudaFreeHost(host);
+    return median(t, 5);
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: bench_gpu MODEL INPUT [KEY] [REPEATS] [--tf32 on|off] "
+                        "[--conv-algo HOW]\n");
+        return 2;
+    }
+    const char *key = argc > 3 && strncmp(argv[3], "--", 2) != 0 && strcmp(argv[3], "-") != 0
+                          ? argv[3] : NULL;
+    int repeats = argc > 4 && strncmp(argv[4], "--", 2) != 0 ? atoi(argv[4]) : 20;
+    if (repeats < 1 || repeats > 1000)
+        repeats = 20;
+    struct gd_knobs knobs;
+    gd_knobs_init(&knobs);
+    knobs.tf32 = 0;
+    snprintf(knobs.conv_algo, sizeof knobs.conv_algo, "autotune");
+    for (int i = 3; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--tf32") == 0)
+            knobs.tf32 = strcmp(argv[i + 1], "on") == 0;
+        else if (strcmp(argv[i], "--conv-algo") == 0)
+            snprintf(knobs.conv_algo, sizeof knobs.conv_algo, "%s", argv[i + 1]);
+    }
+    struct gd_err err = {0};
+    struct gd_graph *g = NULL;
+    struct gd_tensor *input = NULL;
+    struct gd_session *s = NULL;
+    if (gd_model_load(argv[1], NULL, &g, &err) != 0 || gd_array_load(argv[2], key, &input, &err) != 0 ||
+        (s = gd_session_new(g, "cuda", &knobs, &err)) == NULL) {
+        fprintf(stderr, "bench_gpu: %s\n", err.msg);
+        return 1;
+    }
+    const struct gd_tensor *inputs[1] = {input};
+    double *t = calloc((size_t)repeats, sizeof *t);
+    struct counter c = {0};
+    /* The input is uploaded inside every run (from pageable memory), as the agent does. */
+    for (int mode = 0; mode < 2; mode++) {
+        for (int r = -2; r < repeats; r++) { /* two warm-ups: autotuning, then allocation */
+            c.bytes = 0;
+            c.layers = 0;
+            double t0 = now_ms();
+            int rc = gd_session_run(s, 1, inputs, mode ? count_layer : NULL, &c, &err);
+            double dt = now_ms() - t0;
+            if (rc != 0) {
+                fprintf(stderr, "bench_gpu: %s\n", err.msg);
+                return 1;
+            }
+            if (r >= 0)
+                t[r] = dt;
+        }
+        printf("%s_ms %.3f\n", mode ? "capture" : "forward", median(t, repeats));
+        if (mode)
+            printf("captured_bytes %zu\ncaptured_layers %d\n", c.bytes, c.layers);
+    }
+    double t_upload[5];
+    for (int r = 0; r < 5; r++) {
+        void *dev = NULL;
+        double t0 = now_ms();
+        cudaMalloc(&dev, gd_tensor_nbytes(input));
+        cudaMemcpy(dev, input->data, gd_tensor_nbytes(input), cudaMemcpyHostToDevice);
+        t_upload[r] = now_ms() - t0;
+        cudaFree(dev);
+    }
+    printf("input_upload_ms %.3f\n", median(t_upload, 5));
+    printf("pinned_d2h_gbps %.2f\n", pinned_bandwidth());
+    const struct gd_env *env = gd_session_env(s);
+    printf("gpu %s\n", gd_env_get(env, "gpu_name") ? gd_env_get(env, "gpu_name") : "?");
+    printf("cudnn %s\n", gd_env_get(env, "cudnn") ? gd_env_get(env, "cudnn") : "?");
+    free(t);
+    gd_session_free(s);
+    gd_tensor_free(input);
+    gd_graph_free(g);
+    return 0;
+}
