@@ -65,12 +65,18 @@ done:
 /* ---- the functions: the CPU's, step for step ---- */
 
 struct f_relu {
-    __device__ float operator()(float x) const { return x > 0.f ? x : (isnan(x) ? x : 0.f); }
+    __device__ float operator()(float x) const
+    {
+        return x > 0.f ? x : (isnan(x) ? x : 0.f);
+    }
 };
 
 struct f_leaky_relu {
     float alpha;
-    __device__ float operator()(float x) const { return x >= 0.f ? x : __fmul_rn(alpha, x); }
+    __device__ float operator()(float x) const
+    {
+        return x >= 0.f ? x : __fmul_rn(alpha, x);
+    }
 };
 
 struct f_elu {
@@ -101,7 +107,10 @@ struct f_sigmoid {
 };
 
 struct f_tanh {
-    __device__ float operator()(float x) const { return tanhf(x); }
+    __device__ float operator()(float x) const
+    {
+        return tanhf(x);
+    }
 };
 
 /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow, no cancellation. */
@@ -150,43 +159,70 @@ struct f_gelu_tanh {
 };
 
 struct f_floor {
-    __device__ float operator()(float x) const { return floorf(x); }
+    __device__ float operator()(float x) const
+    {
+        return floorf(x);
+    }
 };
 
 struct f_ceil {
-    __device__ float operator()(float x) const { return ceilf(x); }
+    __device__ float operator()(float x) const
+    {
+        return ceilf(x);
+    }
 };
 
 /* rintf rounds halves to even (the default rounding mode), like the CPU's rintf; roundf
  * would round them away from zero. */
 struct f_round {
-    __device__ float operator()(float x) const { return rintf(x); }
+    __device__ float operator()(float x) const
+    {
+        return rintf(x);
+    }
 };
 
 /* Keeps 0, -0 and NaN. */
 struct f_sign {
-    __device__ float operator()(float x) const { return x > 0.f ? 1.f : (x < 0.f ? -1.f : x); }
+    __device__ float operator()(float x) const
+    {
+        return x > 0.f ? 1.f : (x < 0.f ? -1.f : x);
+    }
 };
 
 struct f_abs {
-    __device__ float operator()(float x) const { return fabsf(x); }
+    __device__ float operator()(float x) const
+    {
+        return fabsf(x);
+    }
 };
 
 struct f_neg {
-    __device__ float operator()(float x) const { return -x; }
+    __device__ float operator()(float x) const
+    {
+        return -x;
+    }
 };
 
 /* IEEE correctly rounded without --use_fast_math / -prec-sqrt=false, as libm's. */
 struct f_sqrt {
-    __device__ float operator()(float x) const { return sqrtf(x); }
+    __device__ float operator()(float x) const
+    {
+        return sqrtf(x);
+    }
 };
 
 struct f_exp {
-    __device__ float operator()(float x) const { return expf(x); }
+    __device__ float operator()(float x) const
+    {
+        return expf(x);
+    }
 };
 
 struct f_log {
-    __device__ float operator()(float x) const { return logf(x); }
+    __device__ float operator()(float x) const
+    {
+        return logf(x);
+    }
 };
 
 /* NaN passes: both comparisons are false for it. */

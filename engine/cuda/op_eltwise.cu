@@ -11,40 +11,73 @@
  */
 
 struct f_add {
-    __device__ float operator()(float a, float b) const { return a + b; }
+    __device__ float operator()(float a, float b) const
+    {
+        return a + b;
+    }
 };
 struct f_sub {
-    __device__ float operator()(float a, float b) const { return a - b; }
+    __device__ float operator()(float a, float b) const
+    {
+        return a - b;
+    }
 };
 struct f_mul {
-    __device__ float operator()(float a, float b) const { return a * b; }
+    __device__ float operator()(float a, float b) const
+    {
+        return a * b;
+    }
 };
 struct f_div {
-    __device__ float operator()(float a, float b) const { return a / b; }
+    __device__ float operator()(float a, float b) const
+    {
+        return a / b;
+    }
 };
 struct f_pow {
-    __device__ float operator()(float a, float b) const { return powf(a, b); }
+    __device__ float operator()(float a, float b) const
+    {
+        return powf(a, b);
+    }
 };
 /* NaN propagates (numpy's maximum/minimum): a NaN a wins, and a NaN b wins by the comparison
  * failing. On a tie (including -0 against +0) b is taken, as on the CPU. */
 struct f_max {
-    __device__ float operator()(float a, float b) const { return isnan(a) || a > b ? a : b; }
+    __device__ float operator()(float a, float b) const
+    {
+        return isnan(a) || a > b ? a : b;
+    }
 };
 struct f_min {
-    __device__ float operator()(float a, float b) const { return isnan(a) || a < b ? a : b; }
+    __device__ float operator()(float a, float b) const
+    {
+        return isnan(a) || a < b ? a : b;
+    }
 };
 struct f_prelu {
-    __device__ float operator()(float a, float b) const { return a < 0.f ? b * a : a; }
+    __device__ float operator()(float a, float b) const
+    {
+        return a < 0.f ? b * a : a;
+    }
 };
 /* Comparisons with NaN are false. The output is bool: one byte, 0 or 1. */
 struct f_greater {
-    __device__ uint8_t operator()(float a, float b) const { return a > b; }
+    __device__ uint8_t operator()(float a, float b) const
+    {
+        return a > b;
+    }
 };
 struct f_less {
-    __device__ uint8_t operator()(float a, float b) const { return a < b; }
+    __device__ uint8_t operator()(float a, float b) const
+    {
+        return a < b;
+    }
 };
 struct f_equal {
-    __device__ uint8_t operator()(float a, float b) const { return a == b; }
+    __device__ uint8_t operator()(float a, float b) const
+    {
+        return a == b;
+    }
 };
 
 /* ---- two inputs ---- */
@@ -93,16 +126,16 @@ binary_launch(struct gd_op_call *c, F f, struct gd_err *err)
     if (n == 0)
         return 0;
     if (same_shape(c->in[0], n) && same_shape(c->in[1], n)) {
-        binary_same_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(a, b, out,
-                                                                                     n, f);
+        binary_same_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(a, b, out, n,
+                                                                                     f);
     } else {
         w.ndim = y->ndim;
         for (int d = 0; d < y->ndim; d++)
             w.shape[d] = y->shape[d];
         gd__cuda_bcast_strides(c->in[0], y, w.stride[0]);
         gd__cuda_bcast_strides(c->in[1], y, w.stride[1]);
-        binary_walk_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(a, b, out,
-                                                                                     n, w, f);
+        binary_walk_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(a, b, out, n,
+                                                                                     w, f);
     }
     GD_CUDA_CHECK_LAUNCH();
 done:
@@ -118,7 +151,7 @@ done:
 struct variadic_args {
     int n_in;
     int ndim;
-    int all_same;                   /* every input has the output's shape */
+    int all_same; /* every input has the output's shape */
     int64_t shape[GD_MAX_DIMS];
     int64_t stride[VARIADIC_MAX_INPUTS][GD_MAX_DIMS];
     const float *in[VARIADIC_MAX_INPUTS];

@@ -17,9 +17,9 @@
 
 /* The window geometry of both spatial axes, passed by value. */
 struct pool_geom {
-    int64_t planes;                 /* N x C */
-    int64_t h, w;                   /* input */
-    int64_t oh, ow;                 /* output */
+    int64_t planes; /* N x C */
+    int64_t h, w;   /* input */
+    int64_t oh, ow; /* output */
     int64_t kh, kw, sh, sw, dh, dw;
     int64_t pad_t, pad_l, pad_b, pad_r;
     int count_include_pad;

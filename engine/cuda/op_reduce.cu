@@ -42,9 +42,10 @@ softmax_cudnn(struct gd_op_call *c, cudnnSoftmaxAlgorithm_t algo, struct gd_err 
     if (outer * len * inner == 0)
         return 0;
     if (outer * len * inner > INT_MAX)
-        return gd_err_set(err, GD_ENOTSUP, "softmax over %lld elements: cuDNN's tensor "
-                          "descriptors take at most %d", (long long)(outer * len * inner),
-                          INT_MAX);
+        return gd_err_set(err, GD_ENOTSUP,
+                          "softmax over %lld elements: cuDNN's tensor "
+                          "descriptors take at most %d",
+                          (long long)(outer * len * inner), INT_MAX);
     snprintf(c->algo, sizeof c->algo, "cudnn softmax %s",
              algo == CUDNN_SOFTMAX_LOG ? "log" : "accurate");
     GD_CUDA_TRY(cudnnCreateTensorDescriptor(&desc));
@@ -83,7 +84,7 @@ struct red_geom {
     int64_t red_shape[GD_MAX_DIMS], red_stride[GD_MAX_DIMS];
     int64_t n_out;
     int64_t count;
-    int last;                       /* ArgMax select_last_index */
+    int last; /* ArgMax select_last_index */
 };
 
 static red_geom
@@ -294,8 +295,8 @@ red_launch(struct gd_op_call *c, const red_geom &g, struct gd_err *err)
         return 0;
     if (seq) {
         snprintf(c->algo, sizeof c->algo, "sequential");
-        red_seq_kernel<KIND, T><<<gd__cuda_blocks(g.n_out), GD_CUDA_THREADS, 0, ctx->compute>>>(
-            x, y, g);
+        red_seq_kernel<KIND, T>
+            <<<gd__cuda_blocks(g.n_out), GD_CUDA_THREADS, 0, ctx->compute>>>(x, y, g);
     } else {
         snprintf(c->algo, sizeof c->algo, "tree%d", RED_THREADS);
         red_tree_kernel<KIND, T><<<(unsigned)grid, RED_THREADS, 0, ctx->compute>>>(x, y, g);

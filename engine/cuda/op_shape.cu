@@ -15,8 +15,8 @@ copy_input(struct gd_op_call *c, struct gd_err *err)
     int rc = 0;
     if (nbytes == 0 || c->out[0]->data == c->in[0]->data)
         return 0;
-    GD_CUDA_TRY(cudaMemcpyAsync(c->out[0]->data, c->in[0]->data, nbytes,
-                                cudaMemcpyDeviceToDevice, ctx->compute));
+    GD_CUDA_TRY(cudaMemcpyAsync(c->out[0]->data, c->in[0]->data, nbytes, cudaMemcpyDeviceToDevice,
+                                ctx->compute));
 done:
     return rc;
 }
@@ -60,8 +60,7 @@ gd__cuda_dropout(struct gd_op_call *c, struct gd_err *err)
     if (rc != 0)
         return rc;
     if (c->n_out > 1 && c->out[1] != NULL && gd_tensor_nbytes(c->out[1]) > 0)
-        GD_CUDA_TRY(cudaMemsetAsync(c->out[1]->data, 1, gd_tensor_nbytes(c->out[1]),
-                                    ctx->compute));
+        GD_CUDA_TRY(cudaMemsetAsync(c->out[1]->data, 1, gd_tensor_nbytes(c->out[1]), ctx->compute));
 done:
     return rc;
 }
@@ -115,8 +114,8 @@ gd__cuda_concat(struct gd_op_call *c, struct gd_err *err)
     row_b = (size_t)(y->shape[axis] * inner) * es;
     for (int k = 0; k < c->n_in; k++) {
         size_t chunk_b = (size_t)(c->in[k]->shape[axis] * inner) * es;
-        uintptr_t bits = (uintptr_t)c->in[k]->data | (uintptr_t)y->data | chunk_b | row_b |
-                         offset_b;
+        uintptr_t bits =
+            (uintptr_t)c->in[k]->data | (uintptr_t)y->data | chunk_b | row_b | offset_b;
         if (outer > 0 && chunk_b > 0) {
             if (bits % 16 == 0)
                 concat_part<uint4>(c->in[k]->data, y->data, outer, chunk_b, row_b, offset_b,
@@ -181,20 +180,20 @@ gd__cuda_transpose(struct gd_op_call *c, struct gd_err *err)
     }
     switch (es) {
     case 1:
-        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>(
-            (const uint8_t *)x->data, (uint8_t *)y->data, n, w);
+        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint8_t *)x->data,
+                                                                       (uint8_t *)y->data, n, w);
         break;
     case 2:
-        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>(
-            (const uint16_t *)x->data, (uint16_t *)y->data, n, w);
+        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint16_t *)x->data,
+                                                                       (uint16_t *)y->data, n, w);
         break;
     case 4:
-        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>(
-            (const uint32_t *)x->data, (uint32_t *)y->data, n, w);
+        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint32_t *)x->data,
+                                                                       (uint32_t *)y->data, n, w);
         break;
     case 8:
-        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>(
-            (const uint64_t *)x->data, (uint64_t *)y->data, n, w);
+        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint64_t *)x->data,
+                                                                       (uint64_t *)y->data, n, w);
         break;
     default:
         return gd_err_set(err, GD_EDTYPE, "Transpose of %s (%zu-byte elements)",
@@ -303,8 +302,8 @@ pad_launch(const struct gd_tensor *x, struct gd_tensor *y, int64_t n, const pad_
 {
     U v;
     memcpy(&v, value, sizeof v);
-    pad_kernel<U><<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, stream>>>(
-        (const U *)x->data, (U *)y->data, n, g, v);
+    pad_kernel<U><<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, stream>>>((const U *)x->data,
+                                                                      (U *)y->data, n, g, v);
 }
 
 extern "C" int
@@ -344,8 +343,8 @@ gd__cuda_pad(struct gd_op_call *c, struct gd_err *err)
         pad_launch<uint64_t>(x, y, n, g, value, ctx->compute);
         break;
     default:
-        return gd_err_set(err, GD_EDTYPE, "Pad of %s (%zu-byte elements)",
-                          gd_dtype_name(x->dtype), es);
+        return gd_err_set(err, GD_EDTYPE, "Pad of %s (%zu-byte elements)", gd_dtype_name(x->dtype),
+                          es);
     }
     GD_CUDA_CHECK_LAUNCH();
 done:
