@@ -6,9 +6,9 @@
 
 /*
  * These do not go through cuDNN's pooling: PyTorch runs its own pooling kernels too (so do
- * we, to be compared with it on equal terms), and cuDNN's pooling has no ceil_mode, no
- * dilation and its own rules for which padded taps the average counts. Our kernels state the
- * ONNX rules once, the CPU's.
+ * we, to be compared with it on equal terms), and cuDNN's pooling has no ceil_mode and no
+ * dilation; emulating ceil_mode with extra end padding would also change what
+ * count_include_pad counts. Our kernels state the ONNX rules once, the CPU's.
  *
  * MaxPool and AveragePool give one thread one output and walk its window in the CPU's order,
  * so they give the CPU's bits. GlobalAveragePool sums each plane with a block and a fixed
