@@ -1,0 +1,364 @@
+/* op_act.cu: the pointwise unary ops on the GPU: one grid-stride kernel over a functor per op,
+ * with the formulas of engine/cpu/op_act.c in CUDA's accurate float math. */
+#include <stdint.h>
+
+#include "kernels.cuh"
+
+/*
+ * The CPU build passes -ffp-contract=off: every product and sum is rounded on its own. nvcc
+ * fuses a multiply feeding an add into one FMA by default (--fmad=true), also across the
+ * inlined bodies of expf and friends. So every product, sum and quotient in these formulas is
+ * written with a round-to-nearest intrinsic (__fmul_rn, __fadd_rn, __fdiv_rn), which the CUDA
+ * Math API documents as never merged into a multiply-add: where the CPU and the GPU share a
+ * formula, they round the same steps. Negation, fabsf, comparisons and selections are exact.
+ */
+
+/*
+ * y[i] = f(x[i]) for i < n. When both pointers are 16-byte aligned (device allocations are)
+ * the body of the array moves as float4 and the last n % 4 elements one by one; the values
+ * and the order of operations per element are the same either way.
+ */
+template <class F>
+static __global__ void
+unary_kernel(const float *x, float *y, int64_t n, int vec4, F f)
+{
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t head = 0;
+    if (vec4) {
+        int64_t n4 = n / 4;
+        const float4 *x4 = (const float4 *)x;
+        float4 *y4 = (float4 *)y;
+        for (int64_t i = first; i < n4; i += step) {
+            float4 v = x4[i];
+            v.x = f(v.x);
+            v.y = f(v.y);
+            v.z = f(v.z);
+            v.w = f(v.w);
+            y4[i] = v;
+        }
+        head = n4 * 4;
+    }
+    for (int64_t i = head + first; i < n; i += step)
+        y[i] = f(x[i]);
+}
+
+template <class F>
+static int
+unary_launch(struct gd_op_call *c, F f, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    const float *x = (const float *)c->in[0]->data;
+    float *y = (float *)c->out[0]->data;
+    int64_t n = gd_tensor_numel(c->out[0]);
+    int vec4 = ((uintptr_t)x % 16 == 0) && ((uintptr_t)y % 16 == 0);
+    int rc = 0;
+    if (n == 0)
+        return 0;
+    unary_kernel<<<gd__cuda_blocks(vec4 ? (n + 3) / 4 : n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+        x, y, n, vec4, f);
+    GD_CUDA_CHECK_LAUNCH();
+done:
+    return rc;
+}
+
+/* ---- the functions: the CPU's, step for step ---- */
+
+struct f_relu {
+    __device__ float operator()(float x) const
+    {
+        return x > 0.f ? x : (isnan(x) ? x : 0.f);
+    }
+};
+
+struct f_leaky_relu {
+    float alpha;
+    __device__ float operator()(float x) const
+    {
+        return x >= 0.f ? x : __fmul_rn(alpha, x);
+    }
+};
+
+struct f_elu {
+    float alpha;
+    __device__ float operator()(float x) const
+    {
+        return x > 0.f ? x : __fmul_rn(alpha, expm1f(x));
+    }
+};
+
+struct f_selu {
+    float alpha, gamma;
+    __device__ float operator()(float x) const
+    {
+        return __fmul_rn(gamma, x > 0.f ? x : __fmul_rn(alpha, expm1f(x)));
+    }
+};
+
+/* Split at 0 so that exp never overflows: 1 / (1 + e^-x) above, e^x / (1 + e^x) below. */
+struct f_sigmoid {
+    __device__ float operator()(float x) const
+    {
+        if (x >= 0.f)
+            return __fdiv_rn(1.f, __fadd_rn(1.f, expf(-x)));
+        float e = expf(x);
+        return __fdiv_rn(e, __fadd_rn(1.f, e));
+    }
+};
+
+struct f_tanh {
+    __device__ float operator()(float x) const
+    {
+        return tanhf(x);
+    }
+};
+
+/* log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow, no cancellation. */
+struct f_softplus {
+    __device__ float operator()(float x) const
+    {
+        return __fadd_rn(x > 0.f ? x : 0.f, log1pf(expf(-fabsf(x))));
+    }
+};
+
+struct f_hard_sigmoid {
+    float alpha, beta;
+    __device__ float operator()(float x) const
+    {
+        float v = __fadd_rn(__fmul_rn(alpha, x), beta);
+        return v < 0.f ? 0.f : (v > 1.f ? 1.f : v);
+    }
+};
+
+/* x * max(0, min(1, x/6 + 1/2)) as ONNX defines it; x/6 is a true division, as on the CPU. */
+struct f_hard_swish {
+    __device__ float operator()(float x) const
+    {
+        float v = __fadd_rn(__fdiv_rn(x, 6.f), 0.5f);
+        return __fmul_rn(x, v < 0.f ? 0.f : (v > 1.f ? 1.f : v));
+    }
+};
+
+/* The constants are the CPU's double literals rounded to float, as (real) rounds them there. */
+struct f_gelu {
+    __device__ float operator()(float x) const
+    {
+        float e = erff(__fmul_rn(x, (float)0.7071067811865476));
+        return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.f, e));
+    }
+};
+
+struct f_gelu_tanh {
+    __device__ float operator()(float x) const
+    {
+        const float k = (float)0.7978845608028654; /* sqrt(2/pi) */
+        float cube = __fmul_rn(__fmul_rn(__fmul_rn((float)0.044715, x), x), x);
+        float t = tanhf(__fmul_rn(k, __fadd_rn(x, cube)));
+        return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.f, t));
+    }
+};
+
+struct f_floor {
+    __device__ float operator()(float x) const
+    {
+        return floorf(x);
+    }
+};
+
+struct f_ceil {
+    __device__ float operator()(float x) const
+    {
+        return ceilf(x);
+    }
+};
+
+/* rintf rounds halves to even (the default rounding mode), like the CPU's rintf; roundf
+ * would round them away from zero. */
+struct f_round {
+    __device__ float operator()(float x) const
+    {
+        return rintf(x);
+    }
+};
+
+/* Keeps 0, -0 and NaN. */
+struct f_sign {
+    __device__ float operator()(float x) const
+    {
+        return x > 0.f ? 1.f : (x < 0.f ? -1.f : x);
+    }
+};
+
+struct f_abs {
+    __device__ float operator()(float x) const
+    {
+        return fabsf(x);
+    }
+};
+
+struct f_neg {
+    __device__ float operator()(float x) const
+    {
+        return -x;
+    }
+};
+
+/* IEEE correctly rounded without --use_fast_math / -prec-sqrt=false, as libm's. */
+struct f_sqrt {
+    __device__ float operator()(float x) const
+    {
+        return sqrtf(x);
+    }
+};
+
+struct f_exp {
+    __device__ float operator()(float x) const
+    {
+        return expf(x);
+    }
+};
+
+struct f_log {
+    __device__ float operator()(float x) const
+    {
+        return logf(x);
+    }
+};
+
+/* NaN passes: both comparisons are false for it. */
+struct f_clip {
+    float lo, hi;
+    __device__ float operator()(float x) const
+    {
+        if (x < lo)
+            x = lo;
+        if (x > hi)
+            x = hi;
+        return x;
+    }
+};
+
+/* ---- entry points ---- */
+
+extern "C" int
+gd__cuda_relu(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_relu{}, err);
+}
+
+extern "C" int
+gd__cuda_leaky_relu(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_leaky_relu{(float)c->params->alpha}, err);
+}
+
+extern "C" int
+gd__cuda_elu(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_elu{(float)c->params->alpha}, err);
+}
+
+extern "C" int
+gd__cuda_selu(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_selu{(float)c->params->alpha, (float)c->params->gamma}, err);
+}
+
+extern "C" int
+gd__cuda_sigmoid(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_sigmoid{}, err);
+}
+
+extern "C" int
+gd__cuda_tanh(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_tanh{}, err);
+}
+
+extern "C" int
+gd__cuda_softplus(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_softplus{}, err);
+}
+
+extern "C" int
+gd__cuda_hard_sigmoid(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_hard_sigmoid{(float)c->params->alpha, (float)c->params->beta}, err);
+}
+
+extern "C" int
+gd__cuda_hard_swish(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_hard_swish{}, err);
+}
+
+extern "C" int
+gd__cuda_gelu(struct gd_op_call *c, struct gd_err *err)
+{
+    if (c->params->gelu_tanh)
+        return unary_launch(c, f_gelu_tanh{}, err);
+    return unary_launch(c, f_gelu{}, err);
+}
+
+extern "C" int
+gd__cuda_floor(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_floor{}, err);
+}
+
+extern "C" int
+gd__cuda_ceil(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_ceil{}, err);
+}
+
+extern "C" int
+gd__cuda_round(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_round{}, err);
+}
+
+extern "C" int
+gd__cuda_sign(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_sign{}, err);
+}
+
+extern "C" int
+gd__cuda_abs(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_abs{}, err);
+}
+
+extern "C" int
+gd__cuda_neg(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_neg{}, err);
+}
+
+extern "C" int
+gd__cuda_sqrt(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_sqrt{}, err);
+}
+
+extern "C" int
+gd__cuda_exp(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_exp{}, err);
+}
+
+extern "C" int
+gd__cuda_log(struct gd_op_call *c, struct gd_err *err)
+{
+    return unary_launch(c, f_log{}, err);
+}
+
+extern "C" int
+gd__cuda_clip(struct gd_op_call *c, struct gd_err *err)
+{
+    /* min and max were read from attributes or constant inputs; infinite when absent */
+    return unary_launch(c, f_clip{(float)c->params->clip_min, (float)c->params->clip_max}, err);
+}

@@ -1,0 +1,352 @@
+/* op_shape.cu: data movement on the GPU: copies, Concat, Transpose, Pad. They move elements
+ * by their size in bytes, so they serve every dtype (ArgMax's int64, comparisons' bool). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.cuh"
+
+/* Flatten, Reshape, Squeeze, Unsqueeze, Identity: C order is unchanged, so a copy. */
+static int
+copy_input(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    size_t nbytes = gd_tensor_nbytes(c->in[0]);
+    int rc = 0;
+    if (nbytes == 0 || c->out[0]->data == c->in[0]->data)
+        return 0;
+    GD_CUDA_TRY(cudaMemcpyAsync(c->out[0]->data, c->in[0]->data, nbytes, cudaMemcpyDeviceToDevice,
+                                ctx->compute));
+done:
+    return rc;
+}
+
+extern "C" int
+gd__cuda_flatten(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy_input(c, err);
+}
+
+extern "C" int
+gd__cuda_reshape(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy_input(c, err);
+}
+
+extern "C" int
+gd__cuda_squeeze(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy_input(c, err);
+}
+
+extern "C" int
+gd__cuda_unsqueeze(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy_input(c, err);
+}
+
+extern "C" int
+gd__cuda_identity(struct gd_op_call *c, struct gd_err *err)
+{
+    return copy_input(c, err);
+}
+
+/* Inference: the input passes unchanged and the mask (bool, one byte each) keeps everything. */
+extern "C" int
+gd__cuda_dropout(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    int rc = copy_input(c, err);
+    if (rc != 0)
+        return rc;
+    if (c->n_out > 1 && c->out[1] != NULL && gd_tensor_nbytes(c->out[1]) > 0)
+        GD_CUDA_TRY(cudaMemsetAsync(c->out[1]->data, 1, gd_tensor_nbytes(c->out[1]), ctx->compute));
+done:
+    return rc;
+}
+
+/* ---- Concat ---- */
+
+/*
+ * One input's part of the output: `outer` runs of `chunk` units, each landing at `offset`
+ * within an output run of `row` units. A unit is the widest of 16, 8, 4, 2, 1 bytes that
+ * divides every size, offset and address involved, so any dtype moves in wide loads.
+ */
+template <class U>
+static __global__ void
+concat_kernel(const U *src, U *dst, int64_t outer, int64_t chunk, int64_t row, int64_t offset)
+{
+    int64_t n = outer * chunk;
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        int64_t o = i / chunk;
+        dst[o * row + offset + (i - o * chunk)] = src[i];
+    }
+}
+
+template <class U>
+static void
+concat_part(const void *src, void *dst, int64_t outer, size_t chunk_b, size_t row_b,
+            size_t offset_b, cudaStream_t stream)
+{
+    int64_t chunk = (int64_t)(chunk_b / sizeof(U));
+    concat_kernel<U><<<gd__cuda_blocks(outer * chunk), GD_CUDA_THREADS, 0, stream>>>(
+        (const U *)src, (U *)dst, outer, chunk, (int64_t)(row_b / sizeof(U)),
+        (int64_t)(offset_b / sizeof(U)));
+}
+
+extern "C" int
+gd__cuda_concat(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    const struct gd_tensor *y = c->out[0];
+    int64_t axis = c->params->axis;
+    size_t es = gd_dtype_size(y->dtype);
+    int64_t outer = 1, inner = 1;
+    size_t row_b, offset_b = 0;
+    int rc = 0;
+    for (int i = 0; i < y->ndim; i++) {
+        if (i < axis)
+            outer *= y->shape[i];
+        else if (i > axis)
+            inner *= y->shape[i];
+    }
+    row_b = (size_t)(y->shape[axis] * inner) * es;
+    for (int k = 0; k < c->n_in; k++) {
+        size_t chunk_b = (size_t)(c->in[k]->shape[axis] * inner) * es;
+        uintptr_t bits =
+            (uintptr_t)c->in[k]->data | (uintptr_t)y->data | chunk_b | row_b | offset_b;
+        if (outer > 0 && chunk_b > 0) {
+            if (bits % 16 == 0)
+                concat_part<uint4>(c->in[k]->data, y->data, outer, chunk_b, row_b, offset_b,
+                                   ctx->compute);
+            else if (bits % 8 == 0)
+                concat_part<uint64_t>(c->in[k]->data, y->data, outer, chunk_b, row_b, offset_b,
+                                      ctx->compute);
+            else if (bits % 4 == 0)
+                concat_part<uint32_t>(c->in[k]->data, y->data, outer, chunk_b, row_b, offset_b,
+                                      ctx->compute);
+            else if (bits % 2 == 0)
+                concat_part<uint16_t>(c->in[k]->data, y->data, outer, chunk_b, row_b, offset_b,
+                                      ctx->compute);
+            else
+                concat_part<uint8_t>(c->in[k]->data, y->data, outer, chunk_b, row_b, offset_b,
+                                     ctx->compute);
+            GD_CUDA_CHECK_LAUNCH();
+        }
+        offset_b += chunk_b;
+    }
+done:
+    return rc;
+}
+
+/* ---- Transpose ---- */
+
+/* y[i] = x[offset of i]: the walk has y's shape and, per axis, x's stride along perm. */
+template <class U>
+static __global__ void
+transpose_kernel(const U *x, U *y, int64_t n, gd__cuda_walk w)
+{
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        int64_t off;
+        gd__cuda_walk_offsets(w, i, 1, &off);
+        y[i] = x[off];
+    }
+}
+
+extern "C" int
+gd__cuda_transpose(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    const struct gd_tensor *x = c->in[0];
+    const struct gd_tensor *y = c->out[0];
+    size_t es = gd_dtype_size(x->dtype);
+    int64_t n = gd_tensor_numel(y);
+    int64_t stride[GD_MAX_DIMS], s = 1;
+    unsigned blocks = gd__cuda_blocks(n);
+    gd__cuda_walk w;
+    int rc = 0;
+    if (n == 0)
+        return 0;
+    for (int i = x->ndim - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= x->shape[i];
+    }
+    w.ndim = y->ndim;
+    for (int i = 0; i < y->ndim; i++) {
+        w.shape[i] = y->shape[i];
+        w.stride[0][i] = stride[c->params->perm[i]];
+    }
+    switch (es) {
+    case 1:
+        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint8_t *)x->data,
+                                                                       (uint8_t *)y->data, n, w);
+        break;
+    case 2:
+        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint16_t *)x->data,
+                                                                       (uint16_t *)y->data, n, w);
+        break;
+    case 4:
+        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint32_t *)x->data,
+                                                                       (uint32_t *)y->data, n, w);
+        break;
+    case 8:
+        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint64_t *)x->data,
+                                                                       (uint64_t *)y->data, n, w);
+        break;
+    default:
+        return gd_err_set(err, GD_EDTYPE, "Transpose of %s (%zu-byte elements)",
+                          gd_dtype_name(x->dtype), es);
+    }
+    GD_CUDA_CHECK_LAUNCH();
+done:
+    return rc;
+}
+
+/* ---- Pad ---- */
+
+struct pad_geom {
+    int ndim;
+    enum gd_pad_mode mode;
+    int64_t out_shape[GD_MAX_DIMS];
+    int64_t in_shape[GD_MAX_DIMS];
+    int64_t in_stride[GD_MAX_DIMS];
+    int64_t before[GD_MAX_DIMS];
+};
+
+/* Source index along one axis for output index o, or -1 for the constant value. */
+static __device__ __forceinline__ int64_t
+pad_source(enum gd_pad_mode mode, int64_t o, int64_t before, int64_t len)
+{
+    int64_t i = o - before;
+    if (i >= 0 && i < len)
+        return i;
+    switch (mode) {
+    case GD_PAD_CONSTANT:
+        return -1;
+    case GD_PAD_EDGE:
+        return i < 0 ? 0 : len - 1;
+    case GD_PAD_REFLECT:
+        /* pads are smaller than len (checked at load), so one reflection suffices */
+        return i < 0 ? -i : 2 * (len - 1) - i;
+    }
+    return -1;
+}
+
+template <class U>
+static __global__ void
+pad_kernel(const U *x, U *y, int64_t n, pad_geom g, U value)
+{
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        int64_t rest = i, off = 0;
+        bool inside = true;
+        for (int d = g.ndim - 1; d >= 0; d--) {
+            int64_t si = pad_source(g.mode, rest % g.out_shape[d], g.before[d], g.in_shape[d]);
+            rest /= g.out_shape[d];
+            inside = inside && si >= 0;
+            off += si * g.in_stride[d];
+        }
+        y[i] = inside ? x[off] : value;
+    }
+}
+
+/*
+ * The pad value in the tensor's dtype, as the CPU makes it: integers truncate toward zero
+ * (non-finite values give 0), bool is v != 0, floats round to float32 (the only float dtype
+ * this backend stores).
+ */
+static int
+pad_value_bytes(enum gd_dtype dtype, double v, unsigned char *out, struct gd_err *err)
+{
+    float r = (float)v;
+    int64_t i = isfinite(v) ? (int64_t)v : 0;
+    int8_t i8 = (int8_t)i;
+    int16_t i16 = (int16_t)i;
+    int32_t i32 = (int32_t)i;
+    uint8_t b = v != 0;
+    switch (dtype) {
+    case GD_I8:
+    case GD_U8:
+        memcpy(out, &i8, 1);
+        return 0;
+    case GD_BOOL:
+        memcpy(out, &b, 1);
+        return 0;
+    case GD_I16:
+    case GD_U16:
+        memcpy(out, &i16, 2);
+        return 0;
+    case GD_I32:
+    case GD_U32:
+        memcpy(out, &i32, 4);
+        return 0;
+    case GD_I64:
+    case GD_U64:
+        memcpy(out, &i, 8);
+        return 0;
+    case GD_F32:
+        memcpy(out, &r, 4);
+        return 0;
+    default:
+        return gd_err_set(err, GD_EDTYPE, "Pad of %s: float tensors on cuda are float32",
+                          gd_dtype_name(dtype));
+    }
+}
+
+template <class U>
+static void
+pad_launch(const struct gd_tensor *x, struct gd_tensor *y, int64_t n, const pad_geom &g,
+           const unsigned char *value, cudaStream_t stream)
+{
+    U v;
+    memcpy(&v, value, sizeof v);
+    pad_kernel<U><<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, stream>>>((const U *)x->data,
+                                                                      (U *)y->data, n, g, v);
+}
+
+extern "C" int
+gd__cuda_pad(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    const struct gd_tensor *x = c->in[0];
+    struct gd_tensor *y = c->out[0];
+    const struct gd_params *p = c->params;
+    size_t es = gd_dtype_size(x->dtype);
+    int64_t n = gd_tensor_numel(y), s = 1;
+    unsigned char value[8] = {0};
+    pad_geom g;
+    int rc = pad_value_bytes(x->dtype, p->pad_value, value, err);
+    if (rc != 0 || n == 0)
+        return rc;
+    g.ndim = x->ndim;
+    g.mode = p->pad_mode;
+    for (int i = x->ndim - 1; i >= 0; i--) {
+        g.out_shape[i] = y->shape[i];
+        g.in_shape[i] = x->shape[i];
+        g.in_stride[i] = s;
+        g.before[i] = p->pads_nd[i];
+        s *= x->shape[i];
+    }
+    switch (es) {
+    case 1:
+        pad_launch<uint8_t>(x, y, n, g, value, ctx->compute);
+        break;
+    case 2:
+        pad_launch<uint16_t>(x, y, n, g, value, ctx->compute);
+        break;
+    case 4:
+        pad_launch<uint32_t>(x, y, n, g, value, ctx->compute);
+        break;
+    case 8:
+        pad_launch<uint64_t>(x, y, n, g, value, ctx->compute);
+        break;
+    default:
+        return gd_err_set(err, GD_EDTYPE, "Pad of %s (%zu-byte elements)", gd_dtype_name(x->dtype),
+                          es);
+    }
+    GD_CUDA_CHECK_LAUNCH();
+done:
+    return rc;
+}
