@@ -8,4 +8,4 @@ gpudiff_agent_SOURCES = \
 	agent/bundle.c \
 	agent/report.c
 gpudiff_agent_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
-gpudiff_agent_LDADD = libgpudiff.la $(JANSSON_LIBS)
+gpudiff_agent_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)

@@ -95,7 +95,14 @@ libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh
 noinst_LTLIBRARIES += libgd_cuda.la
 libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c
 libgd_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
-libgpudiff_la_LIBADD += libgd_cuda.la libgd_cuda_kernels.a $(CUDA_LIBS)
+libgpudiff_la_LIBADD += libgd_cuda.la
+endif
+
+# What a program links to use the engine. libtool does not fold a plain archive of nvcc
+# objects into a convenience library, so the kernels follow libgpudiff on the link line.
+GD_ENGINE_LIBS = libgpudiff.la
+if HAVE_CUDA
+GD_ENGINE_LIBS += libgd_cuda_kernels.a $(CUDA_LIBS)
 endif
 NVCCFLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -Xcompiler -fPIC -Xcompiler -Wall \
 	-I$(top_srcdir)/engine/include -I$(top_builddir) $(NVCC_EXTRA_FLAGS)

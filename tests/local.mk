@@ -5,7 +5,7 @@ TEST_FIXTURES = $(abs_top_srcdir)/tests/fixtures
 TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) \
 	-DGD_FIXTURES=\"$(TEST_FIXTURES)\" -DGD_SHARED_DIR=\"$(GD_SHARED_DIR)\" \
 	-DGD_BUILDDIR=\"$(abs_top_builddir)\"
-TEST_LIBS = libgpudiff.la $(CHECK_LIBS) $(JANSSON_LIBS)
+TEST_LIBS = $(GD_ENGINE_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS)
 EXTRA_DIST += tests/fixtures
 
 if HAVE_CHECK
@@ -41,14 +41,14 @@ EXTRA_DIST += tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_npz.c tests/fuzz/npy.dict te
 EXTRA_PROGRAMS = tests/bench/bench_forward
 tests_bench_bench_forward_SOURCES = tests/bench/bench_forward.c
 tests_bench_bench_forward_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
-tests_bench_bench_forward_LDADD = libgpudiff.la $(JANSSON_LIBS)
+tests_bench_bench_forward_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
 EXTRA_DIST += tests/bench/bench_forward.py
 CLEANFILES += $(EXTRA_PROGRAMS)
 if HAVE_CUDA
 EXTRA_PROGRAMS += tests/bench/bench_gpu
 tests_bench_bench_gpu_SOURCES = tests/bench/bench_gpu.c
 tests_bench_bench_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(CUDA_CFLAGS)
-tests_bench_bench_gpu_LDADD = libgpudiff.la $(JANSSON_LIBS) $(CUDA_LIBS)
+tests_bench_bench_gpu_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
 endif
 EXTRA_DIST += tests/bench/bench_cuda.py
 bench: $(EXTRA_PROGRAMS)
