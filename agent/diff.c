@@ -105,6 +105,9 @@ print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, 
             fprintf(out, "  %s", l->closer == 'a' ? "a" : l->closer == 'b' ? "b"
                                                  : l->closer == '=' ? "even" : "-");
         fputc('\n', out);
+        if (strcmp(l->algo_a, l->algo_b) != 0)
+            fprintf(out, "       algorithm a: %s\n       algorithm b: %s\n",
+                    l->algo_a[0] ? l->algo_a : "-", l->algo_b[0] ? l->algo_b : "-");
         if (l->discontinuous && l->flipped > 0)
             fprintf(out, "       %lld outputs flipped; %lld inputs within %.3g of a step\n",
                     (long long)l->flipped, (long long)l->near_boundary, l->boundary_distance);

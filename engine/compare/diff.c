@@ -223,6 +223,8 @@ measure_all(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_
         dl->index_b = to_b[i];
         dl->name = la->name;
         dl->op = la->op;
+        dl->algo_a = la->algo;
+        dl->algo_b = "";
         dl->reduction_len = la->reduction_len > 0 ? la->reduction_len : 1;
         dl->discontinuous = la->discontinuous > 0;
         dl->closer = 0;
@@ -232,6 +234,7 @@ measure_all(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_
             continue;
         }
         const struct gd_bundle_layer *lb = &b->layers[to_b[i]];
+        dl->algo_b = lb->algo;
         if (dl->op[0] == '\0')
             dl->op = lb->op;
         if (la->reduction_len <= 0 && lb->reduction_len > 0)

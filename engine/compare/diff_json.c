@@ -48,6 +48,8 @@ layer_json(const struct gd_diff *d, const struct gd_diff_layer *l)
     json_object_set_new(o, "amplifier", json_boolean(l->is_amplifier));
     if (l->note[0])
         json_object_set_new(o, "note", json_string(l->note));
+    if (l->algo_a[0] || l->algo_b[0])
+        json_object_set_new(o, "algo", json_pack("{s:s, s:s}", "a", l->algo_a, "b", l->algo_b));
     if (l->verdict == GD_VERDICT_INCOMPARABLE)
         return o;
     const struct gd_metrics *m = &l->m;

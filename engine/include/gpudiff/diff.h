@@ -59,6 +59,7 @@ struct gd_diff_layer {
     int inputs[GD_DIFF_MAX_INPUTS];
     const char *name;            /* borrowed from run a (or b) */
     const char *op;              /* "" when unknown */
+    const char *algo_a, *algo_b; /* the algorithm each run's backend used ("" when none) */
     int64_t reduction_len;       /* terms per output (1 when unknown) */
     int discontinuous;
     enum gd_dtype dtype;         /* the dtype compared in (float64 is rounded to the other) */
