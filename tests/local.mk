@@ -29,7 +29,8 @@ tests_engine_check_array_LDADD = $(TEST_LIBS)
 endif
 
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
-INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh
+INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh \
+	tests/integration/seed_cuda.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 	$(INTEGRATION_TESTS)
