@@ -23,7 +23,10 @@ OP_TESTS = tests/engine/check_op_conv \
 	tests/engine/check_op_act \
 	tests/engine/check_op_eltwise \
 	tests/engine/check_op_reduce \
-	tests/engine/check_op_shape
+	tests/engine/check_op_shape \
+	tests/engine/check_infer_errors \
+	tests/engine/check_emulate \
+	tests/engine/check_backend_ops
 check_PROGRAMS += $(OP_TESTS)
 TESTS += $(OP_TESTS)
 tests_engine_check_op_conv_SOURCES = tests/engine/check_op_conv.c $(OP_TEST_SOURCES)
@@ -50,6 +53,15 @@ tests_engine_check_op_reduce_LDADD = $(TEST_LIBS)
 tests_engine_check_op_shape_SOURCES = tests/engine/check_op_shape.c $(OP_TEST_SOURCES)
 tests_engine_check_op_shape_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_op_shape_LDADD = $(TEST_LIBS)
+tests_engine_check_infer_errors_SOURCES = tests/engine/check_infer_errors.c $(OP_TEST_SOURCES)
+tests_engine_check_infer_errors_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_infer_errors_LDADD = $(TEST_LIBS)
+tests_engine_check_emulate_SOURCES = tests/engine/check_emulate.c $(OP_TEST_SOURCES)
+tests_engine_check_emulate_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_emulate_LDADD = $(TEST_LIBS)
+tests_engine_check_backend_ops_SOURCES = tests/engine/check_backend_ops.c $(OP_TEST_SOURCES)
+tests_engine_check_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_backend_ops_LDADD = $(TEST_LIBS)
 endif
 
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
