@@ -48,7 +48,7 @@ static const struct elt_op elt_ops[] = {
      bound_rounded},
     {"Div", CASES("rep", "scalar", "row", "column", "rank_extend", "weight", "edge"),
      bound_rounded},
-    {"Pow", CASES("rep", "int_exponent", "square", "edge"), bound_pow},
+    {"Pow", CASES("rep", "int_exponent", "square", "row", "column", "edge"), bound_pow},
     {"Max", CASES("rep", "one_input", "three", "nan", "weight"), NULL},
     {"Min", CASES("rep", "one_input", "three", "nan", "weight"), NULL},
     {"PRelu", CASES("rep", "scalar", "full", "edge"), bound_rounded},
