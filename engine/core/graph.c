@@ -424,12 +424,31 @@ gd_node_reduction_len(const struct gd_graph *g, int ni)
     switch (gd_op_info(n->op)->reduction) {
     case GD_RED_NONE:
         return 1;
-    case GD_RED_CONV: /* weight (Cout, Cin/g, kH, kW) */
-        return w->dim[1] * w->dim[2] * w->dim[3];
-    case GD_RED_CONVT: { /* weight (Cin, Cout/g, kH, kW) */
-        int64_t th = (w->dim[2] + p->strides[0] - 1) / p->strides[0];
-        int64_t tw = (w->dim[3] + p->strides[1] - 1) / p->strides[1];
-        return w->dim[0] / p->group * th * tw;
+    case GD_RED_CONV: /* weight (Cout, Cin/g, k...): 1-D has one kernel axis */
+        len = w->dim[1];
+        for (int i = 2; i < w->ndim; i++)
+            len *= w->dim[i];
+        return len;
+    case GD_RED_CONVT: { /* weight (Cin, Cout/g, k...) */
+        /*
+         * Tap t of an axis reaches output o from input (o + pad - t d) / s, so the taps of
+         * one output are those with t d = o + pad (mod s): one in every s / gcd(s, d).
+         * Params are (height, width); a 1-D op's only axis is the width.
+         */
+        len = w->dim[0] / p->group;
+        int ns = w->ndim - 2;
+        for (int i = 0; i < ns; i++) {
+            int axis = ns == 2 ? i : 1;
+            int64_t s = p->strides[axis], d = p->dilations[axis], gcd = s, r = d;
+            while (r != 0) { /* Euclid */
+                int64_t t = gcd % r;
+                gcd = r;
+                r = t;
+            }
+            int64_t step = s / gcd;
+            len *= (w->dim[2 + i] + step - 1) / step;
+        }
+        return len;
     }
     case GD_RED_GEMM:
         if (n->op == GD_OP_GEMM)

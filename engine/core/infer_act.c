@@ -44,11 +44,15 @@ gd__infer_act(struct gd__infer_call *c, struct gd_err *err)
     static const char *const alpha_beta[] = {"alpha", "beta", NULL};
     static const char *const selu[] = {"alpha", "gamma", NULL};
     static const char *const gelu[] = {"approximate", NULL};
+    /*
+     * ONNX float attributes are float32, so a default like 0.01 is the float32 nearest it
+     * (0.00999999977648258...): that is the value cpu64 must use too.
+     */
     switch (n->op) {
     case GD_OP_LEAKY_RELU:
         rc = gd__attr_check_known(n, alpha, err);
         if (rc == 0)
-            rc = gd__attr_float(n, "alpha", 0.01, &p->alpha, err);
+            rc = gd__attr_float(n, "alpha", (double)0.01f, &p->alpha, err);
         break;
     case GD_OP_ELU:
         rc = gd__attr_check_known(n, alpha, err);
@@ -66,7 +70,7 @@ gd__infer_act(struct gd__infer_call *c, struct gd_err *err)
     case GD_OP_HARD_SIGMOID:
         rc = gd__attr_check_known(n, alpha_beta, err);
         if (rc == 0)
-            rc = gd__attr_float(n, "alpha", 0.2, &p->alpha, err);
+            rc = gd__attr_float(n, "alpha", (double)0.2f, &p->alpha, err);
         if (rc == 0)
             rc = gd__attr_float(n, "beta", 0.5, &p->beta, err);
         break;

@@ -8,8 +8,9 @@ gd__infer_norm(struct gd__infer_call *c, struct gd_err *err)
     const struct gd_node *n = c->node;
     int rc = gd__attr_check_known(n, known, err);
     int64_t training = 0, spatial = 1;
+    /* ONNX's default 1e-5 is a float32 attribute: 9.99999974737875e-06 */
     if (rc == 0)
-        rc = gd__attr_float(n, "epsilon", 1e-5, &c->params->epsilon, err);
+        rc = gd__attr_float(n, "epsilon", (double)1e-5f, &c->params->epsilon, err);
     if (rc == 0)
         rc = gd__attr_int(n, "training_mode", 0, &training, err);
     if (rc == 0)

@@ -75,19 +75,33 @@ hard_sigmoid(real x, const struct gd_params *p)
 static real
 hard_swish(real x, const struct gd_params *p)
 {
-    /* x * max(0, min(1, x/6 + 1/2)) as ONNX defines it (alpha = 1/6, beta = 0.5) */
-    real v = x / 6 + (real)0.5;
-    return x * (v < 0 ? 0 : (v > 1 ? 1 : v));
+    /*
+     * ONNX: x * max(0, min(1, x/6 + 1/2)), computed as x * max(0, min(6, x + 3)) / 6: near
+     * the kink at x = -3, x/6 + 1/2 cancels and keeps the rounding error of x/6 whole, while
+     * x + 3 is exact there (Sterbenz), so the result stays within a few ulps.
+     */
+    real v = x + 3;
+    return x * (v < 0 ? 0 : (v > 6 ? 6 : v)) / 6;
 }
 
 static real
 gelu(real x, const struct gd_params *p)
 {
     if (p->gelu_tanh) {
+        /*
+         * 0.5 x (1 + tanh(w)) = x sigmoid(2w), w = sqrt(2/pi) (x + 0.044715 x^3): as
+         * 1 + tanh(w) the error of tanh (ulps of 1) is relative to a sum that vanishes as
+         * x -> -inf; the sigmoid form, split on the sign as in sigmoid(), keeps it relative.
+         */
         const real k = (real)0.7978845608028654; /* sqrt(2/pi) */
-        return (real)0.5 * x * (1 + R(tanh)(k * (x + (real)0.044715 * x * x * x)));
+        real w2 = 2 * (k * (x + (real)0.044715 * x * x * x));
+        if (w2 >= 0)
+            return x / (1 + R(exp)(-w2));
+        real e = R(exp)(w2);
+        return x * e / (1 + e);
     }
-    return (real)0.5 * x * (1 + R(erf)(x * (real)0.7071067811865476));
+    /* 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2), which does not cancel for x < 0 */
+    return (real)0.5 * x * R(erfc)(-(x * (real)0.7071067811865476));
 }
 
 static real

@@ -160,12 +160,17 @@ CPU_FN(argmax)(struct gd_op_call *c, struct gd_err *err)
             const real *xp = x + o * len * inner + i;
             int64_t best = 0;
             real bv = xp[0];
-            for (int64_t a = 1; a < len && !isnan(bv); a++) {
+            for (int64_t a = 1; a < len; a++) {
                 real v = xp[a * inner];
-                if (isnan(v) || v > bv || (last && v == bv)) {
+                /* once a NaN is the maximum, only a later NaN can replace it (the last one
+                 * with select_last_index, as ONNX's reference finds it on the flipped axis) */
+                int take = isnan(bv) ? last && isnan(v) : isnan(v) || v > bv || (last && v == bv);
+                if (take) {
                     bv = v;
                     best = a;
                 }
+                if (isnan(bv) && !last)
+                    break;
             }
             y[o * inner + i] = best;
         }

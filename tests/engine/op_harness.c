@@ -51,16 +51,18 @@ inline_weight(const char *name, const struct gd_tensor *t)
                      "shape", shape_of(t), "values", values);
 }
 
-int
-oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *in,
-       unsigned const_mask, const char *attrs_json, int n_out, struct gd_tensor **out,
-       const struct gd_knobs *knobs, struct gd_err *err)
+/*
+ * The one-node model as JSON text (caller frees): inputs not flagged constant become graph
+ * inputs, listed in feed[0..*n_feed) in order.
+ */
+static char *
+model_text(const char *op, int n_in, struct gd_tensor *const *in, unsigned const_mask,
+           const char *attrs_json, int n_out, const struct gd_tensor **feed, int *n_feed)
 {
     json_t *inputs = json_array(), *weights = json_array(), *names = json_array();
     json_t *outs = json_array();
-    const struct gd_tensor *feed[16];
-    int n_feed = 0;
     char name[32];
+    *n_feed = 0;
     for (int i = 0; i < n_in; i++) {
         if (in[i] == NULL) {
             json_array_append_new(names, json_null());
@@ -74,13 +76,12 @@ oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *i
             json_array_append_new(inputs, json_pack("{s:s, s:s, s:o}", "name", name, "dtype",
                                                     gd_dtype_name(in[i]->dtype), "shape",
                                                     shape_of(in[i])));
-            feed[n_feed++] = in[i];
+            feed[(*n_feed)++] = in[i];
         }
     }
     for (int k = 0; k < n_out; k++) {
         snprintf(name, sizeof name, "out%d", k);
         json_array_append_new(outs, json_string(name));
-        out[k] = NULL;
     }
     json_error_t jerr;
     json_t *attrs = attrs_json ? json_loads(attrs_json, 0, &jerr) : json_object();
@@ -96,6 +97,19 @@ oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *i
     char *text = json_dumps(model, JSON_REAL_PRECISION(17));
     json_decref(model);
     json_decref(outs);
+    return text;
+}
+
+int
+oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *in,
+       unsigned const_mask, const char *attrs_json, int n_out, struct gd_tensor **out,
+       const struct gd_knobs *knobs, struct gd_err *err)
+{
+    const struct gd_tensor *feed[16];
+    int n_feed = 0;
+    for (int k = 0; k < n_out; k++)
+        out[k] = NULL;
+    char *text = model_text(op, n_in, in, const_mask, attrs_json, n_out, feed, &n_feed);
     struct gd_graph *g = NULL;
     struct gd_session *s = NULL;
     struct gd_knobs dflt;
@@ -114,6 +128,22 @@ oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *i
             gd_tensor_free(out[k]);
             out[k] = NULL;
         }
+    return rc;
+}
+
+int
+oh_reduction_len(const char *op, int n_in, struct gd_tensor *const *in, unsigned const_mask,
+                 const char *attrs_json, int n_out, int64_t *len, struct gd_err *err)
+{
+    const struct gd_tensor *feed[16];
+    int n_feed = 0;
+    char *text = model_text(op, n_in, in, const_mask, attrs_json, n_out, feed, &n_feed);
+    struct gd_graph *g = NULL;
+    int rc = gd_model_parse(text, strlen(text), "one-op model", ".", NULL, &g, err);
+    free(text);
+    if (rc == 0)
+        *len = gd_node_reduction_len(g, 0);
+    gd_graph_free(g);
     return rc;
 }
 

@@ -6,6 +6,8 @@
 #ifndef GPUDIFF_TESTS_OP_HARNESS_H
 #define GPUDIFF_TESTS_OP_HARNESS_H
 
+#include <stdint.h>
+
 #include "gpudiff/run.h"
 #include "gpudiff/tensor.h"
 
@@ -17,6 +19,13 @@
 int oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *in,
            unsigned const_mask, const char *attrs_json, int n_out, struct gd_tensor **out,
            const struct gd_knobs *knobs, struct gd_err *err);
+
+/*
+ * Builds the same one-node model as oh_run() (the graph's input shapes are those of in)
+ * and gives the node's reduction length, gd_node_reduction_len(), in *len.
+ */
+int oh_reduction_len(const char *op, int n_in, struct gd_tensor *const *in, unsigned const_mask,
+                     const char *attrs_json, int n_out, int64_t *len, struct gd_err *err);
 
 /* A float32 tensor of the given shape holding values (numel of them). */
 struct gd_tensor *oh_f32(int ndim, const int64_t *shape, const float *values);

@@ -23,8 +23,8 @@ enum gd_op {
 /* How many terms each output element of an op sums: the rule behind reduction_len. */
 enum gd_reduction {
     GD_RED_NONE,    /* 1: a pointwise function or a data movement */
-    GD_RED_CONV,    /* input channels per group x kernel height x kernel width */
-    GD_RED_CONVT,   /* input channels per group x ceil(kH/sH) x ceil(kW/sW) */
+    GD_RED_CONV,    /* input channels per group x the kernel's taps (kH x kW, or kW) */
+    GD_RED_CONVT,   /* input channels per group x ceil(k / (s / gcd(s, d))) per axis */
     GD_RED_GEMM,    /* the inner dimension K */
     GD_RED_WINDOW,  /* the pooling window's area */
     GD_RED_SPATIAL, /* height x width of the input */

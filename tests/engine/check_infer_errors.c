@@ -1,0 +1,205 @@
+/* check_infer_errors.c: bad models fail shape inference with the right code, naming the node. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <jansson.h>
+
+#include "gpudiff/model.h"
+#include "op_harness.h"
+
+/* A weight or extra graph input of a bad model. */
+struct value {
+    const char *name;
+    const char *shape;  /* JSON list */
+    const char *dtype;  /* "input": a float32 graph input instead of a weight */
+    const char *values; /* JSON list; NULL: ones and zeros */
+};
+
+/* A tensor declaration; with_values adds values (a JSON list, or a 1, 0, 0 pattern). */
+static json_t *
+tensor(const struct value *v, int with_values)
+{
+    json_t *shape = json_loads(v->shape, 0, NULL);
+    int is_input = strcmp(v->dtype, "input") == 0;
+    json_t *t = json_pack("{s:s, s:s, s:o}", "name", v->name, "dtype",
+                          is_input ? "float32" : v->dtype, "shape", shape);
+    if (with_values && v->values != NULL) {
+        json_object_set_new(t, "values", json_loads(v->values, 0, NULL));
+    } else if (with_values) {
+        int64_t n = 1;
+        for (size_t i = 0; i < json_array_size(shape); i++)
+            n *= json_integer_value(json_array_get(shape, i));
+        json_t *values = json_array();
+        for (int64_t i = 0; i < n; i++)
+            json_array_append_new(values, json_integer(i % 3 == 0 ? 1 : 0));
+        json_object_set_new(t, "values", values);
+    }
+    return t;
+}
+
+struct err_case {
+    const char *what;
+    const char *x_shape;
+    const char *op;
+    const char *inputs; /* JSON list of the node's inputs */
+    const char *attrs;  /* JSON object, NULL for none */
+    struct value values[4];
+    int code;
+};
+
+/*
+ * Parses a model with a float32 graph input x, the case's values and one node "bad_node".
+ * Returns the code of gd_model_parse(); err gets its message.
+ */
+static int
+parse_case(const struct err_case *e, struct gd_err *err)
+{
+    struct value x = {"x", e->x_shape, "input", NULL};
+    json_t *ins = json_array(), *ws = json_array();
+    json_array_append_new(ins, tensor(&x, 0));
+    for (int i = 0; i < 4 && e->values[i].name != NULL; i++) {
+        const struct value *v = &e->values[i];
+        if (strcmp(v->dtype, "input") == 0)
+            json_array_append_new(ins, tensor(v, 0));
+        else
+            json_array_append_new(ws, tensor(v, 1));
+    }
+    json_t *node = json_pack("{s:s, s:s, s:o, s:[s], s:o}", "name", "bad_node", "op", e->op,
+                             "inputs", json_loads(e->inputs, 0, NULL), "outputs", "y", "attrs",
+                             json_loads(e->attrs ? e->attrs : "{}", 0, NULL));
+    json_t *model =
+        json_pack("{s:s, s:i, s:s, s:o, s:o, s:[o], s:[s]}", "format", "gpudiff-model", "version",
+                  1, "name", "bad", "inputs", ins, "weights", ws, "nodes", node, "outputs", "y");
+    char *text = json_dumps(model, 0);
+    json_decref(model);
+    struct gd_graph *g = NULL;
+    int rc = gd_model_parse(text, strlen(text), "bad model", ".", NULL, &g, err);
+    free(text);
+    gd_graph_free(g);
+    return rc;
+}
+
+/* clang-format off */
+#define W(name, shape) {name, shape, "float32", NULL}
+
+static const struct err_case cases[] = {
+    {"unknown op", "[2, 3]", "Frobnicate", "[\"x\"]", NULL, {{0}}, GD_EMODEL},
+    {"two inputs to Relu", "[2, 3]", "Relu", "[\"x\", \"x\"]", NULL, {{0}}, GD_EMODEL},
+    {"Conv without a weight", "[1, 2, 5, 5]", "Conv", "[\"x\"]", NULL, {{0}}, GD_EMODEL},
+    {"group as a list", "[1, 2, 5, 5]", "Conv", "[\"x\", \"w\"]", "{\"group\": [1]}",
+     {W("w", "[2, 2, 3, 3]")}, GD_EMODEL},
+    {"alpha as a string", "[2, 3]", "Gemm", "[\"x\", \"w\"]", "{\"alpha\": \"two\"}",
+     {W("w", "[3, 4]")}, GD_EMODEL},
+    {"strides as an integer", "[1, 2, 5, 5]", "MaxPool", "[\"x\"]",
+     "{\"kernel_shape\": [2, 2], \"strides\": 2}", {{0}}, GD_EMODEL},
+    {"unknown attribute of Relu", "[2, 3]", "Relu", "[\"x\"]", "{\"alpha\": 0.5}", {{0}},
+     GD_EMODEL},
+    {"unknown attribute of Conv", "[1, 2, 5, 5]", "Conv", "[\"x\", \"w\"]",
+     "{\"padding\": [1, 1, 1, 1]}", {W("w", "[2, 2, 3, 3]")}, GD_EMODEL},
+    {"group does not divide the input channels", "[1, 3, 5, 5]", "Conv", "[\"x\", \"w\"]",
+     "{\"group\": 2}", {W("w", "[4, 1, 3, 3]")}, GD_ESHAPE},
+    {"group does not divide the output channels", "[1, 4, 5, 5]", "Conv", "[\"x\", \"w\"]",
+     "{\"group\": 2}", {W("w", "[3, 2, 3, 3]")}, GD_ESHAPE},
+    {"ConvTranspose group does not divide the channels", "[1, 3, 4, 4]", "ConvTranspose",
+     "[\"x\", \"w\"]", "{\"group\": 2}", {W("w", "[3, 1, 3, 3]")}, GD_ESHAPE},
+    {"Conv weight of another rank", "[1, 2, 5, 5]", "Conv", "[\"x\", \"w\"]", NULL,
+     {W("w", "[2, 2, 3]")}, GD_ESHAPE},
+    {"ConvTranspose output_padding not below the stride", "[1, 2, 4, 4]", "ConvTranspose",
+     "[\"x\", \"w\"]", "{\"strides\": [2, 2], \"output_padding\": [2, 0]}",
+     {W("w", "[2, 2, 3, 3]")}, GD_EMODEL},
+    {"Gemm inner dimensions differ", "[2, 3]", "Gemm", "[\"x\", \"w\"]", NULL,
+     {W("w", "[4, 5]")}, GD_ESHAPE},
+    {"Gemm inner dimensions differ after transB", "[2, 3]", "Gemm", "[\"x\", \"w\"]",
+     "{\"transB\": 1}", {W("w", "[3, 5]")}, GD_ESHAPE},
+    {"Gemm C does not broadcast", "[2, 3]", "Gemm", "[\"x\", \"w\", \"c\"]", NULL,
+     {W("w", "[3, 4]"), W("c", "[3]")}, GD_ESHAPE},
+    {"MatMul inner dimensions differ", "[2, 3]", "MatMul", "[\"x\", \"w\"]", NULL,
+     {W("w", "[4, 2]")}, GD_ESHAPE},
+    {"Add shapes do not broadcast", "[2, 3]", "Add", "[\"x\", \"w\"]", NULL,
+     {W("w", "[2]")}, GD_ESHAPE},
+    {"Reshape to a wrong element count", "[2, 3]", "Reshape", "[\"x\", \"s\"]", NULL,
+     {{"s", "[2]", "int64", "[4, 2]"}}, GD_ESHAPE},
+    {"Reshape with two -1", "[2, 3]", "Reshape", "[\"x\", \"s\"]", NULL,
+     {{"s", "[2]", "int64", "[-1, -1]"}}, GD_EMODEL},
+    {"Reshape shape that is not a constant", "[2, 3]", "Reshape", "[\"x\", \"s\"]", NULL,
+     {{"s", "[2]", "input", NULL}}, GD_ENOTSUP},
+    {"Pad reflect larger than the axis", "[2, 3]", "Pad", "[\"x\"]",
+     "{\"mode\": \"reflect\", \"pads\": [0, 3, 0, 0]}", {{0}}, GD_EMODEL},
+    {"Pad mode wrap", "[2, 3]", "Pad", "[\"x\"]", "{\"mode\": \"wrap\", \"pads\": [0, 1, 0, 0]}",
+     {{0}}, GD_ENOTSUP},
+    {"Softmax axis 2 of a 2-D input", "[2, 3]", "Softmax", "[\"x\"]", "{\"axis\": 2}", {{0}},
+     GD_EMODEL},
+    {"Softmax axis -3 of a 2-D input", "[2, 3]", "Softmax", "[\"x\"]", "{\"axis\": -3}", {{0}},
+     GD_EMODEL},
+    {"MaxPool without kernel_shape", "[1, 2, 5, 5]", "MaxPool", "[\"x\"]", "{}", {{0}},
+     GD_EMODEL},
+    {"AveragePool with dilations", "[1, 2, 5, 5]", "AveragePool", "[\"x\"]",
+     "{\"kernel_shape\": [2, 2], \"dilations\": [2, 2]}", {{0}}, GD_ENOTSUP},
+    {"Concat of mismatched shapes", "[2, 3]", "Concat", "[\"x\", \"w\"]", "{\"axis\": 0}",
+     {W("w", "[2, 4]")}, GD_ESHAPE},
+    {"Concat without axis", "[2, 3]", "Concat", "[\"x\", \"x\"]", NULL, {{0}}, GD_EMODEL},
+    {"Transpose perm repeats an axis", "[2, 3]", "Transpose", "[\"x\"]", "{\"perm\": [0, 0]}",
+     {{0}}, GD_EMODEL},
+    {"Squeeze of an axis of size 3", "[2, 3]", "Squeeze", "[\"x\"]", "{\"axes\": [1]}", {{0}},
+     GD_ESHAPE},
+    {"Clip min that is not a constant", "[2, 3]", "Clip", "[\"x\", \"m\"]", NULL,
+     {{"m", "[]", "input", NULL}}, GD_ENOTSUP},
+    {"BatchNormalization in training mode", "[1, 2, 3, 3]", "BatchNormalization",
+     "[\"x\", \"s\", \"b\", \"m\", \"v\"]", "{\"training_mode\": 1}",
+     {W("s", "[2]"), W("b", "[2]"), W("m", "[2]"), W("v", "[2]")}, GD_ENOTSUP},
+    {"ReduceSum axes twice", "[2, 3]", "ReduceSum", "[\"x\"]", "{\"axes\": [1, -1]}", {{0}},
+     GD_EMODEL},
+};
+/* clang-format on */
+
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+START_TEST(test_bad_model)
+{
+    const struct err_case *e = &cases[_i];
+    struct gd_err err = {0};
+    int rc = parse_case(e, &err);
+    ck_assert_msg(rc == e->code, "%s: got %s (%s), want %s", e->what, gd_err_name(rc), err.msg,
+                  gd_err_name(e->code));
+    ck_assert_msg(strstr(err.msg, "node bad_node") != NULL,
+                  "%s: the message does not name the node: %s", e->what, err.msg);
+}
+END_TEST
+
+/* The same errors reach a caller of oh_run(), whose node is called "node". */
+START_TEST(test_oh_run_errors)
+{
+    int64_t shape[2] = {2, 3};
+    struct gd_tensor *x = oh_random(2, shape, 7);
+    struct gd_tensor *out[1];
+    struct gd_err err = {0};
+    int rc = oh_run("cpu", "Relu", 1, &x, 0, "{\"alpha\": 1.5}", 1, out, NULL, &err);
+    ck_assert_msg(rc == GD_EMODEL, "unknown attribute: got %s (%s)", gd_err_name(rc), err.msg);
+    ck_assert_msg(strstr(err.msg, "node node") != NULL, "message: %s", err.msg);
+    gd_err_clear(&err);
+    rc = oh_run("cpu", "Softmax", 1, &x, 0, "{\"axis\": 5}", 1, out, NULL, &err);
+    ck_assert_msg(rc == GD_EMODEL, "Softmax axis 5: got %s (%s)", gd_err_name(rc), err.msg);
+    ck_assert_msg(strstr(err.msg, "node node") != NULL, "message: %s", err.msg);
+    gd_err_clear(&err);
+    rc = oh_run("cpu", "Frobnicate", 1, &x, 0, NULL, 1, out, NULL, &err);
+    ck_assert_msg(rc == GD_EMODEL, "unknown op: got %s (%s)", gd_err_name(rc), err.msg);
+    ck_assert_msg(strstr(err.msg, "Frobnicate") != NULL, "message: %s", err.msg);
+    gd_tensor_free(x);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("infer_errors");
+    TCase *tc = tcase_create("errors");
+    tcase_add_loop_test(tc, test_bad_model, 0, N_CASES);
+    tcase_add_test(tc, test_oh_run_errors);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
