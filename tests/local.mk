@@ -10,6 +10,27 @@ EXTRA_DIST += tests/fixtures
 
 if HAVE_CHECK
 # ---- engine ----
+
+# ---- server: linked against libsrv.la, gpudiffd less its main.c ----
+SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \
+	tests/server/check_db
+check_PROGRAMS += $(SERVER_CHECKS)
+TESTS += $(SERVER_CHECKS)
+SERVER_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS) \
+	-DGD_SRCDIR=\"$(abs_top_srcdir)\"
+SERVER_TEST_LIBS = libsrv.la $(TEST_LIBS)
+tests_server_check_blob_SOURCES = tests/server/check_blob.c
+tests_server_check_blob_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_blob_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_config_SOURCES = tests/server/check_config.c
+tests_server_check_config_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_config_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_auth_SOURCES = tests/server/check_auth.c
+tests_server_check_auth_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_auth_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_db_SOURCES = tests/server/check_db.c
+tests_server_check_db_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_LDADD = $(SERVER_TEST_LIBS)
 endif
 
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
