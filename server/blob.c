@@ -6,21 +6,54 @@
 
 #include "blob.h"
 
-void
-srv_shuffle(const void *in, void *out, size_t len, size_t elem_size)
+/*
+ * The loops, with the element size a constant in each instance so the compiler can unroll
+ * and vectorize them: for 4-byte elements that makes the transposition several times faster.
+ */
+static inline void
+shuffle_n(const unsigned char *src, unsigned char *dst, size_t n, size_t elem_size)
 {
-    const unsigned char *src = in;
-    unsigned char *dst = out;
-    if (elem_size <= 1) {
-        memcpy(dst, src, len);
-        return;
-    }
-    size_t n = len / elem_size, body = n * elem_size;
     for (size_t b = 0; b < elem_size; b++) {
         unsigned char *row = dst + b * n;
         const unsigned char *col = src + b;
         for (size_t i = 0; i < n; i++)
             row[i] = col[i * elem_size];
+    }
+}
+
+static inline void
+unshuffle_n(const unsigned char *src, unsigned char *dst, size_t n, size_t elem_size)
+{
+    for (size_t b = 0; b < elem_size; b++) {
+        const unsigned char *row = src + b * n;
+        unsigned char *col = dst + b;
+        for (size_t i = 0; i < n; i++)
+            col[i * elem_size] = row[i];
+    }
+}
+
+void
+srv_shuffle(const void *in, void *out, size_t len, size_t elem_size)
+{
+    const unsigned char *src = in;
+    unsigned char *dst = out;
+    size_t n = elem_size > 1 ? len / elem_size : 0, body = n * elem_size;
+    switch (elem_size) {
+    case 0:
+    case 1:
+        break;
+    case 2:
+        shuffle_n(src, dst, n, 2);
+        break;
+    case 4:
+        shuffle_n(src, dst, n, 4);
+        break;
+    case 8:
+        shuffle_n(src, dst, n, 8);
+        break;
+    default:
+        shuffle_n(src, dst, n, elem_size);
+        break;
     }
     memcpy(dst + body, src + body, len - body);
 }
@@ -30,16 +63,23 @@ srv_unshuffle(const void *in, void *out, size_t len, size_t elem_size)
 {
     const unsigned char *src = in;
     unsigned char *dst = out;
-    if (elem_size <= 1) {
-        memcpy(dst, src, len);
-        return;
-    }
-    size_t n = len / elem_size, body = n * elem_size;
-    for (size_t b = 0; b < elem_size; b++) {
-        const unsigned char *row = src + b * n;
-        unsigned char *col = dst + b;
-        for (size_t i = 0; i < n; i++)
-            col[i * elem_size] = row[i];
+    size_t n = elem_size > 1 ? len / elem_size : 0, body = n * elem_size;
+    switch (elem_size) {
+    case 0:
+    case 1:
+        break;
+    case 2:
+        unshuffle_n(src, dst, n, 2);
+        break;
+    case 4:
+        unshuffle_n(src, dst, n, 4);
+        break;
+    case 8:
+        unshuffle_n(src, dst, n, 8);
+        break;
+    default:
+        unshuffle_n(src, dst, n, elem_size);
+        break;
     }
     memcpy(dst + body, src + body, len - body);
 }

@@ -186,9 +186,14 @@ int srv_db_layer_locate(struct srv_db *db, const char *run_id, int index, int in
 
 /* ---- blobs (db_blobs.c) ---- */
 
-/* Reads len bytes of blob blob_id's data at off (a short blob is GD_EIO). */
-int srv_db_blob_read(struct srv_db *db, int64_t blob_id, uint64_t off, void *buf, size_t len,
-                     struct gd_err *err);
+/*
+ * Reads len bytes of blob blob_id's data at off (a short blob is GD_EIO). The blob handle is
+ * kept in *handle (NULL at first) for the next reads, since each fresh handle walks the
+ * blob's page chain from its start; srv_db_blob_close() ends it, before db is released.
+ */
+int srv_db_blob_read(struct srv_db *db, int64_t blob_id, sqlite3_blob **handle, uint64_t off,
+                     void *buf, size_t len, struct gd_err *err);
+void srv_db_blob_close(sqlite3_blob **handle);
 
 /* Writes a new blob row from a spill file; inside the caller's transaction. */
 int srv_db_blob_insert(struct srv_db *db, const char *sha256, const struct srv_blob_spill *spill,

@@ -35,24 +35,29 @@ static const char SQL_RET_BLOBS[] =
 _Static_assert(BATCH == 100, "the retention statements say LIMIT 100");
 
 int
-srv_db_blob_read(struct srv_db *db, int64_t blob_id, uint64_t off, void *buf, size_t len,
-                 struct gd_err *err)
+srv_db_blob_read(struct srv_db *db, int64_t blob_id, sqlite3_blob **handle, uint64_t off,
+                 void *buf, size_t len, struct gd_err *err)
 {
-    sqlite3_blob *b = NULL;
-    int s = sqlite3_blob_open(srv_db_conn(db), "main", "blobs", "data", blob_id, 0, &b);
-    if (s != SQLITE_OK) {
-        sqlite3_blob_close(b);
-        return srv_db_fail(db, s, "blob open", err);
+    if (*handle == NULL) {
+        int s = sqlite3_blob_open(srv_db_conn(db), "main", "blobs", "data", blob_id, 0, handle);
+        if (s != SQLITE_OK) {
+            srv_db_blob_close(handle);
+            return srv_db_fail(db, s, "blob open", err);
+        }
     }
-    int size = sqlite3_blob_bytes(b);
-    if (off > (uint64_t)size || len > (uint64_t)size - off) {
-        sqlite3_blob_close(b);
+    int size = sqlite3_blob_bytes(*handle);
+    if (off > (uint64_t)size || len > (uint64_t)size - off)
         return gd_err_set(err, GD_EIO, "blob %lld is %d bytes, shorter than expected",
                           (long long)blob_id, size);
-    }
-    s = sqlite3_blob_read(b, buf, (int)len, (int)off);
-    sqlite3_blob_close(b);
+    int s = sqlite3_blob_read(*handle, buf, (int)len, (int)off);
     return s == SQLITE_OK ? 0 : srv_db_fail(db, s, "blob read", err);
+}
+
+void
+srv_db_blob_close(sqlite3_blob **handle)
+{
+    sqlite3_blob_close(*handle);
+    *handle = NULL;
 }
 
 int

@@ -338,6 +338,7 @@ srv_layer_put_end(struct srv_req *req)
 struct layer_get {
     struct srv_store *store;
     struct srv_db *db;          /* held during one read callback only */
+    sqlite3_blob *blob;         /* open during one read callback only */
     char req_id[48];
     int64_t blob_id;
     uint64_t stored_size, in_off;
@@ -369,7 +370,7 @@ blob_source(void *user, void *buf, size_t cap, size_t *got, struct gd_err *err)
     *got = 0;
     if (n == 0)
         return 0;
-    int rc = srv_db_blob_read(g->db, g->blob_id, g->in_off, buf, n, err);
+    int rc = srv_db_blob_read(g->db, g->blob_id, &g->blob, g->in_off, buf, n, err);
     if (rc != 0)
         return rc;
     g->in_off += n;
@@ -397,6 +398,7 @@ layer_get_read(void *cls, uint64_t pos, char *buf, size_t max)
         rc = srv_store_acquire(g->store, &g->db, &err);
         if (rc == 0) {
             rc = srv_blob_dec_read(g->dec, buf + n, max - n, &got, &err);
+            srv_db_blob_close(&g->blob);
             srv_store_release(g->store, g->db);
             g->db = NULL;
         }
@@ -473,7 +475,7 @@ srv_layer_get(struct srv_req *req)
         return srv_req_fail_err(req, &err);
     }
     struct MHD_Response *resp = MHD_create_response_from_callback(
-        g->header_len + loc.raw_size, 64 * 1024, layer_get_read, g, layer_get_free);
+        g->header_len + loc.raw_size, 1024 * 1024, layer_get_read, g, layer_get_free);
     if (resp == NULL) {
         layer_get_free(g);
         return srv_req_fail(req, GD_ENOMEM, "out of memory");

@@ -37,3 +37,9 @@ endif
 TESTS += tests/integration/seed_cpu.sh
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 	tests/integration/seed_cpu.sh
+
+# gpudiffd: each script starts its own daemon (tests/integration/server.sh).
+SERVER_INTEGRATION = tests/integration/server_upload.sh tests/integration/server_bad_input.sh \
+	tests/integration/server_crash.sh
+TESTS += $(SERVER_INTEGRATION)
+EXTRA_DIST += tests/integration/server.sh $(SERVER_INTEGRATION)

@@ -157,6 +157,7 @@ fd_sink(void *user, const void *data, size_t len, struct gd_err *err)
 
 struct blob_src {
     struct srv_db *db;
+    sqlite3_blob *handle;
     int64_t id;
     uint64_t off, size;
 };
@@ -169,7 +170,7 @@ db_source(void *user, void *buf, size_t cap, size_t *got, struct gd_err *err)
     *got = 0;
     if (n == 0)
         return 0;
-    int rc = srv_db_blob_read(s->db, s->id, s->off, buf, n, err);
+    int rc = srv_db_blob_read(s->db, s->id, &s->handle, s->off, buf, n, err);
     s->off += n;
     *got = n;
     return rc;
@@ -291,13 +292,14 @@ START_TEST(run_life)
     ck_assert_int_eq(srv_db_layer_locate(db, RUN_B, 1, 0, &loc, &err), 0);
     ck_assert_int_eq(loc.ndim, 2);
     ck_assert_int_eq(loc.shape[1], 2);
-    struct blob_src src = {db, loc.blob_id, 0, loc.stored_size};
+    struct blob_src src = {db, NULL, loc.blob_id, 0, loc.stored_size};
     struct srv_blob_dec *dec = NULL;
     float back[4] = {0};
     size_t got = 0;
     ck_assert_int_eq(srv_blob_dec_new(4, 8, db_source, &src, &dec, &err), 0);
     ck_assert_int_eq(srv_blob_dec_read(dec, back, sizeof back, &got, &err), 0);
     srv_blob_dec_free(dec);
+    srv_db_blob_close(&src.handle);
     ck_assert_uint_eq(got, 8);
     ck_assert(back[0] == 1.0f && back[1] == 2.0f);
 
