@@ -87,6 +87,7 @@ expect_error() {
     expect "$want_status" "$@"
     jq -e --arg c "$want_code" '.error.code == $c and (.error.message | length > 0)' \
         "$TMP/body" >/dev/null || fail "$1 $2: not the error $want_code: $(head -c 600 "$TMP/body")"
+    echo "ok: $1 $2 -> $want_status $want_code: $(jq -r .error.message "$TMP/body")"
 }
 
 # seed_bundle DIR: runs the seed case on the cpu backend into DIR.
