@@ -40,6 +40,6 @@ EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 
 # gpudiffd: each script starts its own daemon (tests/integration/server.sh).
 SERVER_INTEGRATION = tests/integration/server_upload.sh tests/integration/server_bad_input.sh \
-	tests/integration/server_crash.sh
+	tests/integration/server_crash.sh tests/integration/server_list.sh
 TESTS += $(SERVER_INTEGRATION)
 EXTRA_DIST += tests/integration/server.sh $(SERVER_INTEGRATION)

@@ -95,6 +95,18 @@ expect 200 POST /api/v1/models/lenet-11-821/baseline -H "Authorization: Bearer $
 expect 200 GET /api/v1/models
 [ "$(jq -r '.models[0].baseline' "$TMP/body")" = "$A" ] || fail "baseline: $(cat "$TMP/body")"
 
+# ---- tokens over the API (admin) ----
+expect 201 POST /api/v1/tokens -H "Authorization: Bearer $ADMIN_TOKEN" \
+    -H 'Content-Type: application/json' --data '{"role": "viewer", "label": "dashboard"}'
+VIEWER=$(jq -r .token "$TMP/body")
+VIEWER_ID=$(jq -r .id "$TMP/body")
+expect 200 GET /api/v1/models -H "Authorization: Bearer $VIEWER"
+expect 200 GET /api/v1/tokens -H "Authorization: Bearer $ADMIN_TOKEN"
+jq -e --arg v "$VIEWER" '[.tokens[] | select(.label == "dashboard" and .role == "viewer")] | length == 1
+    and (tostring | contains($v) | not)' "$TMP/body" >/dev/null || fail "token list: $(cat "$TMP/body")"
+expect 200 DELETE "/api/v1/tokens/$VIEWER_ID" -H "Authorization: Bearer $ADMIN_TOKEN"
+expect 401 GET /api/v1/models -H "Authorization: Bearer $VIEWER"
+
 # ---- metrics ----
 expect 200 GET /metrics
 grep -q '^gpudiffd_runs{state="complete"} 2$' "$TMP/body" || fail "metrics: runs"
