@@ -184,6 +184,14 @@ struct srv_layer_loc {
 int srv_db_layer_locate(struct srv_db *db, const char *run_id, int index, int include_uploading,
                         struct srv_layer_loc *out, struct gd_err *err);
 
+/*
+ * Loads a layer of a complete run (or, with include_uploading, any run) into a new host
+ * tensor, its data checked against the layer's SHA-256 (GD_EFORMAT when damaged): what the
+ * comparison service reads. Errors as srv_db_layer_locate().
+ */
+int srv_db_layer_load(struct srv_db *db, const char *run_id, int index, int include_uploading,
+                      struct gd_tensor **out, struct gd_err *err);
+
 /* ---- blobs (db_blobs.c) ---- */
 
 /*

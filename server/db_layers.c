@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpudiff/hash.h"
+#include "blob.h"
 #include "db.h"
 
 static const char SQL_LAYER_SPEC[] =
@@ -209,4 +211,69 @@ srv_db_layer_locate(struct srv_db *db, const char *run_id, int index, int includ
 done:
     srv_db_done(st);
     return rc;
+}
+
+struct load_src {
+    struct srv_db *db;
+    sqlite3_blob *handle;
+    int64_t blob_id;
+    uint64_t off, size;
+};
+
+static int
+load_source(void *user, void *buf, size_t cap, size_t *got, struct gd_err *err)
+{
+    struct load_src *s = user;
+    size_t n = s->size - s->off < cap ? (size_t)(s->size - s->off) : cap;
+    *got = 0;
+    if (n == 0)
+        return 0;
+    int rc = srv_db_blob_read(s->db, s->blob_id, &s->handle, s->off, buf, n, err);
+    if (rc != 0)
+        return rc;
+    s->off += n;
+    *got = n;
+    return 0;
+}
+
+int
+srv_db_layer_load(struct srv_db *db, const char *run_id, int index, int include_uploading,
+                  struct gd_tensor **out, struct gd_err *err)
+{
+    struct srv_layer_loc loc;
+    int rc = srv_db_layer_locate(db, run_id, index, include_uploading, &loc, err);
+    if (rc != 0)
+        return rc;
+    struct gd_tensor *t = gd_tensor_new(loc.dtype, loc.ndim, loc.shape, err);
+    if (t == NULL)
+        return err != NULL ? err->code : GD_ENOMEM;
+    if (gd_tensor_nbytes(t) != loc.raw_size) {
+        gd_tensor_free(t);
+        return gd_err_set(err, GD_EIO, "layer %d of run %s: %llu bytes stored for a %zu-byte "
+                          "tensor", index, run_id, (unsigned long long)loc.raw_size,
+                          gd_tensor_nbytes(t));
+    }
+    struct load_src src = {db, NULL, loc.blob_id, 0, loc.stored_size};
+    struct srv_blob_dec *dec = NULL;
+    size_t got = 0;
+    char sha[65];
+    rc = srv_blob_dec_new((size_t)loc.elem_size, loc.raw_size, load_source, &src, &dec, err);
+    if (rc == 0)
+        rc = srv_blob_dec_read(dec, t->data, loc.raw_size, &got, err);
+    if (rc == 0 && got != loc.raw_size)
+        rc = gd_err_set(err, GD_EFORMAT, "layer %d of run %s: stored data is short", index,
+                        run_id);
+    if (rc == 0)
+        rc = gd_sha256_hex(t->data, loc.raw_size, sha, err);
+    if (rc == 0 && strcmp(sha, loc.sha256) != 0)
+        rc = gd_err_set(err, GD_EFORMAT, "layer %d of run %s: stored data hashes to %s, not %s",
+                        index, run_id, sha, loc.sha256);
+    srv_blob_dec_free(dec);
+    srv_db_blob_close(&src.handle);
+    if (rc != 0) {
+        gd_tensor_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
 }

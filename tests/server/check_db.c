@@ -303,6 +303,17 @@ START_TEST(run_life)
     ck_assert_uint_eq(got, 8);
     ck_assert(back[0] == 1.0f && back[1] == 2.0f);
 
+    /* And whole, as the comparison service loads it. */
+    struct gd_tensor *t = NULL;
+    ck_assert_msg(srv_db_layer_load(db, RUN_B, 1, 0, &t, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(t->dtype, GD_F32);
+    ck_assert_int_eq(t->ndim, 2);
+    ck_assert_int_eq(t->shape[0], 1);
+    ck_assert_int_eq(t->shape[1], 2);
+    ck_assert(((float *)t->data)[0] == 1.0f && ((float *)t->data)[1] == 2.0f);
+    gd_tensor_free(t);
+    ck_assert_int_eq(srv_db_layer_load(db, RUN_B, 2, 0, &t, &err), SRV_ENOTFOUND);
+
     /* Retention past both runs: records stay, data goes. */
     int64_t trimmed, deleted, blobs_deleted;
     ck_assert_int_eq(srv_db_retention(db, srv_now() + 1000, &trimmed, &deleted, &blobs_deleted,
