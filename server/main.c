@@ -291,6 +291,8 @@ done:
 int
 main(int argc, char **argv)
 {
+    /* Jansson's hash seed, set once before any thread could race to set it. */
+    json_object_seed(0);
     struct srv_config cfg;
     srv_config_init(&cfg);
     for (int i = 1; i < argc; i++) {
