@@ -89,7 +89,7 @@ srv_unshuffle(const void *in, void *out, size_t len, size_t elem_size)
 struct srv_blob_enc {
     ZSTD_CCtx *cctx;
     size_t elem_size;
-    unsigned char *block;       /* raw bytes gathered toward one block */
+    unsigned char *block; /* raw bytes gathered toward one block */
     size_t block_len;
     unsigned char *shuffled;
     unsigned char *out;
@@ -107,8 +107,8 @@ zstd_fail(size_t r, const char *what, struct gd_err *err)
 }
 
 int
-srv_blob_enc_new(size_t elem_size, uint64_t raw_size, int level, srv_blob_sink_fn sink,
-                 void *user, struct srv_blob_enc **out, struct gd_err *err)
+srv_blob_enc_new(size_t elem_size, uint64_t raw_size, int level, srv_blob_sink_fn sink, void *user,
+                 struct srv_blob_enc **out, struct gd_err *err)
 {
     if (elem_size < 1 || elem_size > 8)
         return gd_err_set(err, GD_EINVAL, "element size %zu is not 1 to 8", elem_size);
@@ -226,15 +226,15 @@ struct srv_blob_dec {
     ZSTD_DCtx *dctx;
     size_t elem_size;
     uint64_t raw_size;
-    uint64_t decoded;           /* raw bytes taken out of the frame so far */
+    uint64_t decoded; /* raw bytes taken out of the frame so far */
     srv_blob_source_fn source;
     void *user;
     unsigned char *in;
     size_t in_cap, in_len, in_pos;
     int in_eof;
     int frame_done;
-    unsigned char *shuffled;    /* one block as it comes out of zstd */
-    unsigned char *block;       /* the same, unshuffled, being handed out */
+    unsigned char *shuffled; /* one block as it comes out of zstd */
+    unsigned char *block;    /* the same, unshuffled, being handed out */
     size_t block_len, block_pos;
 };
 
@@ -283,8 +283,7 @@ dec_refill(struct srv_blob_dec *d, struct gd_err *err)
 
 /* Decompresses into out until want bytes are there, the frame ends, or the input does. */
 static int
-dec_fill(struct srv_blob_dec *d, unsigned char *out, size_t want, size_t *have,
-         struct gd_err *err)
+dec_fill(struct srv_blob_dec *d, unsigned char *out, size_t want, size_t *have, struct gd_err *err)
 {
     while (*have < want && !d->frame_done) {
         int rc = dec_refill(d, err);
@@ -318,8 +317,7 @@ dec_next_block(struct srv_blob_dec *d, struct gd_err *err)
         return rc;
     if (have < want)
         return gd_err_set(err, GD_EFORMAT, "stored blob holds %llu bytes, %llu expected",
-                          (unsigned long long)(d->decoded + have),
-                          (unsigned long long)d->raw_size);
+                          (unsigned long long)(d->decoded + have), (unsigned long long)d->raw_size);
     srv_unshuffle(d->shuffled, d->block, want, d->elem_size);
     d->decoded += want;
     d->block_len = want;

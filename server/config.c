@@ -15,13 +15,13 @@
 
 const struct srv_setting srv_settings[] = {
     {"listen", SRV_SET_LISTEN, 0, 0, "127.0.0.1:8470",
-     "address to serve on: host:port or [v6-address]:port; port 0 picks a free one",
-     FIELD(listen), NULL},
+     "address to serve on: host:port or [v6-address]:port; port 0 picks a free one", FIELD(listen),
+     NULL},
     {"db", SRV_SET_STRING, 0, 0, "gpudiff.db",
      "the SQLite database file, made and migrated if needed", FIELD(db), NULL},
     {"web-root", SRV_SET_STRING, 0, 0, "",
-     "folder whose files (the dashboard) are served at /; empty serves none",
-     FIELD(web_root), NULL},
+     "folder whose files (the dashboard) are served at /; empty serves none", FIELD(web_root),
+     NULL},
     {"spill-dir", SRV_SET_STRING, 0, 0, "",
      "folder for uploads being compressed before their commit; empty: the database's folder",
      FIELD(spill_dir), NULL},
@@ -29,19 +29,18 @@ const struct srv_setting srv_settings[] = {
      "largest request body accepted, i.e. the largest layer (.npy) that can be uploaded",
      FIELD(max_body), NULL},
     {"max-json", SRV_SET_BYTES, 1024, 256LL << 20, "16M",
-     "largest run.json accepted (it is held in memory while it is parsed)",
-     FIELD(max_json), NULL},
+     "largest run.json accepted (it is held in memory while it is parsed)", FIELD(max_json), NULL},
     {"threads", SRV_SET_INT, 1, 256, "4",
      "worker threads of the HTTP server (a pool; connections never get a thread each)",
      FIELD(threads), NULL},
-    {"max-connections", SRV_SET_INT, 1, 65536, "256",
-     "open connections at most; more are refused", FIELD(max_connections), NULL},
+    {"max-connections", SRV_SET_INT, 1, 65536, "256", "open connections at most; more are refused",
+     FIELD(max_connections), NULL},
     {"timeout", SRV_SET_INT, 1, 3600, "60",
      "seconds a connection may stay idle before it is closed", FIELD(timeout), NULL},
     {"require-auth-read", SRV_SET_BOOL, 0, 1, "false",
      "reads need a token too (any role); without it reads are open (write --require-auth-read "
-     "or --require-auth-read=false on the command line)", FIELD(require_auth_read),
-     NULL},
+     "or --require-auth-read=false on the command line)",
+     FIELD(require_auth_read), NULL},
     {"retention-days", SRV_SET_INT, 0, 36500, "0",
      "drop the tensors of runs received more than this many days ago, keeping their "
      "summaries (at start, then daily); 0 keeps everything",
@@ -49,8 +48,8 @@ const struct srv_setting srv_settings[] = {
     {"compress-level", SRV_SET_INT, 1, 19, "3", "zstd level for stored tensors",
      FIELD(compress_level), NULL},
     {"busy-timeout-ms", SRV_SET_INT, 0, 600000, "5000",
-     "how long a database write waits for another one before answering 503",
-     FIELD(busy_timeout_ms), NULL},
+     "how long a database write waits for another one before answering 503", FIELD(busy_timeout_ms),
+     NULL},
     {"db-sync", SRV_SET_CHOICE, 0, 0, "normal",
      "SQLite synchronous level: normal survives a crash of gpudiffd but a power loss may "
      "undo the last commits; full survives both, at one fsync per commit",
@@ -460,11 +459,12 @@ srv_config_usage(FILE *out)
 void
 srv_config_write_example(FILE *out)
 {
-    wrap(out, "# ", "gpudiffd.conf: the settings of gpudiffd, each shown commented out with its "
-                   "default. Lines are `name = value`; a line starting with '#' is a comment; "
-                 "values may be in double quotes. Flags (--name value) override this file. "
-                 "Made by `gpudiffd config --example` from the table in server/config.c, "
-                 "which docs/SERVER.md describes.");
+    wrap(out, "# ",
+         "gpudiffd.conf: the settings of gpudiffd, each shown commented out with its "
+         "default. Lines are `name = value`; a line starting with '#' is a comment; "
+         "values may be in double quotes. Flags (--name value) override this file. "
+         "Made by `gpudiffd config --example` from the table in server/config.c, "
+         "which docs/SERVER.md describes.");
     for (int i = 0; i < srv_setting_count; i++) {
         const struct srv_setting *s = &srv_settings[i];
         char range[96], text[512];

@@ -33,8 +33,8 @@ int
 srv_db_fail(struct srv_db *db, int sqlite_rc, const char *what, struct gd_err *err)
 {
     int primary = sqlite_rc & 0xff;
-    const char *msg = db != NULL && db->conn != NULL ? sqlite3_errmsg(db->conn)
-                                                     : sqlite3_errstr(sqlite_rc);
+    const char *msg =
+        db != NULL && db->conn != NULL ? sqlite3_errmsg(db->conn) : sqlite3_errstr(sqlite_rc);
     if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
         return gd_err_set(err, SRV_EBUSY, "%s: the database is busy, retry (%s)", what, msg);
     if (primary == SQLITE_NOMEM)
@@ -208,7 +208,8 @@ srv_db_migrate(struct srv_db *db, int *from, int *to, struct gd_err *err)
             srv_db_rollback(db);
             return gd_err_set(err, GD_ENOTSUP,
                               "the database is at schema version %d, newer than this gpudiffd "
-                              "knows (%d): use a newer gpudiffd", v, newest);
+                              "knows (%d): use a newer gpudiffd",
+                              v, newest);
         }
         if (m->version <= v) {
             srv_db_rollback(db);

@@ -24,7 +24,7 @@
 
 struct srv_db_opts {
     int busy_timeout_ms;
-    int sync_full;              /* synchronous=FULL instead of NORMAL */
+    int sync_full; /* synchronous=FULL instead of NORMAL */
 };
 
 /*
@@ -91,7 +91,7 @@ void srv_store_release(struct srv_store *s, struct srv_db *db);
 
 /* ---- runs (db_runs.c) ---- */
 
-struct srv_run_doc;             /* run_doc.h */
+struct srv_run_doc; /* run_doc.h */
 
 /*
  * Creates the run of doc in state "uploading", its model if new, and one row per layer.
@@ -99,8 +99,8 @@ struct srv_run_doc;             /* run_doc.h */
  * once. An existing run with the same content is left as it is (*created = 0); with other
  * content it is SRV_ECONFLICT.
  */
-int srv_db_run_create(struct srv_db *db, const struct srv_run_doc *doc, int64_t now,
-                      int *created, struct gd_err *err);
+int srv_db_run_create(struct srv_db *db, const struct srv_run_doc *doc, int64_t now, int *created,
+                      struct gd_err *err);
 
 /*
  * The run as JSON: run.json's fields, "state", "received_at", "finished_at" and the
@@ -114,8 +114,8 @@ int srv_db_run_get(struct srv_db *db, const char *id, int include_uploading, jso
 int srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err *err);
 
 struct srv_run_filter {
-    const char *model, *gpu, *backend;   /* NULL: any */
-    int64_t since;                       /* created at or after; INT64_MIN: any */
+    const char *model, *gpu, *backend; /* NULL: any */
+    int64_t since;                     /* created at or after; INT64_MIN: any */
     int include_uploading;
     int64_t limit, offset;
 };
@@ -125,8 +125,7 @@ int srv_db_runs_list(struct srv_db *db, const struct srv_run_filter *f, json_t *
                      struct gd_err *err);
 
 /* Number of runs in each state, for /metrics. */
-int srv_db_runs_count(struct srv_db *db, int64_t *uploading, int64_t *complete,
-                      struct gd_err *err);
+int srv_db_runs_count(struct srv_db *db, int64_t *uploading, int64_t *complete, struct gd_err *err);
 
 /* ---- layers (db_layers.c) ---- */
 
@@ -137,18 +136,18 @@ struct srv_layer_spec {
     int64_t shape[GD_MAX_DIMS];
     uint64_t raw_size;
     char sha256[65];
-    int present;                /* its data is already here */
-    int blob_stored;            /* a blob with its sha256 exists (for this or another layer) */
+    int present;     /* its data is already here */
+    int blob_stored; /* a blob with its sha256 exists (for this or another layer) */
     int run_complete;
 };
 
 /* SRV_ENOTFOUND for an unknown run or a layer index the run does not have. */
-int srv_db_layer_spec(struct srv_db *db, const char *run_id, int index,
-                      struct srv_layer_spec *out, struct gd_err *err);
+int srv_db_layer_spec(struct srv_db *db, const char *run_id, int index, struct srv_layer_spec *out,
+                      struct gd_err *err);
 
 /* The compressed data of a new blob, waiting in a spill file. */
 struct srv_blob_spill {
-    int fd;                     /* read from offset 0 */
+    int fd; /* read from offset 0 */
     const char *dtype;
     int elem_size;
     uint64_t raw_size, stored_size;
@@ -172,7 +171,7 @@ struct srv_layer_loc {
     int64_t shape[GD_MAX_DIMS];
     char name[256];
     char sha256[65];
-    int64_t blob_id;            /* the blob's rowid; never reused (AUTOINCREMENT) */
+    int64_t blob_id; /* the blob's rowid; never reused (AUTOINCREMENT) */
     int elem_size;
     uint64_t raw_size, stored_size;
 };
@@ -228,15 +227,14 @@ int srv_db_models_list(struct srv_db *db, json_t **out, struct gd_err *err);
  * Makes run_id the baseline of model. SRV_ENOTFOUND for an unknown model or run,
  * SRV_ECONFLICT for a run not complete or of another model.
  */
-int srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id,
-                        int64_t token_id, int64_t now, struct gd_err *err);
+int srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id, int64_t token_id,
+                        int64_t now, struct gd_err *err);
 
 /* ---- tokens (db_tokens.c) ---- */
 
 /* Stores a token's hash with its role; *id gets the token's number. */
-int srv_db_token_insert(struct srv_db *db, const char *hash, const char *hint,
-                        enum srv_role role, const char *label, int64_t now, int64_t *id,
-                        struct gd_err *err);
+int srv_db_token_insert(struct srv_db *db, const char *hash, const char *hint, enum srv_role role,
+                        const char *label, int64_t now, int64_t *id, struct gd_err *err);
 
 /* The role and number of a live token by its hash; SRV_EAUTH if unknown or revoked. */
 int srv_db_token_lookup(struct srv_db *db, const char *hash, enum srv_role *role, int64_t *id,

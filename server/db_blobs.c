@@ -35,8 +35,8 @@ static const char SQL_RET_BLOBS[] =
 _Static_assert(BATCH == 100, "the retention statements say LIMIT 100");
 
 int
-srv_db_blob_read(struct srv_db *db, int64_t blob_id, sqlite3_blob **handle, uint64_t off,
-                 void *buf, size_t len, struct gd_err *err)
+srv_db_blob_read(struct srv_db *db, int64_t blob_id, sqlite3_blob **handle, uint64_t off, void *buf,
+                 size_t len, struct gd_err *err)
 {
     if (*handle == NULL) {
         int s = sqlite3_blob_open(srv_db_conn(db), "main", "blobs", "data", blob_id, 0, handle);

@@ -84,8 +84,8 @@ done:
 
 int
 srv_db_layer_commit(struct srv_db *db, const char *run_id, int index, const char *sha256,
-                    const struct srv_blob_spill *spill, int64_t now, int *stored,
-                    int *was_present, struct gd_err *err)
+                    const struct srv_blob_spill *spill, int64_t now, int *stored, int *was_present,
+                    struct gd_err *err)
 {
     sqlite3_stmt *st;
     *stored = *was_present = 0;
@@ -189,7 +189,8 @@ srv_db_layer_locate(struct srv_db *db, const char *run_id, int index, int includ
     if (sqlite3_column_type(st, 8) == SQLITE_NULL) {
         rc = gd_err_set(err, SRV_EGONE,
                         "the data of layer %d of run %s was dropped by retention; its record "
-                        "and summary remain", index, run_id);
+                        "and summary remain",
+                        index, run_id);
         goto done;
     }
     struct srv_layer_loc loc;
@@ -249,9 +250,10 @@ srv_db_layer_load(struct srv_db *db, const char *run_id, int index, int include_
         return err != NULL ? err->code : GD_ENOMEM;
     if (gd_tensor_nbytes(t) != loc.raw_size) {
         gd_tensor_free(t);
-        return gd_err_set(err, GD_EIO, "layer %d of run %s: %llu bytes stored for a %zu-byte "
-                          "tensor", index, run_id, (unsigned long long)loc.raw_size,
-                          gd_tensor_nbytes(t));
+        return gd_err_set(err, GD_EIO,
+                          "layer %d of run %s: %llu bytes stored for a %zu-byte "
+                          "tensor",
+                          index, run_id, (unsigned long long)loc.raw_size, gd_tensor_nbytes(t));
     }
     struct load_src src = {db, NULL, loc.blob_id, 0, loc.stored_size};
     struct srv_blob_dec *dec = NULL;
@@ -261,8 +263,7 @@ srv_db_layer_load(struct srv_db *db, const char *run_id, int index, int include_
     if (rc == 0)
         rc = srv_blob_dec_read(dec, t->data, loc.raw_size, &got, err);
     if (rc == 0 && got != loc.raw_size)
-        rc = gd_err_set(err, GD_EFORMAT, "layer %d of run %s: stored data is short", index,
-                        run_id);
+        rc = gd_err_set(err, GD_EFORMAT, "layer %d of run %s: stored data is short", index, run_id);
     if (rc == 0)
         rc = gd_sha256_hex(t->data, loc.raw_size, sha, err);
     if (rc == 0 && strcmp(sha, loc.sha256) != 0)

@@ -104,8 +104,7 @@ srv_db_run_create(struct srv_db *db, const struct srv_run_doc *doc, int64_t now,
         srv_db_done(st);
         if (!same)
             rc = gd_err_set(err, SRV_ECONFLICT,
-                            "run %s exists with other content (a run id is used once)",
-                            doc->id);
+                            "run %s exists with other content (a run id is used once)", doc->id);
         *created = 0;
         goto done;
     }
@@ -286,8 +285,8 @@ srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err 
     int n_missing = 0;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (n_missing < 10 && used < sizeof list - 16)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d",
-                                     n_missing ? ", " : "", sqlite3_column_int(st, 0));
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", n_missing ? ", " : "",
+                                     sqlite3_column_int(st, 0));
         n_missing++;
     }
     srv_db_done(st);
@@ -296,8 +295,8 @@ srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err 
         goto done;
     }
     if (n_missing > 0) {
-        rc = gd_err_set(err, SRV_EINCOMPLETE, "run %s: %d of %d layers are not uploaded (%s%s)",
-                        id, n_missing, n_layers, list, n_missing > 10 ? ", ..." : "");
+        rc = gd_err_set(err, SRV_EINCOMPLETE, "run %s: %d of %d layers are not uploaded (%s%s)", id,
+                        n_missing, n_layers, list, n_missing > 10 ? ", ..." : "");
         goto done;
     }
     rc = srv_db_prepare(db, SQL_RUN_COMPLETE, &st, err);
@@ -377,8 +376,8 @@ srv_db_runs_list(struct srv_db *db, const struct srv_run_filter *f, json_t **out
     sqlite3_bind_int64(st, k + 1, f->offset);
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         json_t *r = json_object();
-        static const char *const text_cols[] = {"id", "model", "model_sha256", "backend",
-                                                "gpu", "host", "created_at", "state"};
+        static const char *const text_cols[] = {"id",  "model", "model_sha256", "backend",
+                                                "gpu", "host",  "created_at",   "state"};
         for (int c = 0; c < 8; c++)
             json_object_set_new(r, text_cols[c],
                                 json_string((const char *)sqlite3_column_text(st, c)));

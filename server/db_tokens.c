@@ -86,9 +86,9 @@ srv_db_token_list(struct srv_db *db, json_t **out, struct gd_err *err)
         json_object_set_new(t, "label", json_string((const char *)sqlite3_column_text(st, 2)));
         json_object_set_new(t, "hint", json_string((const char *)sqlite3_column_text(st, 3)));
         json_object_set_new(t, "created_at", json_string(created));
-        json_object_set_new(t, "revoked_at", sqlite3_column_type(st, 5) == SQLITE_NULL
-                                                 ? json_null()
-                                                 : json_string(revoked));
+        json_object_set_new(t, "revoked_at",
+                            sqlite3_column_type(st, 5) == SQLITE_NULL ? json_null()
+                                                                      : json_string(revoked));
         json_array_append_new(list, t);
     }
     srv_db_done(st);

@@ -170,8 +170,7 @@ reply_text(struct srv_req *req, unsigned status, char *text, const char *type)
         static const char oom[] = "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of "
                                   "memory\"}}\n";
         status = 503;
-        resp = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom,
-                                               MHD_RESPMEM_PERSISTENT);
+        resp = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
     }
     if (resp == NULL) {
         free(text);
@@ -212,8 +211,8 @@ srv_reply_error(struct srv_req *req)
     for (char *p = msg; *p; p++)
         if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
             *p = '?';
-    json_t *body = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", srv_err_code(code),
-                             "message", msg, "request_id", req->id);
+    json_t *body = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", srv_err_code(code), "message",
+                             msg, "request_id", req->id);
     if (status >= 500)
         SRV_LOG(GD_LOG_ERROR, req, "%s %s: %s", req->method, req->path, msg);
     else
@@ -260,10 +259,10 @@ req_begin(struct srv_req *req)
             return rc;
     }
 
-    const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
-    const char *te = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *cl =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
     enum srv_body body = route ? route->body : SRV_BODY_NONE;
     if (cl != NULL) {
         char *end;
@@ -285,8 +284,8 @@ req_begin(struct srv_req *req)
     if (body == SRV_BODY_STREAM && !req->has_length)
         return srv_req_fail(req, SRV_ELENGTH, "send a Content-Length");
     if (body == SRV_BODY_JSON) {
-        const char *type = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-                                                       MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *type =
+            MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (type != NULL && !is_json_type(type))
             return srv_req_fail(req, SRV_EMEDIA, "the body must be application/json");
     }
@@ -384,15 +383,15 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     double secs = srv_clock() - req->t_start;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
-        static const char *const why[] = {"completed", "error", "timeout", "daemon shutdown",
-                                          "read error", "client abort"};
+        static const char *const why[] = {"completed",       "error",      "timeout",
+                                          "daemon shutdown", "read error", "client abort"};
         SRV_LOG(GD_LOG_WARN, req, "%s %s ended early (%s) after %llu body bytes", req->method,
                 req->path, (unsigned)toe < 6 ? why[toe] : "unknown",
                 (unsigned long long)req->body_bytes);
     }
     srv_metrics_request(req->metrics_route, req->status, secs);
-    SRV_LOG(GD_LOG_INFO, req, "%s %s %u %llu bytes in %.1f ms", req->method, req->path,
-            req->status, (unsigned long long)req->body_bytes, secs * 1e3);
+    SRV_LOG(GD_LOG_INFO, req, "%s %s %u %llu bytes in %.1f ms", req->method, req->path, req->status,
+            (unsigned long long)req->body_bytes, secs * 1e3);
     req_free(req);
     *con_cls = NULL;
 }

@@ -133,11 +133,12 @@ cmd_token(const struct srv_config *cfg, int argc, char **argv)
         json_t *list = NULL;
         rc = srv_db_token_list(db, &list, &err);
         if (rc == 0) {
-            printf("%-5s %-7s %-8s %-21s %-21s %s\n", "id", "role", "hint", "created",
-                   "revoked", "label");
+            printf("%-5s %-7s %-8s %-21s %-21s %s\n", "id", "role", "hint", "created", "revoked",
+                   "label");
             size_t i;
             json_t *t;
-            json_array_foreach(json_object_get(list, "tokens"), i, t) {
+            json_array_foreach(json_object_get(list, "tokens"), i, t)
+            {
                 json_t *rev = json_object_get(t, "revoked_at");
                 printf("%-5lld %-7s %-8s %-21s %-21s %s\n",
                        (long long)json_integer_value(json_object_get(t, "id")),
@@ -248,8 +249,8 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     struct srv_db *db = NULL;
     int from = 0, to = 0;
     int64_t tokens[4] = {0};
-    if (srv_store_acquire(srv.store, &db, &err) != 0 ||
-        srv_db_migrate(db, &from, &to, &err) != 0 || srv_db_token_counts(db, tokens, &err) != 0) {
+    if (srv_store_acquire(srv.store, &db, &err) != 0 || srv_db_migrate(db, &from, &to, &err) != 0 ||
+        srv_db_token_counts(db, tokens, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s: %s", cfg->db, err.msg);
         srv_store_release(srv.store, db);
         goto done;
@@ -273,8 +274,8 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     char host[256];
     int port;
     srv_listen_parse(cfg->listen, host, sizeof host, &port, &err);
-    SRV_LOG(GD_LOG_INFO, NULL, "listening on http://%s%s%s:%d/", strchr(host, ':') ? "[" : "",
-            host, strchr(host, ':') ? "]" : "", srv.port);
+    SRV_LOG(GD_LOG_INFO, NULL, "listening on http://%s%s%s:%d/", strchr(host, ':') ? "[" : "", host,
+            strchr(host, ':') ? "]" : "", srv.port);
 
     int sig = 0;
     sigwait(&stop, &sig);

@@ -13,12 +13,12 @@
 
 #define MAX_ROUTES 32
 /* Route slots: the table's routes, then static files, then requests that matched nothing. */
-#define SLOT_STATIC MAX_ROUTES
+#define SLOT_STATIC    MAX_ROUTES
 #define SLOT_UNMATCHED (MAX_ROUTES + 1)
 
 static const unsigned statuses[] = {0,   200, 201, 204, 304, 400, 401, 403, 404,
                                     405, 409, 410, 411, 413, 415, 500, 501, 503};
-#define N_STATUS (sizeof statuses / sizeof statuses[0])
+#define N_STATUS     (sizeof statuses / sizeof statuses[0])
 #define STATUS_OTHER N_STATUS
 
 static const double buckets[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60};
@@ -64,7 +64,7 @@ observe(struct histogram *h, double seconds)
 void
 srv_metrics_request(int route, unsigned status, double seconds)
 {
-    int slot = route == SRV_METRICS_STATIC      ? SLOT_STATIC
+    int slot = route == SRV_METRICS_STATIC        ? SLOT_STATIC
                : route < 0 || route >= MAX_ROUTES ? SLOT_UNMATCHED
                                                   : route;
     size_t s = STATUS_OTHER;
@@ -98,8 +98,8 @@ render_histogram(struct srv_buf *out, const char *name, const char *help, struct
             rc = srv_buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, buckets[b],
                                 (unsigned long long)cum);
         else
-            rc = srv_buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n", name,
-                                (unsigned long long)cum);
+            rc =
+                srv_buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
     }
     if (rc == 0)
         rc = srv_buf_printf(out, "%s_sum %.6f\n%s_count %llu\n", name,
@@ -153,11 +153,10 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
         rc = render_histogram(out, "gpudiffd_compare_duration_seconds",
                               "Time to compare two runs layer by layer.", &compare_seconds);
     for (int c = 0; rc == 0 && c < SRV_M_COUNTER_COUNT; c++)
-        rc = srv_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n",
-                            counter_info[c].name, counter_info[c].help, counter_info[c].name,
-                            counter_info[c].name,
-                            (unsigned long long)atomic_load_explicit(&counters[c],
-                                                                     memory_order_relaxed));
+        rc = srv_buf_printf(
+            out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counter_info[c].name,
+            counter_info[c].help, counter_info[c].name, counter_info[c].name,
+            (unsigned long long)atomic_load_explicit(&counters[c], memory_order_relaxed));
     if (rc != 0)
         return gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
 
@@ -180,7 +179,7 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
                         "# TYPE gpudiffd_blob_bytes gauge\n"
                         "gpudiffd_blob_bytes{form=\"raw\"} %lld\n"
                         "gpudiffd_blob_bytes{form=\"stored\"} %lld\n",
-                        (long long)uploading, (long long)complete, (long long)blobs,
-                        (long long)raw, (long long)stored);
+                        (long long)uploading, (long long)complete, (long long)blobs, (long long)raw,
+                        (long long)stored);
     return rc == 0 ? 0 : gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
 }

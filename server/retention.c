@@ -39,8 +39,8 @@ run_once(struct srv_retention *r)
     else
         SRV_LOG(GD_LOG_INFO, NULL,
                 "retention (%lld days): %lld runs trimmed, %lld unfinished runs deleted, "
-                "%lld blobs deleted", (long long)r->days, (long long)trimmed, (long long)deleted,
-                (long long)blobs);
+                "%lld blobs deleted",
+                (long long)r->days, (long long)trimmed, (long long)deleted, (long long)blobs);
 }
 
 static void *

@@ -27,21 +27,21 @@
 #include "server.h"
 
 /* A .npy header longer than this is refused (numpy writes about 128 bytes). */
-#define HEAD_MAX 65536
+#define HEAD_MAX  65536
 #define MAX_INDEX 1000000
 
 struct layer_put {
     char run_id[40];
     int index;
     struct srv_layer_spec spec;
-    unsigned char *head;        /* the header's bytes until it is parsed */
+    unsigned char *head; /* the header's bytes until it is parsed */
     size_t head_len, head_need;
     int head_done;
     size_t header_len;
     uint64_t data_got;
     struct gd_sha256 hash;
     int hash_live;
-    int store;                  /* 0: the data is already stored; only verify it */
+    int store; /* 0: the data is already stored; only verify it */
     int spill_fd;
     struct srv_blob_enc *enc;
 };
@@ -92,8 +92,7 @@ spill_open(const char *dir, int *fd, struct gd_err *err)
         return gd_err_set(err, GD_EIO, "spill folder path too long");
     int t = mkostemp(path, O_CLOEXEC);
     if (t < 0)
-        return gd_err_set(err, GD_EIO, "cannot make a spill file in %s: %s", dir,
-                          strerror(errno));
+        return gd_err_set(err, GD_EIO, "cannot make a spill file in %s: %s", dir, strerror(errno));
     unlink(path);
     *fd = t;
     return 0;
@@ -159,8 +158,7 @@ srv_layer_put_begin(struct srv_req *req)
         rc = spill_open(req->srv->spill_dir, &u->spill_fd, &err);
         if (rc == 0)
             rc = srv_blob_enc_new(gd_dtype_size(u->spec.dtype), u->spec.raw_size,
-                                  (int)req->srv->cfg.compress_level, spill_write, u, &u->enc,
-                                  &err);
+                                  (int)req->srv->cfg.compress_level, spill_write, u, &u->enc, &err);
         if (rc != 0)
             return srv_req_fail_err(req, &err);
     }
@@ -222,12 +220,12 @@ head_take(struct srv_req *req, struct layer_put *u, const char *data, size_t len
         /* 12 bytes in: the format version says how long the header is. */
         unsigned major = u->head[6];
         if (major < 1 || major > 3 || u->head[7] != 0)
-            return srv_req_fail(req, SRV_EBADBODY, "unsupported .npy format version %u.%u",
-                                major, u->head[7]);
+            return srv_req_fail(req, SRV_EBADBODY, "unsupported .npy format version %u.%u", major,
+                                u->head[7]);
         const unsigned char *b = u->head + 8;
         uint64_t dict = major == 1 ? (uint64_t)(b[0] | b[1] << 8)
-                                   : (uint64_t)b[0] | (uint64_t)b[1] << 8 |
-                                         (uint64_t)b[2] << 16 | (uint64_t)b[3] << 24;
+                                   : (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 |
+                                         (uint64_t)b[3] << 24;
         uint64_t total = (major == 1 ? 10 : 12) + dict;
         /* The shortest dict numpy can read is far longer than the 2 bytes asked for here. */
         if (total <= 12 || total > HEAD_MAX || total > req->content_length)
@@ -279,8 +277,7 @@ srv_layer_put_end(struct srv_req *req)
                             (unsigned long long)req->body_bytes);
     if (u->data_got != u->spec.raw_size)
         return srv_req_fail(req, SRV_EBADBODY, "the body holds %llu bytes of data, not %llu",
-                            (unsigned long long)u->data_got,
-                            (unsigned long long)u->spec.raw_size);
+                            (unsigned long long)u->data_got, (unsigned long long)u->spec.raw_size);
     char sha[65];
     struct gd_err err;
     u->hash_live = 0;
@@ -320,14 +317,12 @@ srv_layer_put_end(struct srv_req *req)
         srv_metrics_add(SRV_M_TENSOR_BYTES, u->spec.raw_size);
         srv_metrics_add(SRV_M_STORED_BYTES, stored_size);
         SRV_LOG(GD_LOG_DEBUG, req, "layer %d of run %s: %llu bytes stored as %llu", u->index,
-                u->run_id, (unsigned long long)u->spec.raw_size,
-                (unsigned long long)stored_size);
+                u->run_id, (unsigned long long)u->spec.raw_size, (unsigned long long)stored_size);
     } else if (!was_present) {
         srv_metrics_add(SRV_M_BLOBS_DEDUP, 1);
     }
-    json_t *out = json_pack("{s:s,s:i,s:s,s:b,s:I}", "run", u->run_id, "index", u->index,
-                            "sha256", sha, "stored", stored, "raw_size",
-                            (json_int_t)u->spec.raw_size);
+    json_t *out = json_pack("{s:s,s:i,s:s,s:b,s:I}", "run", u->run_id, "index", u->index, "sha256",
+                            sha, "stored", stored, "raw_size", (json_int_t)u->spec.raw_size);
     if (out != NULL && stored)
         json_object_set_new(out, "stored_size", json_integer((json_int_t)stored_size));
     return srv_reply_json(req, was_present ? 200 : 201, out);
@@ -337,8 +332,8 @@ srv_layer_put_end(struct srv_req *req)
 
 struct layer_get {
     struct srv_store *store;
-    struct srv_db *db;          /* held during one read callback only */
-    sqlite3_blob *blob;         /* open during one read callback only */
+    struct srv_db *db;  /* held during one read callback only */
+    sqlite3_blob *blob; /* open during one read callback only */
     char req_id[48];
     int64_t blob_id;
     uint64_t stored_size, in_off;
@@ -484,8 +479,7 @@ srv_layer_get(struct srv_req *req)
     char disp[320], etag[72];
     snprintf(disp, sizeof disp, "attachment; filename=\"%04d-%s.npy\"", index, loc.name);
     for (char *p = disp + 22; *p; p++)
-        if (*p == '/' || *p == ':' || *p == '#' || *p == '[' || *p == ']' || *p == '+' ||
-            *p == '@')
+        if (*p == '/' || *p == ':' || *p == '#' || *p == '[' || *p == ']' || *p == '+' || *p == '@')
             *p = '_';
     snprintf(etag, sizeof etag, "\"%s\"", loc.sha256);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");

@@ -36,8 +36,8 @@ srv_models_baseline(struct srv_req *req)
     json_t *body = json_loadb(req->body.data ? req->body.data : "", req->body.len,
                               JSON_REJECT_DUPLICATES, &jerr);
     if (body == NULL)
-        return srv_req_fail(req, SRV_EBADJSON, "line %d, column %d: %s", jerr.line,
-                            jerr.column, jerr.text);
+        return srv_req_fail(req, SRV_EBADJSON, "line %d, column %d: %s", jerr.line, jerr.column,
+                            jerr.text);
     json_t *run = json_object_get(body, "run");
     int rc = 0;
     if (!json_is_object(body) || !json_is_string(run) || json_object_size(body) != 1)

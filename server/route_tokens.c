@@ -15,8 +15,8 @@ srv_tokens_create(struct srv_req *req)
     json_t *body = json_loadb(req->body.data ? req->body.data : "", req->body.len,
                               JSON_REJECT_DUPLICATES, &jerr);
     if (body == NULL)
-        return srv_req_fail(req, SRV_EBADJSON, "line %d, column %d: %s", jerr.line,
-                            jerr.column, jerr.text);
+        return srv_req_fail(req, SRV_EBADJSON, "line %d, column %d: %s", jerr.line, jerr.column,
+                            jerr.text);
     json_t *role = json_object_get(body, "role"), *label = json_object_get(body, "label");
     int r = json_is_string(role) ? srv_role_from_name(json_string_value(role)) : -1;
     int rc = 0;

@@ -25,8 +25,7 @@ const struct srv_route srv_routes[] = {
      srv_layer_get},
     {"POST", "/api/v1/tokens", SRV_ROLE_ADMIN, SRV_BODY_JSON, NULL, NULL, srv_tokens_create},
     {"GET", "/api/v1/tokens", SRV_ROLE_ADMIN, SRV_BODY_NONE, NULL, NULL, srv_tokens_list},
-    {"DELETE", "/api/v1/tokens/{id}", SRV_ROLE_ADMIN, SRV_BODY_NONE, NULL, NULL,
-     srv_tokens_revoke},
+    {"DELETE", "/api/v1/tokens/{id}", SRV_ROLE_ADMIN, SRV_BODY_NONE, NULL, NULL, srv_tokens_revoke},
 };
 
 const int srv_route_count = (int)(sizeof srv_routes / sizeof srv_routes[0]);
@@ -95,16 +94,16 @@ srv_route_find(struct srv_req *req, char *allow, size_t allow_size)
                                      r->method);
     }
     if (allow[0] != '\0')
-        return srv_req_fail(req, SRV_EMETHOD, "%s is not allowed here (allowed: %s)",
-                            req->method, allow);
+        return srv_req_fail(req, SRV_EMETHOD, "%s is not allowed here (allowed: %s)", req->method,
+                            allow);
     return srv_req_fail(req, SRV_ENOTFOUND, "no such path");
 }
 
 int
 srv_route_authorize(struct srv_req *req, enum srv_role need)
 {
-    const char *header = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *header =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (header != NULL && req->role == SRV_ROLE_NONE) {
         /* A token that is sent must be good, even where none is needed: no silent downgrade. */
         char token[SRV_TOKEN_LEN + 1], hash[65];
@@ -127,8 +126,10 @@ srv_route_authorize(struct srv_req *req, enum srv_role need)
     if (req->role >= need)
         return 0;
     if (req->role == SRV_ROLE_NONE)
-        return srv_req_fail(req, SRV_EAUTH, "this needs a token (Authorization: Bearer gd_...) "
-                                            "of role %s or above", srv_role_name(need));
+        return srv_req_fail(req, SRV_EAUTH,
+                            "this needs a token (Authorization: Bearer gd_...) "
+                            "of role %s or above",
+                            srv_role_name(need));
     return srv_req_fail(req, SRV_EFORBIDDEN, "a token of role %s may not do this; it needs %s",
                         srv_role_name(req->role), srv_role_name(need));
 }

@@ -9,8 +9,8 @@
 #include "run_doc.h"
 #include "server.h"
 
-#define MAX_TEXT 1024           /* free-text fields: env values, labels, paths */
-#define MAX_MAP_KEYS 256        /* entries of env, knobs, labels */
+#define MAX_TEXT     1024 /* free-text fields: env values, labels, paths */
+#define MAX_MAP_KEYS 256  /* entries of env, knobs, labels */
 
 static int
 bad(struct gd_err *err, const char *path, const char *what)
@@ -63,7 +63,8 @@ check_string_map(json_t *obj, const char *key, const char *path, struct gd_err *
         return gd_err_set(err, SRV_EBADREQ, "%s: more than %d entries", p, MAX_MAP_KEYS);
     const char *k;
     json_t *v;
-    json_object_foreach(m, k, v) {
+    json_object_foreach(m, k, v)
+    {
         char q[160];
         snprintf(q, sizeof q, "%s.%.64s", p, k);
         if (strlen(k) > 128)
@@ -121,7 +122,8 @@ check_input(json_t *root, struct gd_err *err)
             return bad(err, "input.shape", "must be an array of at most 8 integers");
         size_t i;
         json_t *d;
-        json_array_foreach(shape, i, d) {
+        json_array_foreach(shape, i, d)
+        {
             if (!json_is_integer(d))
                 return bad(err, "input.shape", "must be an array of integers");
         }
@@ -231,8 +233,7 @@ check_layer(json_t *rec, int i, uint64_t max_bytes, struct srv_layer_doc *l, str
         return rc;
     snprintf(p, sizeof p, "%s.dtype", path);
     if (gd_dtype_from_name(dtype, &l->dtype) != 0)
-        return gd_err_set(err, SRV_EBADREQ, "%s: \"%.32s\" is not a dtype gpudiff knows", p,
-                          dtype);
+        return gd_err_set(err, SRV_EBADREQ, "%s: \"%.32s\" is not a dtype gpudiff knows", p, dtype);
     if (l->dtype == GD_BF16)
         return bad(err, p, "bfloat16 has no .npy form, so its data could not be uploaded");
 
@@ -366,8 +367,8 @@ srv_run_doc_fini(struct srv_run_doc *doc)
 }
 
 int
-srv_run_doc_parse(const char *text, size_t len, uint64_t max_layer_bytes,
-                  struct srv_run_doc *out, struct gd_err *err)
+srv_run_doc_parse(const char *text, size_t len, uint64_t max_layer_bytes, struct srv_run_doc *out,
+                  struct gd_err *err)
 {
     struct srv_run_doc doc;
     memset(&doc, 0, sizeof doc);

@@ -18,25 +18,25 @@
 
 struct srv_layer_doc {
     int index;
-    const char *name;           /* borrowed from the document, like every string here */
-    const char *op;             /* "" when absent */
+    const char *name; /* borrowed from the document, like every string here */
+    const char *op;   /* "" when absent */
     enum gd_dtype dtype;
     int ndim;
     int64_t shape[GD_MAX_DIMS];
-    uint64_t raw_size;          /* numel x element size */
+    uint64_t raw_size; /* numel x element size */
     const char *sha256;
-    int64_t reduction_len;      /* 0 when absent */
-    int discontinuous;          /* -1 when absent */
-    char *shape_json;           /* owned */
-    char *record;               /* the layer record as canonical JSON, owned */
+    int64_t reduction_len; /* 0 when absent */
+    int discontinuous;     /* -1 when absent */
+    char *shape_json;      /* owned */
+    char *record;          /* the layer record as canonical JSON, owned */
 };
 
 struct srv_run_doc {
-    json_t *root;               /* owned */
+    json_t *root; /* owned */
     const char *id, *model_name, *model_sha256, *backend, *gpu, *host, *created_at;
     int64_t created_ts;
-    char content_sha256[65];    /* of the whole document in canonical form */
-    char *meta;                 /* the document without "layers", canonical JSON, owned */
+    char content_sha256[65]; /* of the whole document in canonical form */
+    char *meta;              /* the document without "layers", canonical JSON, owned */
     int n_layers;
     struct srv_layer_doc *layers;
 };

@@ -26,23 +26,23 @@ struct srv_store;
  * travel in struct gd_err like the engine's GD_E* codes, below them in value, and one table
  * in errors.c gives both kinds their HTTP status and JSON code.
  */
-#define SRV_ERRNO_MAP(XX)                                  \
-    XX(EBADJSON, -100, 400, "bad_json")                    \
-    XX(EBADREQ, -101, 400, "bad_request")                  \
-    XX(EBADBODY, -102, 400, "bad_body")                    \
-    XX(EHASH, -103, 400, "hash_mismatch")                  \
-    XX(EPATH, -104, 400, "bad_path")                       \
-    XX(EAUTH, -105, 401, "unauthorized")                   \
-    XX(EFORBIDDEN, -106, 403, "forbidden")                 \
-    XX(ENOTFOUND, -107, 404, "not_found")                  \
-    XX(EMETHOD, -108, 405, "method_not_allowed")           \
-    XX(ECONFLICT, -109, 409, "conflict")                   \
-    XX(EINCOMPLETE, -110, 409, "run_incomplete")           \
-    XX(EGONE, -111, 410, "gone")                           \
-    XX(ELENGTH, -112, 411, "length_required")              \
-    XX(ETOOBIG, -113, 413, "body_too_large")               \
-    XX(EMEDIA, -114, 415, "unsupported_media_type")        \
-    XX(EBUSY, -115, 503, "busy")                           \
+#define SRV_ERRNO_MAP(XX)                                                                          \
+    XX(EBADJSON, -100, 400, "bad_json")                                                            \
+    XX(EBADREQ, -101, 400, "bad_request")                                                          \
+    XX(EBADBODY, -102, 400, "bad_body")                                                            \
+    XX(EHASH, -103, 400, "hash_mismatch")                                                          \
+    XX(EPATH, -104, 400, "bad_path")                                                               \
+    XX(EAUTH, -105, 401, "unauthorized")                                                           \
+    XX(EFORBIDDEN, -106, 403, "forbidden")                                                         \
+    XX(ENOTFOUND, -107, 404, "not_found")                                                          \
+    XX(EMETHOD, -108, 405, "method_not_allowed")                                                   \
+    XX(ECONFLICT, -109, 409, "conflict")                                                           \
+    XX(EINCOMPLETE, -110, 409, "run_incomplete")                                                   \
+    XX(EGONE, -111, 410, "gone")                                                                   \
+    XX(ELENGTH, -112, 411, "length_required")                                                      \
+    XX(ETOOBIG, -113, 413, "body_too_large")                                                       \
+    XX(EMEDIA, -114, 415, "unsupported_media_type")                                                \
+    XX(EBUSY, -115, 503, "busy")                                                                   \
     XX(EINTERNAL, -116, 500, "internal")
 
 enum srv_errno {
@@ -60,10 +60,10 @@ const char *srv_err_code(int code);
 /* ---- token roles: each includes what the ones before it may do ---- */
 
 enum srv_role {
-    SRV_ROLE_NONE = 0,   /* no token */
-    SRV_ROLE_VIEWER,     /* read runs, models, tensors */
-    SRV_ROLE_AGENT,      /* and write runs */
-    SRV_ROLE_ADMIN       /* and pick baselines, manage tokens */
+    SRV_ROLE_NONE = 0, /* no token */
+    SRV_ROLE_VIEWER,   /* read runs, models, tensors */
+    SRV_ROLE_AGENT,    /* and write runs */
+    SRV_ROLE_ADMIN     /* and pick baselines, manage tokens */
 };
 
 /* "none", "viewer", "agent", "admin". */
@@ -75,15 +75,15 @@ int srv_role_from_name(const char *name);
 /* ---- settings (config.c): one table drives the file parser, the flags and --help ---- */
 
 enum srv_setting_type {
-    SRV_SET_STRING,   /* free text (paths) */
-    SRV_SET_LISTEN,   /* host:port, [v6]:port */
-    SRV_SET_INT,      /* a decimal integer within min..max */
-    SRV_SET_BYTES,    /* an integer with an optional K, M or G suffix (powers of 1024) */
-    SRV_SET_BOOL,     /* true|false|yes|no|on|off|1|0; a bare flag means true */
-    SRV_SET_CHOICE    /* one word of `choices`, stored as its position */
+    SRV_SET_STRING, /* free text (paths) */
+    SRV_SET_LISTEN, /* host:port, [v6]:port */
+    SRV_SET_INT,    /* a decimal integer within min..max */
+    SRV_SET_BYTES,  /* an integer with an optional K, M or G suffix (powers of 1024) */
+    SRV_SET_BOOL,   /* true|false|yes|no|on|off|1|0; a bare flag means true */
+    SRV_SET_CHOICE  /* one word of `choices`, stored as its position */
 };
 
-#define SRV_PATH_MAX 1024
+#define SRV_PATH_MAX     1024
 #define SRV_SETTINGS_MAX 32
 
 struct srv_config {
@@ -100,22 +100,22 @@ struct srv_config {
     int64_t retention_days;
     int64_t compress_level;
     int64_t busy_timeout_ms;
-    int64_t db_sync;            /* 0 normal, 1 full */
-    int64_t log_level;          /* enum gd_log_level */
+    int64_t db_sync;                      /* 0 normal, 1 full */
+    int64_t log_level;                    /* enum gd_log_level */
     unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
 };
 
 enum { SRV_FROM_DEFAULT, SRV_FROM_FILE, SRV_FROM_FLAG };
 
 struct srv_setting {
-    const char *name;           /* the flag without "--", the key in the file */
+    const char *name; /* the flag without "--", the key in the file */
     enum srv_setting_type type;
-    int64_t min, max;           /* INT and BYTES */
-    const char *def;            /* the default, as it would be written in the file */
-    const char *help;           /* one line */
-    size_t offset;              /* of the field in struct srv_config */
-    size_t size;                /* of a STRING or LISTEN field */
-    const char *choices;        /* CHOICE: "a|b|c" */
+    int64_t min, max;    /* INT and BYTES */
+    const char *def;     /* the default, as it would be written in the file */
+    const char *help;    /* one line */
+    size_t offset;       /* of the field in struct srv_config */
+    size_t size;         /* of a STRING or LISTEN field */
+    const char *choices; /* CHOICE: "a|b|c" */
 };
 
 extern const struct srv_setting srv_settings[];
@@ -163,10 +163,10 @@ struct srv_req;
 extern int srv_log_level;
 
 /* Formats only when the level is on, so a debug line costs nothing in production. */
-#define SRV_LOG(level, req, ...)                              \
-    do {                                                      \
-        if ((int)(level) <= srv_log_level)                    \
-            srv_log_write((level), (req), __VA_ARGS__);       \
+#define SRV_LOG(level, req, ...)                                                                   \
+    do {                                                                                           \
+        if ((int)(level) <= srv_log_level)                                                         \
+            srv_log_write((level), (req), __VA_ARGS__);                                            \
     } while (0)
 
 void srv_log_write(enum gd_log_level level, const struct srv_req *req, const char *fmt, ...)
@@ -225,10 +225,10 @@ struct srv_server {
     struct srv_config cfg;
     struct srv_store *store;
     struct MHD_Daemon *mhd;
-    char web_root[PATH_MAX];    /* realpath of cfg.web_root; "" serves no files */
-    char spill_dir[PATH_MAX];   /* where uploads are compressed before their commit */
-    int port;                   /* bound port */
-    uint32_t boot_id;           /* random, starts every request id */
+    char web_root[PATH_MAX];  /* realpath of cfg.web_root; "" serves no files */
+    char spill_dir[PATH_MAX]; /* where uploads are compressed before their commit */
+    int port;                 /* bound port */
+    uint32_t boot_id;         /* random, starts every request id */
 };
 
 /* Starts libmicrohttpd on cfg.listen. */
@@ -238,7 +238,7 @@ void srv_http_stop(struct srv_server *srv);
 /* ---- requests and routes ---- */
 
 #define SRV_MAX_PARAMS 3
-#define SRV_PARAM_MAX 160
+#define SRV_PARAM_MAX  160
 
 enum srv_body { SRV_BODY_NONE, SRV_BODY_JSON, SRV_BODY_STREAM };
 
@@ -253,22 +253,22 @@ struct srv_req {
     struct MHD_Connection *conn;
     char id[48];
     char method[16];
-    char *path;                            /* owned */
-    const struct srv_route *route;         /* NULL: static files, or nothing matched */
-    int metrics_route;                     /* index for srv_metrics_request() */
+    char *path;                    /* owned */
+    const struct srv_route *route; /* NULL: static files, or nothing matched */
+    int metrics_route;             /* index for srv_metrics_request() */
     int n_params;
     char params[SRV_MAX_PARAMS][SRV_PARAM_MAX];
-    enum srv_role role;                    /* of the token sent; NONE without one */
-    int64_t token_id;                      /* 0 without a token */
+    enum srv_role role; /* of the token sent; NONE without one */
+    int64_t token_id;   /* 0 without a token */
     int has_length;
     uint64_t content_length;
-    uint64_t body_bytes;                   /* received so far */
-    struct gd_err err;                     /* the first error; answered once the body is in */
-    char allow[64];                        /* methods of the path, for a 405 */
-    struct srv_buf body;                   /* SRV_BODY_JSON bodies (at most --max-json) */
+    uint64_t body_bytes; /* received so far */
+    struct gd_err err;   /* the first error; answered once the body is in */
+    char allow[64];      /* methods of the path, for a 405 */
+    struct srv_buf body; /* SRV_BODY_JSON bodies (at most --max-json) */
     void *ctx;
     void (*ctx_free)(void *ctx);
-    struct MHD_Response *resp;             /* the answer, once made */
+    struct MHD_Response *resp; /* the answer, once made */
     unsigned status;
     double t_start;
 };
@@ -281,9 +281,9 @@ struct srv_req {
 struct srv_route {
     const char *method;
     const char *pattern;
-    enum srv_role role;         /* VIEWER: open unless --require-auth-read */
+    enum srv_role role; /* VIEWER: open unless --require-auth-read */
     enum srv_body body;
-    int (*begin)(struct srv_req *req);                              /* may be NULL */
+    int (*begin)(struct srv_req *req);                               /* may be NULL */
     int (*chunk)(struct srv_req *req, const char *data, size_t len); /* STREAM bodies */
     int (*end)(struct srv_req *req);
 };
@@ -346,11 +346,11 @@ int srv_static_serve(struct srv_req *req);
 /* ---- metrics (metrics.c) ---- */
 
 enum srv_counter {
-    SRV_M_BODY_BYTES,           /* layer body bytes received */
-    SRV_M_TENSOR_BYTES,         /* tensor bytes of new blobs */
-    SRV_M_STORED_BYTES,         /* their compressed size */
+    SRV_M_BODY_BYTES,   /* layer body bytes received */
+    SRV_M_TENSOR_BYTES, /* tensor bytes of new blobs */
+    SRV_M_STORED_BYTES, /* their compressed size */
     SRV_M_BLOBS_WRITTEN,
-    SRV_M_BLOBS_DEDUP,          /* layers whose data was already stored */
+    SRV_M_BLOBS_DEDUP, /* layers whose data was already stored */
     SRV_M_LAYERS_STORED,
     SRV_M_RUNS_CREATED,
     SRV_M_RUNS_FINISHED,
@@ -359,7 +359,7 @@ enum srv_counter {
 
 /* metrics_route for requests that matched no route, and for static files. */
 #define SRV_METRICS_UNMATCHED (-1)
-#define SRV_METRICS_STATIC (-2)
+#define SRV_METRICS_STATIC    (-2)
 
 void srv_metrics_request(int route, unsigned status, double seconds);
 void srv_metrics_add(enum srv_counter c, uint64_t n);
@@ -372,9 +372,9 @@ int srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *er
 
 /* ---- tokens (auth.c) ---- */
 
-#define SRV_TOKEN_PREFIX "gd_"
+#define SRV_TOKEN_PREFIX       "gd_"
 #define SRV_TOKEN_RANDOM_BYTES 32
-#define SRV_TOKEN_LEN (3 + 43)   /* "gd_" + base64url of 32 bytes without padding */
+#define SRV_TOKEN_LEN          (3 + 43) /* "gd_" + base64url of 32 bytes without padding */
 
 /* RFC 4648 base64url without padding; out needs 4*ceil(len/3)+1 bytes. */
 void srv_base64url(const unsigned char *in, size_t len, char *out);

@@ -50,8 +50,7 @@ srv_time_parse(const char *text, int date_only_ok, int64_t *out)
 {
     const char *p = text;
     int y, mo, d, h = 0, mi = 0, s = 0, off = 0;
-    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
-        digits(&p, 2, &d))
+    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' || digits(&p, 2, &d))
         return -1;
     if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
         return -1;

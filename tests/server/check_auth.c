@@ -18,8 +18,9 @@ START_TEST(base64url_vectors)
     /* RFC 4648 section 10, without padding; the last has the two url-safe characters. */
     static const struct {
         const char *in, *out;
-    } v[] = {{"", ""},         {"f", "Zg"},         {"fo", "Zm8"},        {"foo", "Zm9v"},
-             {"foob", "Zm9vYg"}, {"fooba", "Zm9vYmE"}, {"foobar", "Zm9vYmFy"}, {"\xfb\xff\xfe", "-__-"}};
+    } v[] = {
+        {"", ""},           {"f", "Zg"},          {"fo", "Zm8"},          {"foo", "Zm9v"},
+        {"foob", "Zm9vYg"}, {"fooba", "Zm9vYmE"}, {"foobar", "Zm9vYmFy"}, {"\xfb\xff\xfe", "-__-"}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         char out[16];
         srv_base64url((const unsigned char *)v[i].in, strlen(v[i].in), out);
@@ -49,7 +50,8 @@ START_TEST(token_hash)
     /* printf gd_AAA...A | sha256sum */
     char hex[65];
     struct gd_err err;
-    ck_assert_int_eq(srv_token_hash("gd_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", hex, &err), 0);
+    ck_assert_int_eq(srv_token_hash("gd_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", hex, &err),
+                     0);
     ck_assert_str_eq(hex, "c1b1b5f0cfb2532bb72e05842883416d886c0f4dea001b09f819375795b9b840");
 }
 END_TEST

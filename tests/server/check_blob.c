@@ -14,7 +14,7 @@
 struct mem {
     unsigned char *data;
     size_t len, cap, pos;
-    size_t piece;               /* source: hand out at most this much per call */
+    size_t piece; /* source: hand out at most this much per call */
 };
 
 static int
@@ -100,8 +100,7 @@ START_TEST(shuffle_inverse)
             fill(in, n, n * 31 + s);
             srv_shuffle(in, sh, n, sizes[s]);
             srv_unshuffle(sh, back, n, sizes[s]);
-            ck_assert_msg(memcmp(in, back, n) == 0, "elem %zu len %zu: not restored", sizes[s],
-                          n);
+            ck_assert_msg(memcmp(in, back, n) == 0, "elem %zu len %zu: not restored", sizes[s], n);
             free(in);
             free(sh);
             free(back);
@@ -175,8 +174,8 @@ START_TEST(round_trip)
             int rc = decode(&m, sizes[s], n, pieces[(s + l + 2) % 4], back, &got, &err);
             ck_assert_msg(rc == 0, "elem %zu len %zu: %s", sizes[s], n, err.msg);
             ck_assert_msg(got == n, "elem %zu len %zu: %zu bytes back", sizes[s], n, got);
-            ck_assert_msg(memcmp(data, back, n) == 0, "elem %zu len %zu: bytes differ",
-                          sizes[s], n);
+            ck_assert_msg(memcmp(data, back, n) == 0, "elem %zu len %zu: bytes differ", sizes[s],
+                          n);
             free(m.data);
             free(data);
             free(back);

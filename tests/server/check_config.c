@@ -107,8 +107,9 @@ START_TEST(flags_override_file)
     struct gd_err err;
     srv_config_init(&c);
     const char *path = write_tmp("threads = 8\ndb = from-file.db\nmax-body = 2M\n");
-    char *argv[] = {"token",     "--threads", "16",    "create", "--config", (char *)path,
-                    "--role",    "agent",     "--max-body=1K", "--require-auth-read", NULL};
+    char *argv[] = {"token",         "--threads",           "16",     "create",
+                    "--config",      (char *)path,          "--role", "agent",
+                    "--max-body=1K", "--require-auth-read", NULL};
     int argc = 10;
     char *rest[10];
     int n_rest = 0;
@@ -132,8 +133,8 @@ START_TEST(bad_values)
     struct srv_config c;
     struct gd_err err;
     srv_config_init(&c);
-    expect_fail(srv_config_set(&c, "threads", "0", "--threads", &err), &err, GD_ERANGE,
-                "--threads", "1 to 256");
+    expect_fail(srv_config_set(&c, "threads", "0", "--threads", &err), &err, GD_ERANGE, "--threads",
+                "1 to 256");
     expect_fail(srv_config_set(&c, "threads", "-3", "--threads", &err), &err, GD_EINVAL,
                 "--threads", "not an integer");
     expect_fail(srv_config_set(&c, "max-body", "12X", "--max-body", &err), &err, GD_EINVAL,
@@ -144,10 +145,10 @@ START_TEST(bad_values)
                 "loud", "error|warn|info|debug");
     expect_fail(srv_config_set(&c, "listen", "nohostport", "--listen", &err), &err, GD_EINVAL,
                 "--listen", "host:port");
-    expect_fail(srv_config_set(&c, "listen", "1.2.3.4:70000", "--listen", &err), &err,
-                GD_EINVAL, "--listen", "65535");
-    expect_fail(srv_config_set(&c, "require-auth-read", "maybe", "--require-auth-read", &err),
-                &err, GD_EINVAL, "maybe", "true or false");
+    expect_fail(srv_config_set(&c, "listen", "1.2.3.4:70000", "--listen", &err), &err, GD_EINVAL,
+                "--listen", "65535");
+    expect_fail(srv_config_set(&c, "require-auth-read", "maybe", "--require-auth-read", &err), &err,
+                GD_EINVAL, "maybe", "true or false");
     expect_fail(srv_config_set(&c, "colour", "red", "--colour", &err), &err, GD_EINVAL,
                 "no setting named", "colour");
     /* A failed set leaves the value as it was. */
@@ -174,8 +175,7 @@ START_TEST(bad_values)
     expect_fail(srv_config_args(&c, 1, argv1, rest, &n, &err), &err, GD_EINVAL, "--threads",
                 "needs a value");
     char *argv2[] = {"--config"};
-    expect_fail(srv_config_args(&c, 1, argv2, rest, &n, &err), &err, GD_EINVAL, "--config",
-                NULL);
+    expect_fail(srv_config_args(&c, 1, argv2, rest, &n, &err), &err, GD_EINVAL, "--config", NULL);
 }
 END_TEST
 

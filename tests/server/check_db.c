@@ -144,8 +144,7 @@ make_doc(const char *id, const char *created_at, struct srv_run_doc *doc)
              "{\"index\":1,\"name\":\"b\",\"op\":\"Identity\",\"dtype\":\"float32\","
              "\"shape\":[1,2],\"file\":\"layers/0001-b.npy\",\"sha256\":\"%s\"}]}",
              id, created_at, 0, sha, sha);
-    ck_assert_msg(srv_run_doc_parse(text, strlen(text), 1 << 20, doc, &err) == 0, "%s",
-                  err.msg);
+    ck_assert_msg(srv_run_doc_parse(text, strlen(text), 1 << 20, doc, &err) == 0, "%s", err.msg);
 }
 
 static int
@@ -218,19 +217,20 @@ START_TEST(run_life)
     struct srv_blob_spill spill = {fd, "float32", 4, 8, stored_size, SRV_BLOB_CODEC};
     int stored = -1, was_present = -1;
     const char *sha = a.layers[0].sha256;
-    ck_assert_msg(srv_db_layer_commit(db, RUN_A, 0, sha, &spill, 1002, &stored, &was_present,
-                                      &err) == 0, "%s", err.msg);
+    ck_assert_msg(
+        srv_db_layer_commit(db, RUN_A, 0, sha, &spill, 1002, &stored, &was_present, &err) == 0,
+        "%s", err.msg);
     ck_assert_int_eq(stored, 1);
     ck_assert_int_eq(was_present, 0);
     ck_assert_int_eq(srv_db_layer_spec(db, RUN_A, 1, &spec, &err), 0);
     ck_assert_int_eq(spec.blob_stored, 1);
-    ck_assert_int_eq(srv_db_layer_commit(db, RUN_A, 1, sha, NULL, 1003, &stored, &was_present,
-                                         &err), 0);
+    ck_assert_int_eq(
+        srv_db_layer_commit(db, RUN_A, 1, sha, NULL, 1003, &stored, &was_present, &err), 0);
     ck_assert_int_eq(stored, 0);
     ck_assert_int_eq(was_present, 0);
     /* The same layer again: nothing changes. */
-    ck_assert_int_eq(srv_db_layer_commit(db, RUN_A, 1, sha, NULL, 1004, &stored, &was_present,
-                                         &err), 0);
+    ck_assert_int_eq(
+        srv_db_layer_commit(db, RUN_A, 1, sha, NULL, 1004, &stored, &was_present, &err), 0);
     ck_assert_int_eq(was_present, 1);
     close(fd);
     int64_t blobs, raw, packed;
@@ -316,8 +316,8 @@ START_TEST(run_life)
 
     /* Retention past both runs: records stay, data goes. */
     int64_t trimmed, deleted, blobs_deleted;
-    ck_assert_int_eq(srv_db_retention(db, srv_now() + 1000, &trimmed, &deleted, &blobs_deleted,
-                                      &err), 0);
+    ck_assert_int_eq(
+        srv_db_retention(db, srv_now() + 1000, &trimmed, &deleted, &blobs_deleted, &err), 0);
     ck_assert_int_eq(trimmed, 2);
     ck_assert_int_eq(deleted, 0);
     ck_assert_int_eq(blobs_deleted, 1);
