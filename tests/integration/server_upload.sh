@@ -128,4 +128,24 @@ sqlite3 "$DB" "SELECT '  ' || l.name || ': ' || b.raw_size || ' -> ' || b.stored
     || printf('%.2f', 1.0 * b.raw_size / b.stored_size) || 'x)' FROM blobs b
     JOIN layers l ON l.sha256 = b.sha256 AND l.run_id = '$A' GROUP BY b.sha256 ORDER BY l.idx"
 server_stop
+
+# ---- retention: run A received 3 days ago, kept 2 days: its tensors go, B's (the same
+# blobs) stay, and A's records remain ----
+sqlite3 "$DB" "UPDATE runs SET received_at = received_at - 3 * 86400 WHERE id = '$A'"
+server_start --retention-days 2
+tries=0
+until grep -q 'retention (2 days): 1 runs trimmed, 0 unfinished runs deleted, 0 blobs' \
+    "$SERVER_LOG"; do
+    tries=$((tries + 1))
+    [ "$tries" -le 100 ] || fail "retention did not run at start"
+    sleep 0.1
+done
+expect_error 410 gone GET "/api/v1/runs/$A/layers/0.npy"
+expect 200 GET "/api/v1/runs/$A"
+[ "$(jq '[.layers[] | select(.present and (.stored | not))] | length' "$TMP/body")" = "$n_layers" ] ||
+    fail "trimmed run: $(jq -c '[.layers[] | {present, stored}]' "$TMP/body")"
+expect 200 GET "/api/v1/runs/$B/layers/0.npy"
+cmp "$TMP/body" "$TMP/b/layers/0000-conv1.npy" || fail "retention took run B's data"
+[ "$(sqlite3 "$DB" 'SELECT count(*) FROM blobs')" = "$distinct" ] || fail "blobs after retention"
+server_stop
 echo "server upload: ok"
