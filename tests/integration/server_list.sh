@@ -56,6 +56,20 @@ while [ "$i" -lt 20 ]; do
     i=$((i + 1))
 done
 ms=$(( ($(date +%s%N) - start) / 20000000 ))
-echo "server list: last page of 10,000 runs in $ms ms per request"
 [ "$ms" -lt 1000 ] || fail "listing took $ms ms"
+
+# A client's request id comes back and tags the daemon's log line.
+expect 200 GET /api/v1/models -H 'X-Request-Id: list-check-42' -D "$TMP/headers"
+grep -qi '^x-request-id: list-check-42' "$TMP/headers" || fail "no X-Request-Id back"
 server_stop
+grep -q '\[list-check-42\] GET /api/v1/models 200' "$SERVER_LOG" || fail "no log line with the id"
+
+# With --require-auth-read, reads need a token; /healthz does not.
+VIEWER=$(token viewer)
+server_start --require-auth-read
+expect_error 401 unauthorized GET /api/v1/runs
+expect_error 401 unauthorized GET /metrics
+expect 200 GET /api/v1/runs -H "Authorization: Bearer $VIEWER"
+expect 200 GET /healthz
+server_stop
+echo "server list: ok (the last page of 10,000 runs in $ms ms per request)"
