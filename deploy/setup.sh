@@ -29,7 +29,8 @@ jobs=${JOBS:-$(nproc)}
 
 packages="build-essential autoconf automake libtool pkg-config
   libjansson-dev zlib1g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev
-  libmicrohttpd-dev libzstd-dev check python3 python3-numpy ca-certificates"
+  libmicrohttpd-dev libzstd-dev check python3 python3-numpy ca-certificates
+  sqlite3 curl jq"
 
 install_packages() {
     missing=""

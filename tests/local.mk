@@ -79,6 +79,27 @@ tests_engine_check_emulate_LDADD = $(TEST_LIBS)
 tests_engine_check_backend_ops_SOURCES = tests/engine/check_backend_ops.c $(OP_TEST_SOURCES)
 tests_engine_check_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_backend_ops_LDADD = $(TEST_LIBS)
+
+# ---- server: linked against libsrv.la, gpudiffd less its main.c ----
+SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \
+	tests/server/check_db
+check_PROGRAMS += $(SERVER_CHECKS)
+TESTS += $(SERVER_CHECKS)
+SERVER_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS) \
+	-DGD_SRCDIR=\"$(abs_top_srcdir)\"
+SERVER_TEST_LIBS = libsrv.la $(TEST_LIBS)
+tests_server_check_blob_SOURCES = tests/server/check_blob.c
+tests_server_check_blob_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_blob_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_config_SOURCES = tests/server/check_config.c
+tests_server_check_config_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_config_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_auth_SOURCES = tests/server/check_auth.c
+tests_server_check_auth_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_auth_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_db_SOURCES = tests/server/check_db.c
+tests_server_check_db_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_LDADD = $(SERVER_TEST_LIBS)
 endif
 
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
@@ -107,3 +128,9 @@ endif
 EXTRA_DIST += tests/bench/bench_cuda.py
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench
+
+# gpudiffd: each script starts its own daemon (tests/integration/server.sh).
+SERVER_INTEGRATION = tests/integration/server_upload.sh tests/integration/server_bad_input.sh \
+	tests/integration/server_crash.sh tests/integration/server_list.sh
+TESTS += $(SERVER_INTEGRATION)
+EXTRA_DIST += tests/integration/server.sh $(SERVER_INTEGRATION)

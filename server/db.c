@@ -1,0 +1,317 @@
+/*
+ * db.c: SQLite connections (WAL, foreign keys, busy timeout), their statement caches, the
+ * migrations by PRAGMA user_version, and the pool request handlers borrow connections from.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+
+/* Distinct statements of all db_*.c files together; the cache is a short array. */
+#define STMT_CACHE 64
+
+struct srv_db {
+    sqlite3 *conn;
+    int n_stmts;
+    struct {
+        const char *sql;
+        sqlite3_stmt *st;
+    } stmts[STMT_CACHE];
+    struct srv_db *next_free;
+};
+
+struct srv_store {
+    char *path;
+    struct srv_db_opts opts;
+    pthread_mutex_t mu;
+    struct srv_db *free_list;
+};
+
+int
+srv_db_fail(struct srv_db *db, int sqlite_rc, const char *what, struct gd_err *err)
+{
+    int primary = sqlite_rc & 0xff;
+    const char *msg =
+        db != NULL && db->conn != NULL ? sqlite3_errmsg(db->conn) : sqlite3_errstr(sqlite_rc);
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+        return gd_err_set(err, SRV_EBUSY, "%s: the database is busy, retry (%s)", what, msg);
+    if (primary == SQLITE_NOMEM)
+        return gd_err_set(err, GD_ENOMEM, "%s: out of memory", what);
+    return gd_err_set(err, GD_EIO, "%s: %s", what, msg);
+}
+
+static int
+exec(struct srv_db *db, const char *sql, struct gd_err *err)
+{
+    int rc = sqlite3_exec(db->conn, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : srv_db_fail(db, rc, sql, err);
+}
+
+int
+srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **out,
+            struct gd_err *err)
+{
+    struct srv_db *db = calloc(1, sizeof *db);
+    if (db == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(path, &db->conn, flags, NULL);
+    if (rc != SQLITE_OK) {
+        gd_err_set(err, GD_EIO, "%s: %s", path,
+                   db->conn ? sqlite3_errmsg(db->conn) : sqlite3_errstr(rc));
+        srv_db_close(db);
+        return GD_EIO;
+    }
+    sqlite3_extended_result_codes(db->conn, 1);
+    sqlite3_busy_timeout(db->conn, opts->busy_timeout_ms);
+    /*
+     * WAL: readers never block the writer nor it them. With synchronous=NORMAL a commit is
+     * written to the WAL without an fsync; it survives a crash of this process (the OS has
+     * it), and only a power loss can undo the commits since the last checkpoint, never
+     * corrupt the file (docs/SERVER.md, "Durability").
+     */
+    /*
+     * mmap: a blob read at an offset follows the blob's chain of overflow pages from its
+     * start; mapped, each hop is a memory access instead of a pread.
+     */
+    char pragmas[320];
+    snprintf(pragmas, sizeof pragmas,
+             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; "
+             "PRAGMA journal_size_limit=67108864; PRAGMA trusted_schema=OFF; "
+             "PRAGMA mmap_size=1073741824;",
+             opts->sync_full ? "FULL" : "NORMAL");
+    int e = exec(db, pragmas, err);
+    if (e != 0) {
+        gd_err_prefix(err, "%s: ", path);
+        srv_db_close(db);
+        return e;
+    }
+    *out = db;
+    return 0;
+}
+
+void
+srv_db_close(struct srv_db *db)
+{
+    if (db == NULL)
+        return;
+    for (int i = 0; i < db->n_stmts; i++)
+        sqlite3_finalize(db->stmts[i].st);
+    sqlite3_close_v2(db->conn);
+    free(db);
+}
+
+sqlite3 *
+srv_db_conn(struct srv_db *db)
+{
+    return db->conn;
+}
+
+int
+srv_db_prepare(struct srv_db *db, const char *sql, sqlite3_stmt **st, struct gd_err *err)
+{
+    for (int i = 0; i < db->n_stmts; i++) {
+        if (db->stmts[i].sql == sql) {
+            sqlite3_reset(db->stmts[i].st);
+            sqlite3_clear_bindings(db->stmts[i].st);
+            *st = db->stmts[i].st;
+            return 0;
+        }
+    }
+    if (db->n_stmts == STMT_CACHE)
+        return gd_err_set(err, SRV_EINTERNAL, "statement cache full (raise STMT_CACHE)");
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v3(db->conn, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL);
+    if (rc != SQLITE_OK)
+        return srv_db_fail(db, rc, "prepare", err);
+    db->stmts[db->n_stmts].sql = sql;
+    db->stmts[db->n_stmts].st = s;
+    db->n_stmts++;
+    *st = s;
+    return 0;
+}
+
+void
+srv_db_done(sqlite3_stmt *st)
+{
+    if (st != NULL)
+        sqlite3_reset(st);
+}
+
+int
+srv_db_bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s == NULL)
+        return sqlite3_bind_null(st, i);
+    return sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+}
+
+int
+srv_db_begin(struct srv_db *db, struct gd_err *err)
+{
+    return exec(db, "BEGIN IMMEDIATE", err);
+}
+
+int
+srv_db_commit(struct srv_db *db, struct gd_err *err)
+{
+    int rc = exec(db, "COMMIT", err);
+    if (rc != 0)
+        srv_db_rollback(db);
+    return rc;
+}
+
+void
+srv_db_rollback(struct srv_db *db)
+{
+    if (!sqlite3_get_autocommit(db->conn))
+        sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ---- migrations ---- */
+
+int
+srv_db_version(struct srv_db *db, int *version, struct gd_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db->conn, "PRAGMA user_version", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        int e = srv_db_fail(db, rc, "PRAGMA user_version", err);
+        sqlite3_finalize(st);
+        return e;
+    }
+    *version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int
+srv_db_migrate(struct srv_db *db, int *from, int *to, struct gd_err *err)
+{
+    int newest = srv_migrations[srv_migration_count - 1].version;
+    int start = -1, v = 0, rc = 0;
+    for (int i = 0; i < srv_migration_count; i++) {
+        const struct srv_migration *m = &srv_migrations[i];
+        /* The version is read again under the write lock: two daemons may start at once. */
+        rc = srv_db_begin(db, err);
+        if (rc == 0)
+            rc = srv_db_version(db, &v, err);
+        if (rc != 0)
+            break;
+        if (start < 0)
+            start = v;
+        if (v > newest) {
+            srv_db_rollback(db);
+            return gd_err_set(err, GD_ENOTSUP,
+                              "the database is at schema version %d, newer than this gpudiffd "
+                              "knows (%d): use a newer gpudiffd",
+                              v, newest);
+        }
+        if (m->version <= v) {
+            srv_db_rollback(db);
+            continue;
+        }
+        char set[64];
+        snprintf(set, sizeof set, "PRAGMA user_version=%d", m->version);
+        rc = exec(db, m->sql, err);
+        if (rc == 0)
+            rc = exec(db, set, err);
+        if (rc == 0)
+            rc = srv_db_commit(db, err);
+        if (rc != 0) {
+            srv_db_rollback(db);
+            gd_err_prefix(err, "migration %03d_%s: ", m->version, m->name);
+            break;
+        }
+        SRV_LOG(GD_LOG_INFO, NULL, "database migrated to version %d (%s)", m->version, m->name);
+        v = m->version;
+    }
+    if (rc != 0)
+        return rc;
+    if (from != NULL)
+        *from = start < 0 ? v : start;
+    if (to != NULL)
+        *to = v;
+    return 0;
+}
+
+/* ---- the pool ---- */
+
+int
+srv_store_open(const char *path, const struct srv_db_opts *opts, struct srv_store **out,
+               struct gd_err *err)
+{
+    struct srv_store *s = calloc(1, sizeof *s);
+    if (s == NULL || (s->path = strdup(path)) == NULL) {
+        free(s);
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    }
+    s->opts = *opts;
+    pthread_mutex_init(&s->mu, NULL);
+    /* One connection now, so that a bad path fails at start rather than at a request. */
+    struct srv_db *db = NULL;
+    int rc = srv_db_open(path, opts, &db, err);
+    if (rc != 0) {
+        srv_store_close(s);
+        return rc;
+    }
+    s->free_list = db;
+    *out = s;
+    return 0;
+}
+
+void
+srv_store_close(struct srv_store *s)
+{
+    if (s == NULL)
+        return;
+    while (s->free_list != NULL) {
+        struct srv_db *db = s->free_list;
+        s->free_list = db->next_free;
+        srv_db_close(db);
+    }
+    pthread_mutex_destroy(&s->mu);
+    free(s->path);
+    free(s);
+}
+
+int
+srv_store_acquire(struct srv_store *s, struct srv_db **out, struct gd_err *err)
+{
+    pthread_mutex_lock(&s->mu);
+    struct srv_db *db = s->free_list;
+    if (db != NULL)
+        s->free_list = db->next_free;
+    pthread_mutex_unlock(&s->mu);
+    /*
+     * A handler holds a connection for one callback only, so there are never more in use
+     * than worker threads (plus retention): opening one more when none is free is bounded.
+     */
+    if (db == NULL) {
+        int rc = srv_db_open(s->path, &s->opts, &db, err);
+        if (rc != 0)
+            return rc;
+    }
+    db->next_free = NULL;
+    *out = db;
+    return 0;
+}
+
+void
+srv_store_release(struct srv_store *s, struct srv_db *db)
+{
+    if (db == NULL)
+        return;
+    /* A statement left stepping would hold a read snapshot and keep the WAL from resetting. */
+    for (int i = 0; i < db->n_stmts; i++)
+        sqlite3_reset(db->stmts[i].st);
+    srv_db_rollback(db);
+    pthread_mutex_lock(&s->mu);
+    db->next_free = s->free_list;
+    s->free_list = db;
+    pthread_mutex_unlock(&s->mu);
+}

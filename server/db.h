@@ -1,0 +1,252 @@
+/*
+ * db.h: gpudiffd's storage in SQLite (schema/sql/NNN_name.sql, docs/SERVER.md): connections,
+ * migrations, transactions, and one function per query, grouped by table in db_<table>.c.
+ *
+ * A struct srv_db is one connection with its cache of prepared statements; it is used by one
+ * thread at a time. A struct srv_store is the pool of them that request handlers borrow
+ * from, for one callback at a time, so no connection is held while a client is slow.
+ * Every function returns 0 or a GD_E* or SRV_E* code with err filled; SQLite's "busy" is
+ * SRV_EBUSY (503), its other failures GD_EIO.
+ */
+#ifndef GPUDIFF_SERVER_DB_H
+#define GPUDIFF_SERVER_DB_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "gpudiff/error.h"
+#include "gpudiff/tensor.h"
+#include "server.h"
+
+/* ---- connections ---- */
+
+struct srv_db_opts {
+    int busy_timeout_ms;
+    int sync_full; /* synchronous=FULL instead of NORMAL */
+};
+
+/*
+ * Opens (creating) the database at path with foreign keys on, WAL journaling, the busy
+ * timeout and the synchronous level. Does not migrate.
+ */
+int srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **out,
+                struct gd_err *err);
+
+/* Finalizes the cached statements and closes. Accepts NULL. */
+void srv_db_close(struct srv_db *db);
+
+sqlite3 *srv_db_conn(struct srv_db *db);
+
+/*
+ * A prepared statement for sql, cached in db by the address of sql (so sql must be a string
+ * literal or static). Reset and unbound when given out; callers end with srv_db_done().
+ */
+int srv_db_prepare(struct srv_db *db, const char *sql, sqlite3_stmt **st, struct gd_err *err);
+
+/* Resets a statement from srv_db_prepare() so it holds no read lock. Accepts NULL. */
+void srv_db_done(sqlite3_stmt *st);
+
+/* Turns the connection's last SQLite error into err ("what: message"). */
+int srv_db_fail(struct srv_db *db, int sqlite_rc, const char *what, struct gd_err *err);
+
+/* BEGIN IMMEDIATE (takes the write lock now, so the transaction never fails halfway for it). */
+int srv_db_begin(struct srv_db *db, struct gd_err *err);
+int srv_db_commit(struct srv_db *db, struct gd_err *err);
+/* Rolls back if a transaction is open. */
+void srv_db_rollback(struct srv_db *db);
+
+/* Binds text (NULL binds SQL NULL). */
+int srv_db_bind_text(sqlite3_stmt *st, int i, const char *s);
+
+/* ---- migrations (db.c, the SQL embedded from schema/sql at build time) ---- */
+
+struct srv_migration {
+    int version;
+    const char *name;
+    const char *sql;
+};
+
+extern const struct srv_migration srv_migrations[];
+extern const int srv_migration_count;
+
+/* PRAGMA user_version. */
+int srv_db_version(struct srv_db *db, int *version, struct gd_err *err);
+
+/*
+ * Applies every migration newer than user_version, each in its own transaction that also
+ * sets user_version. *from and *to (may be NULL) get the versions before and after.
+ * A database newer than this build is GD_ENOTSUP.
+ */
+int srv_db_migrate(struct srv_db *db, int *from, int *to, struct gd_err *err);
+
+/* ---- the pool ---- */
+
+int srv_store_open(const char *path, const struct srv_db_opts *opts, struct srv_store **out,
+                   struct gd_err *err);
+void srv_store_close(struct srv_store *s);
+int srv_store_acquire(struct srv_store *s, struct srv_db **out, struct gd_err *err);
+void srv_store_release(struct srv_store *s, struct srv_db *db);
+
+/* ---- runs (db_runs.c) ---- */
+
+struct srv_run_doc; /* run_doc.h */
+
+/*
+ * Creates the run of doc in state "uploading", its model if new, and one row per layer.
+ * Layers whose data is already stored (a blob with their sha256 and size) are linked to it at
+ * once. An existing run with the same content is left as it is (*created = 0); with other
+ * content it is SRV_ECONFLICT.
+ */
+int srv_db_run_create(struct srv_db *db, const struct srv_run_doc *doc, int64_t now, int *created,
+                      struct gd_err *err);
+
+/*
+ * The run as JSON: run.json's fields, "state", "received_at", "finished_at" and the
+ * layers with "present" and "stored". An uploading run is found only with
+ * include_uploading; else SRV_ENOTFOUND.
+ */
+int srv_db_run_get(struct srv_db *db, const char *id, int include_uploading, json_t **out,
+                   struct gd_err *err);
+
+/* Marks the run complete when every layer is present (SRV_EINCOMPLETE names the missing). */
+int srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err *err);
+
+struct srv_run_filter {
+    const char *model, *gpu, *backend; /* NULL: any */
+    int64_t since;                     /* created at or after; INT64_MIN: any */
+    int include_uploading;
+    int64_t limit, offset;
+};
+
+/* {"runs": [summaries, newest first], "total", "limit", "offset"}. */
+int srv_db_runs_list(struct srv_db *db, const struct srv_run_filter *f, json_t **out,
+                     struct gd_err *err);
+
+/* Number of runs in each state, for /metrics. */
+int srv_db_runs_count(struct srv_db *db, int64_t *uploading, int64_t *complete, struct gd_err *err);
+
+/* ---- layers (db_layers.c) ---- */
+
+/* What an upload of one layer must match, and where the layer stands. */
+struct srv_layer_spec {
+    enum gd_dtype dtype;
+    int ndim;
+    int64_t shape[GD_MAX_DIMS];
+    uint64_t raw_size;
+    char sha256[65];
+    int present;     /* its data is already here */
+    int blob_stored; /* a blob with its sha256 exists (for this or another layer) */
+    int run_complete;
+};
+
+/* SRV_ENOTFOUND for an unknown run or a layer index the run does not have. */
+int srv_db_layer_spec(struct srv_db *db, const char *run_id, int index, struct srv_layer_spec *out,
+                      struct gd_err *err);
+
+/* The compressed data of a new blob, waiting in a spill file. */
+struct srv_blob_spill {
+    int fd; /* read from offset 0 */
+    const char *dtype;
+    int elem_size;
+    uint64_t raw_size, stored_size;
+    const char *codec;
+};
+
+/*
+ * In one transaction: stores the blob from spill (when given and its sha256 is new) and
+ * marks the layer present with it. *stored is 1 when a new blob row was written, *was_present
+ * 1 when the layer was already present (nothing changed). Without a spill the blob must
+ * exist (SRV_EBUSY asks to retry if retention dropped it meanwhile).
+ */
+int srv_db_layer_commit(struct srv_db *db, const char *run_id, int index, const char *sha256,
+                        const struct srv_blob_spill *spill, int64_t now, int *stored,
+                        int *was_present, struct gd_err *err);
+
+/* Where a layer's data is, for a download. */
+struct srv_layer_loc {
+    enum gd_dtype dtype;
+    int ndim;
+    int64_t shape[GD_MAX_DIMS];
+    char name[256];
+    char sha256[65];
+    int64_t blob_id; /* the blob's rowid; never reused (AUTOINCREMENT) */
+    int elem_size;
+    uint64_t raw_size, stored_size;
+};
+
+/*
+ * SRV_ENOTFOUND for an unknown run or layer (or an uploading run without include_uploading),
+ * SRV_EGONE when retention dropped the data, SRV_ENOTFOUND when it was never uploaded.
+ */
+int srv_db_layer_locate(struct srv_db *db, const char *run_id, int index, int include_uploading,
+                        struct srv_layer_loc *out, struct gd_err *err);
+
+/*
+ * Loads a layer of a complete run (or, with include_uploading, any run) into a new host
+ * tensor, its data checked against the layer's SHA-256 (GD_EFORMAT when damaged): what the
+ * comparison service reads. Errors as srv_db_layer_locate().
+ */
+int srv_db_layer_load(struct srv_db *db, const char *run_id, int index, int include_uploading,
+                      struct gd_tensor **out, struct gd_err *err);
+
+/* ---- blobs (db_blobs.c) ---- */
+
+/*
+ * Reads len bytes of blob blob_id's data at off (a short blob is GD_EIO). The blob handle is
+ * kept in *handle (NULL at first) for the next reads, since each fresh handle walks the
+ * blob's page chain from its start; srv_db_blob_close() ends it, before db is released.
+ */
+int srv_db_blob_read(struct srv_db *db, int64_t blob_id, sqlite3_blob **handle, uint64_t off,
+                     void *buf, size_t len, struct gd_err *err);
+void srv_db_blob_close(sqlite3_blob **handle);
+
+/* Writes a new blob row from a spill file; inside the caller's transaction. */
+int srv_db_blob_insert(struct srv_db *db, const char *sha256, const struct srv_blob_spill *spill,
+                       int64_t now, struct gd_err *err);
+
+/* Count and total raw and stored sizes of all blobs. */
+int srv_db_blob_totals(struct srv_db *db, int64_t *count, int64_t *raw, int64_t *stored,
+                       struct gd_err *err);
+
+/*
+ * Retention: for complete runs received before cutoff, unlinks their layers' data (keeping
+ * the layer records and summaries); deletes uploading runs received before cutoff; then
+ * deletes blobs no layer uses. Works in batches of short transactions.
+ */
+int srv_db_retention(struct srv_db *db, int64_t cutoff, int64_t *runs_trimmed,
+                     int64_t *runs_deleted, int64_t *blobs_deleted, struct gd_err *err);
+
+/* ---- models and baselines (db_models.c) ---- */
+
+/* {"models": [{name, runs, latest, baseline}]} over models with complete runs. */
+int srv_db_models_list(struct srv_db *db, json_t **out, struct gd_err *err);
+
+/*
+ * Makes run_id the baseline of model. SRV_ENOTFOUND for an unknown model or run,
+ * SRV_ECONFLICT for a run not complete or of another model.
+ */
+int srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id, int64_t token_id,
+                        int64_t now, struct gd_err *err);
+
+/* ---- tokens (db_tokens.c) ---- */
+
+/* Stores a token's hash with its role; *id gets the token's number. */
+int srv_db_token_insert(struct srv_db *db, const char *hash, const char *hint, enum srv_role role,
+                        const char *label, int64_t now, int64_t *id, struct gd_err *err);
+
+/* The role and number of a live token by its hash; SRV_EAUTH if unknown or revoked. */
+int srv_db_token_lookup(struct srv_db *db, const char *hash, enum srv_role *role, int64_t *id,
+                        struct gd_err *err);
+
+/* {"tokens": [{id, role, label, hint, created_at, revoked_at}]}. */
+int srv_db_token_list(struct srv_db *db, json_t **out, struct gd_err *err);
+
+/* Revokes token id; SRV_ENOTFOUND if there is none, 0 if it was revoked before. */
+int srv_db_token_revoke(struct srv_db *db, int64_t id, int64_t now, struct gd_err *err);
+
+/* Live tokens by role (index enum srv_role). */
+int srv_db_token_counts(struct srv_db *db, int64_t counts[4], struct gd_err *err);
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * db_layers.c: layers: what an upload must match, the commit that makes a layer present
+ * (with its blob, in one transaction), and where a download finds the data.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpudiff/hash.h"
+#include "blob.h"
+#include "db.h"
+
+static const char SQL_LAYER_SPEC[] =
+    "SELECT r.state, r.n_layers, l.dtype, l.shape, l.raw_size, l.sha256, "
+    "l.uploaded_at IS NOT NULL, EXISTS(SELECT 1 FROM blobs b WHERE b.sha256 = l.sha256) "
+    "FROM runs r LEFT JOIN layers l ON l.run_id = r.id AND l.idx = ?2 WHERE r.id = ?1";
+static const char SQL_LAYER_PRESENT[] =
+    "SELECT uploaded_at IS NOT NULL FROM layers WHERE run_id = ?1 AND idx = ?2";
+static const char SQL_BLOB_EXISTS[] = "SELECT 1 FROM blobs WHERE sha256 = ?1";
+static const char SQL_LAYER_MARK[] =
+    "UPDATE layers SET uploaded_at = ?3, blob_sha256 = ?4 WHERE run_id = ?1 AND idx = ?2";
+static const char SQL_LAYER_LOCATE[] =
+    "SELECT r.state, r.n_layers, l.name, l.dtype, l.shape, l.sha256, l.uploaded_at, "
+    "l.blob_sha256, b.id, b.elem_size, b.raw_size, b.stored_size "
+    "FROM runs r LEFT JOIN layers l ON l.run_id = r.id AND l.idx = ?2 "
+    "LEFT JOIN blobs b ON b.sha256 = l.blob_sha256 WHERE r.id = ?1";
+
+/* The stored shape, a JSON array of integers written by run_doc.c. */
+static int
+shape_parse(const char *text, int *ndim, int64_t *shape, struct gd_err *err)
+{
+    json_t *a = json_loads(text, 0, NULL);
+    int rc = 0;
+    if (!json_is_array(a) || json_array_size(a) > GD_MAX_DIMS) {
+        rc = gd_err_set(err, GD_EIO, "stored shape %s is damaged", text);
+    } else {
+        *ndim = (int)json_array_size(a);
+        for (int i = 0; i < *ndim; i++)
+            shape[i] = json_integer_value(json_array_get(a, (size_t)i));
+    }
+    json_decref(a);
+    return rc;
+}
+
+int
+srv_db_layer_spec(struct srv_db *db, const char *run_id, int index, struct srv_layer_spec *out,
+                  struct gd_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = srv_db_prepare(db, SQL_LAYER_SPEC, &st, err);
+    if (rc != 0)
+        return rc;
+    srv_db_bind_text(st, 1, run_id);
+    sqlite3_bind_int(st, 2, index);
+    int s = sqlite3_step(st);
+    if (s != SQLITE_ROW) {
+        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id)
+                              : srv_db_fail(db, s, "layer lookup", err);
+        goto done;
+    }
+    if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
+        rc = gd_err_set(err, SRV_ENOTFOUND, "run %s has layers 0 to %d; there is no layer %d",
+                        run_id, sqlite3_column_int(st, 1) - 1, index);
+        goto done;
+    }
+    struct srv_layer_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.run_complete = strcmp((const char *)sqlite3_column_text(st, 0), "complete") == 0;
+    if (gd_dtype_from_name((const char *)sqlite3_column_text(st, 2), &spec.dtype) != 0) {
+        rc = gd_err_set(err, GD_EIO, "stored dtype of layer %d is damaged", index);
+        goto done;
+    }
+    rc = shape_parse((const char *)sqlite3_column_text(st, 3), &spec.ndim, spec.shape, err);
+    if (rc != 0)
+        goto done;
+    spec.raw_size = (uint64_t)sqlite3_column_int64(st, 4);
+    snprintf(spec.sha256, sizeof spec.sha256, "%s", (const char *)sqlite3_column_text(st, 5));
+    spec.present = sqlite3_column_int(st, 6);
+    spec.blob_stored = sqlite3_column_int(st, 7);
+    *out = spec;
+done:
+    srv_db_done(st);
+    return rc;
+}
+
+int
+srv_db_layer_commit(struct srv_db *db, const char *run_id, int index, const char *sha256,
+                    const struct srv_blob_spill *spill, int64_t now, int *stored, int *was_present,
+                    struct gd_err *err)
+{
+    sqlite3_stmt *st;
+    *stored = *was_present = 0;
+    int rc = srv_db_begin(db, err);
+    if (rc != 0)
+        return rc;
+    rc = srv_db_prepare(db, SQL_LAYER_PRESENT, &st, err);
+    if (rc != 0)
+        goto done;
+    srv_db_bind_text(st, 1, run_id);
+    sqlite3_bind_int(st, 2, index);
+    int s = sqlite3_step(st);
+    int present = s == SQLITE_ROW && sqlite3_column_int(st, 0);
+    srv_db_done(st);
+    if (s == SQLITE_DONE) {
+        rc = gd_err_set(err, SRV_ENOTFOUND, "run %s or its layer %d is gone", run_id, index);
+        goto done;
+    }
+    if (s != SQLITE_ROW) {
+        rc = srv_db_fail(db, s, "layer lookup", err);
+        goto done;
+    }
+    if (present) {
+        /* Another upload of the same layer got here first: the same data, nothing to do. */
+        *was_present = 1;
+        goto done;
+    }
+    rc = srv_db_prepare(db, SQL_BLOB_EXISTS, &st, err);
+    if (rc != 0)
+        goto done;
+    srv_db_bind_text(st, 1, sha256);
+    s = sqlite3_step(st);
+    srv_db_done(st);
+    if (s != SQLITE_ROW && s != SQLITE_DONE) {
+        rc = srv_db_fail(db, s, "blob lookup", err);
+        goto done;
+    }
+    if (s == SQLITE_DONE) {
+        if (spill == NULL) {
+            rc = gd_err_set(err, SRV_EBUSY,
+                            "the stored copy of this data was dropped by retention meanwhile; "
+                            "send the layer again");
+            goto done;
+        }
+        rc = srv_db_blob_insert(db, sha256, spill, now, err);
+        if (rc != 0)
+            goto done;
+        *stored = 1;
+    }
+    rc = srv_db_prepare(db, SQL_LAYER_MARK, &st, err);
+    if (rc != 0)
+        goto done;
+    srv_db_bind_text(st, 1, run_id);
+    sqlite3_bind_int(st, 2, index);
+    sqlite3_bind_int64(st, 3, now);
+    srv_db_bind_text(st, 4, sha256);
+    s = sqlite3_step(st);
+    srv_db_done(st);
+    if (s != SQLITE_DONE) {
+        rc = srv_db_fail(db, s, "layer update", err);
+        goto done;
+    }
+    rc = srv_db_commit(db, err);
+done:
+    if (rc != 0)
+        *stored = 0;
+    srv_db_rollback(db);
+    return rc;
+}
+
+int
+srv_db_layer_locate(struct srv_db *db, const char *run_id, int index, int include_uploading,
+                    struct srv_layer_loc *out, struct gd_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = srv_db_prepare(db, SQL_LAYER_LOCATE, &st, err);
+    if (rc != 0)
+        return rc;
+    srv_db_bind_text(st, 1, run_id);
+    sqlite3_bind_int(st, 2, index);
+    int s = sqlite3_step(st);
+    if (s != SQLITE_ROW) {
+        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id)
+                              : srv_db_fail(db, s, "layer lookup", err);
+        goto done;
+    }
+    if (strcmp((const char *)sqlite3_column_text(st, 0), "complete") != 0 && !include_uploading) {
+        rc = gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id);
+        goto done;
+    }
+    if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
+        rc = gd_err_set(err, SRV_ENOTFOUND, "run %s has layers 0 to %d; there is no layer %d",
+                        run_id, sqlite3_column_int(st, 1) - 1, index);
+        goto done;
+    }
+    if (sqlite3_column_type(st, 6) == SQLITE_NULL) {
+        rc = gd_err_set(err, SRV_ENOTFOUND, "layer %d of run %s has not been uploaded", index,
+                        run_id);
+        goto done;
+    }
+    if (sqlite3_column_type(st, 8) == SQLITE_NULL) {
+        rc = gd_err_set(err, SRV_EGONE,
+                        "the data of layer %d of run %s was dropped by retention; its record "
+                        "and summary remain",
+                        index, run_id);
+        goto done;
+    }
+    struct srv_layer_loc loc;
+    memset(&loc, 0, sizeof loc);
+    snprintf(loc.name, sizeof loc.name, "%s", (const char *)sqlite3_column_text(st, 2));
+    if (gd_dtype_from_name((const char *)sqlite3_column_text(st, 3), &loc.dtype) != 0) {
+        rc = gd_err_set(err, GD_EIO, "stored dtype of layer %d is damaged", index);
+        goto done;
+    }
+    rc = shape_parse((const char *)sqlite3_column_text(st, 4), &loc.ndim, loc.shape, err);
+    if (rc != 0)
+        goto done;
+    snprintf(loc.sha256, sizeof loc.sha256, "%s", (const char *)sqlite3_column_text(st, 5));
+    loc.blob_id = sqlite3_column_int64(st, 8);
+    loc.elem_size = sqlite3_column_int(st, 9);
+    loc.raw_size = (uint64_t)sqlite3_column_int64(st, 10);
+    loc.stored_size = (uint64_t)sqlite3_column_int64(st, 11);
+    *out = loc;
+done:
+    srv_db_done(st);
+    return rc;
+}
+
+struct load_src {
+    struct srv_db *db;
+    sqlite3_blob *handle;
+    int64_t blob_id;
+    uint64_t off, size;
+};
+
+static int
+load_source(void *user, void *buf, size_t cap, size_t *got, struct gd_err *err)
+{
+    struct load_src *s = user;
+    size_t n = s->size - s->off < cap ? (size_t)(s->size - s->off) : cap;
+    *got = 0;
+    if (n == 0)
+        return 0;
+    int rc = srv_db_blob_read(s->db, s->blob_id, &s->handle, s->off, buf, n, err);
+    if (rc != 0)
+        return rc;
+    s->off += n;
+    *got = n;
+    return 0;
+}
+
+int
+srv_db_layer_load(struct srv_db *db, const char *run_id, int index, int include_uploading,
+                  struct gd_tensor **out, struct gd_err *err)
+{
+    struct srv_layer_loc loc;
+    int rc = srv_db_layer_locate(db, run_id, index, include_uploading, &loc, err);
+    if (rc != 0)
+        return rc;
+    struct gd_tensor *t = gd_tensor_new(loc.dtype, loc.ndim, loc.shape, err);
+    if (t == NULL)
+        return err != NULL ? err->code : GD_ENOMEM;
+    if (gd_tensor_nbytes(t) != loc.raw_size) {
+        gd_tensor_free(t);
+        return gd_err_set(err, GD_EIO,
+                          "layer %d of run %s: %llu bytes stored for a %zu-byte "
+                          "tensor",
+                          index, run_id, (unsigned long long)loc.raw_size, gd_tensor_nbytes(t));
+    }
+    struct load_src src = {db, NULL, loc.blob_id, 0, loc.stored_size};
+    struct srv_blob_dec *dec = NULL;
+    size_t got = 0;
+    char sha[65];
+    rc = srv_blob_dec_new((size_t)loc.elem_size, loc.raw_size, load_source, &src, &dec, err);
+    if (rc == 0)
+        rc = srv_blob_dec_read(dec, t->data, loc.raw_size, &got, err);
+    if (rc == 0 && got != loc.raw_size)
+        rc = gd_err_set(err, GD_EFORMAT, "layer %d of run %s: stored data is short", index, run_id);
+    if (rc == 0)
+        rc = gd_sha256_hex(t->data, loc.raw_size, sha, err);
+    if (rc == 0 && strcmp(sha, loc.sha256) != 0)
+        rc = gd_err_set(err, GD_EFORMAT, "layer %d of run %s: stored data hashes to %s, not %s",
+                        index, run_id, sha, loc.sha256);
+    srv_blob_dec_free(dec);
+    srv_db_blob_close(&src.handle);
+    if (rc != 0) {
+        gd_tensor_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}

@@ -1,0 +1,54 @@
+# server/local.mk: gpudiffd. Everything but main.c is the convenience library libsrv.la,
+# which the unit tests in tests/server/ link too.
+noinst_LTLIBRARIES += libsrv.la
+bin_PROGRAMS += gpudiffd
+
+SERVER_SQL = schema/sql/001_init.sql
+SERVER_DEPS_CFLAGS = $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) $(ZSTD_CFLAGS)
+SERVER_DEPS_LIBS = $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(ZSTD_LIBS)
+
+libsrv_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS)
+libsrv_la_SOURCES = \
+	server/server.h \
+	server/db.h \
+	server/blob.h \
+	server/run_doc.h \
+	server/auth.c \
+	server/blob.c \
+	server/config.c \
+	server/db.c \
+	server/db_blobs.c \
+	server/db_layers.c \
+	server/db_models.c \
+	server/db_runs.c \
+	server/db_tokens.c \
+	server/errors.c \
+	server/http.c \
+	server/log.c \
+	server/metrics.c \
+	server/retention.c \
+	server/route_health.c \
+	server/route_layers.c \
+	server/route_models.c \
+	server/route_runs.c \
+	server/route_tokens.c \
+	server/routes.c \
+	server/run_doc.c \
+	server/static.c \
+	server/util.c
+nodist_libsrv_la_SOURCES = server/migrations.c
+libsrv_la_LIBADD = libgpudiff.la $(SERVER_DEPS_LIBS)
+
+gpudiffd_SOURCES = server/main.c
+gpudiffd_CPPFLAGS = $(libsrv_la_CPPFLAGS)
+gpudiffd_LDADD = libsrv.la $(GD_ENGINE_LIBS)
+
+# The migrations are compiled in, so the binary never depends on where schema/ is.
+server/migrations.c: $(SERVER_SQL) $(top_srcdir)/server/embed_sql.sh
+	$(AM_V_GEN)$(MKDIR_P) server && \
+	$(SHELL) $(top_srcdir)/server/embed_sql.sh $(addprefix $(top_srcdir)/,$(SERVER_SQL)) \
+		> $@.tmp && mv $@.tmp $@
+BUILT_SOURCES += server/migrations.c
+CLEANFILES += server/migrations.c
+EXTRA_DIST += $(SERVER_SQL) server/embed_sql.sh schema/openapi.yaml \
+	deploy/gpudiffd.conf.example

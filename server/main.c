@@ -1,0 +1,337 @@
+/*
+ * main.c: gpudiffd's entry point: the subcommands (serve, the default; migrate; token
+ * create|list|revoke; config), the start-up sequence of serve and its clean shutdown on
+ * SIGINT or SIGTERM. Exit codes: 0 success, 1 failure, 2 bad command line or settings.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "gpudiff/run.h"
+#include "db.h"
+#include "server.h"
+
+#define EXIT_USAGE 2
+
+static void
+usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: gpudiffd [COMMAND] [OPTIONS]\n\n"
+            "Stores the runs that gpudiff agents upload (every layer's output tensor) in SQLite\n"
+            "and serves them over a REST API (docs/SERVER.md, schema/openapi.yaml).\n\n"
+            "Commands:\n"
+            "  serve                  run the daemon (the default command)\n"
+            "  migrate                bring the database to the newest schema and exit\n"
+            "  token create --role viewer|agent|admin [--label TEXT]\n"
+            "                         make a token and print it (it is shown only this once)\n"
+            "  token list             list the tokens (their roles, labels, hints; never the\n"
+            "                         tokens)\n"
+            "  token revoke ID        revoke token ID\n"
+            "  config [--example]     print the effective settings in config-file form, or\n"
+            "                         with --example the commented example file\n\n"
+            "Options (every command; flags override the config file):\n");
+    srv_config_usage(out);
+    fprintf(out, "  --help               print this help\n"
+                 "  --version            print the version\n\n"
+                 "Exit codes: 0 success, 1 failure, 2 bad command line or settings.\n");
+}
+
+static int
+open_db(const struct srv_config *cfg, int migrate, struct srv_db **out)
+{
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync};
+    struct gd_err err;
+    int from = 0, to = 0;
+    int rc = srv_db_open(cfg->db, &opts, out, &err);
+    if (rc == 0 && migrate)
+        rc = srv_db_migrate(*out, &from, &to, &err);
+    if (rc != 0) {
+        fprintf(stderr, "gpudiffd: %s\n", err.msg);
+        srv_db_close(*out);
+        *out = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+static int
+cmd_migrate(const struct srv_config *cfg, int argc, char **argv)
+{
+    if (argc > 0) {
+        fprintf(stderr, "gpudiffd: migrate takes no argument (%s)\n", argv[0]);
+        return EXIT_USAGE;
+    }
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync};
+    struct srv_db *db = NULL;
+    struct gd_err err;
+    int from = 0, to = 0;
+    int rc = srv_db_open(cfg->db, &opts, &db, &err);
+    if (rc == 0)
+        rc = srv_db_migrate(db, &from, &to, &err);
+    srv_db_close(db);
+    if (rc != 0) {
+        fprintf(stderr, "gpudiffd: %s\n", err.msg);
+        return 1;
+    }
+    printf("%s: schema version %d%s%d\n", cfg->db, from, from == to ? ", newest: " : " -> ", to);
+    return 0;
+}
+
+static int
+cmd_token(const struct srv_config *cfg, int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "gpudiffd: token create|list|revoke\n");
+        return EXIT_USAGE;
+    }
+    const char *verb = argv[0];
+    const char *role = NULL, *label = "", *id_text = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--role") == 0 && i + 1 < argc)
+            role = argv[++i];
+        else if (strncmp(argv[i], "--role=", 7) == 0)
+            role = argv[i] + 7;
+        else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc)
+            label = argv[++i];
+        else if (strncmp(argv[i], "--label=", 8) == 0)
+            label = argv[i] + 8;
+        else if (id_text == NULL && argv[i][0] != '-')
+            id_text = argv[i];
+        else {
+            fprintf(stderr, "gpudiffd: token %s: unexpected %s\n", verb, argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    struct srv_db *db = NULL;
+    struct gd_err err;
+    int rc = 0;
+    if (strcmp(verb, "create") == 0) {
+        int r = role ? srv_role_from_name(role) : -1;
+        if (r < 0 || id_text != NULL) {
+            fprintf(stderr, "gpudiffd: token create --role viewer|agent|admin [--label TEXT]\n");
+            return EXIT_USAGE;
+        }
+        if (open_db(cfg, 1, &db) != 0)
+            return 1;
+        char token[SRV_TOKEN_LEN + 1];
+        int64_t id = 0;
+        rc = srv_token_create(db, (enum srv_role)r, label, token, &id, &err);
+        if (rc == 0) {
+            printf("%s\n", token);
+            fprintf(stderr, "gpudiffd: token %lld (%s) made; it is shown only this once\n",
+                    (long long)id, role);
+        }
+    } else if (strcmp(verb, "list") == 0 && role == NULL && id_text == NULL) {
+        if (open_db(cfg, 1, &db) != 0)
+            return 1;
+        json_t *list = NULL;
+        rc = srv_db_token_list(db, &list, &err);
+        if (rc == 0) {
+            printf("%-5s %-7s %-8s %-21s %-21s %s\n", "id", "role", "hint", "created", "revoked",
+                   "label");
+            size_t i;
+            json_t *t;
+            json_array_foreach(json_object_get(list, "tokens"), i, t)
+            {
+                json_t *rev = json_object_get(t, "revoked_at");
+                printf("%-5lld %-7s %-8s %-21s %-21s %s\n",
+                       (long long)json_integer_value(json_object_get(t, "id")),
+                       json_string_value(json_object_get(t, "role")),
+                       json_string_value(json_object_get(t, "hint")),
+                       json_string_value(json_object_get(t, "created_at")),
+                       json_is_string(rev) ? json_string_value(rev) : "-",
+                       json_string_value(json_object_get(t, "label")));
+            }
+            json_decref(list);
+        }
+    } else if (strcmp(verb, "revoke") == 0 && role == NULL) {
+        int64_t id;
+        if (srv_parse_int(id_text, 1, INT64_MAX / 10, &id) != 0) {
+            fprintf(stderr, "gpudiffd: token revoke ID (a number from `token list`)\n");
+            return EXIT_USAGE;
+        }
+        if (open_db(cfg, 1, &db) != 0)
+            return 1;
+        rc = srv_db_token_revoke(db, id, srv_now(), &err);
+        if (rc == 0)
+            fprintf(stderr, "gpudiffd: token %lld revoked\n", (long long)id);
+    } else {
+        fprintf(stderr, "gpudiffd: token create|list|revoke (see --help)\n");
+        return EXIT_USAGE;
+    }
+    srv_db_close(db);
+    if (rc != 0) {
+        fprintf(stderr, "gpudiffd: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+static int
+cmd_config(const struct srv_config *cfg, int argc, char **argv)
+{
+    if (argc == 1 && strcmp(argv[0], "--example") == 0) {
+        srv_config_write_example(stdout);
+        return 0;
+    }
+    if (argc > 0) {
+        fprintf(stderr, "gpudiffd: config [--example]\n");
+        return EXIT_USAGE;
+    }
+    srv_config_write(cfg, stdout);
+    return 0;
+}
+
+/* The folder part of path ("." when it has none). */
+static void
+dir_of(const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(out, size, ".");
+    else if (slash == path)
+        snprintf(out, size, "/");
+    else
+        snprintf(out, size, "%.*s", (int)(slash - path), path);
+}
+
+static int
+cmd_serve(struct srv_config *cfg, int argc, char **argv)
+{
+    if (argc > 0) {
+        fprintf(stderr, "gpudiffd: serve: unexpected %s (see --help)\n", argv[0]);
+        return EXIT_USAGE;
+    }
+    struct srv_server srv;
+    memset(&srv, 0, sizeof srv);
+    srv.cfg = *cfg;
+    struct gd_err err;
+    struct srv_retention *retention = NULL;
+    int rc = 1;
+    if (getrandom(&srv.boot_id, sizeof srv.boot_id, 0) != (ssize_t)sizeof srv.boot_id)
+        srv.boot_id = (uint32_t)getpid();
+
+    SRV_LOG(GD_LOG_INFO, NULL, "gpudiffd %s starting", gd_version());
+    srv_config_log(cfg);
+    if (cfg->web_root[0] != '\0' && realpath(cfg->web_root, srv.web_root) == NULL) {
+        SRV_LOG(GD_LOG_ERROR, NULL, "--web-root %s: %s", cfg->web_root, strerror(errno));
+        return EXIT_USAGE;
+    }
+    char dir[PATH_MAX];
+    if (cfg->spill_dir[0] != '\0')
+        snprintf(dir, sizeof dir, "%s", cfg->spill_dir);
+    else
+        dir_of(cfg->db, dir, sizeof dir);
+    if (realpath(dir, srv.spill_dir) == NULL || access(srv.spill_dir, W_OK) != 0) {
+        SRV_LOG(GD_LOG_ERROR, NULL, "spill folder %s: %s", dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+
+    /* Signals go to sigwait below: blocked before any thread exists, so all inherit it. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync};
+    if (srv_store_open(cfg->db, &opts, &srv.store, &err) != 0) {
+        SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
+        return 1;
+    }
+    struct srv_db *db = NULL;
+    int from = 0, to = 0;
+    int64_t tokens[4] = {0};
+    if (srv_store_acquire(srv.store, &db, &err) != 0 || srv_db_migrate(db, &from, &to, &err) != 0 ||
+        srv_db_token_counts(db, tokens, &err) != 0) {
+        SRV_LOG(GD_LOG_ERROR, NULL, "%s: %s", cfg->db, err.msg);
+        srv_store_release(srv.store, db);
+        goto done;
+    }
+    srv_store_release(srv.store, db);
+    SRV_LOG(GD_LOG_INFO, NULL, "database %s at schema version %d", cfg->db, to);
+    SRV_LOG(GD_LOG_INFO, NULL, "tokens: %lld viewer, %lld agent, %lld admin%s",
+            (long long)tokens[SRV_ROLE_VIEWER], (long long)tokens[SRV_ROLE_AGENT],
+            (long long)tokens[SRV_ROLE_ADMIN],
+            tokens[1] + tokens[2] + tokens[3] == 0
+                ? " (none: every write is refused until `gpudiffd token create`)"
+                : "");
+    SRV_LOG(GD_LOG_INFO, NULL, "retention: %s",
+            cfg->retention_days > 0 ? "on (tensors of older runs are dropped daily)" : "off");
+
+    if (srv_retention_start(srv.store, cfg->retention_days, &retention, &err) != 0 ||
+        srv_http_start(&srv, &err) != 0) {
+        SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
+        goto done;
+    }
+    char host[256];
+    int port;
+    srv_listen_parse(cfg->listen, host, sizeof host, &port, &err);
+    SRV_LOG(GD_LOG_INFO, NULL, "listening on http://%s%s%s:%d/", strchr(host, ':') ? "[" : "", host,
+            strchr(host, ':') ? "]" : "", srv.port);
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    SRV_LOG(GD_LOG_INFO, NULL, "signal %d: stopping (requests in progress are finished)", sig);
+    rc = 0;
+done:
+    srv_http_stop(&srv);
+    srv_retention_stop(retention);
+    srv_store_close(srv.store);
+    SRV_LOG(GD_LOG_INFO, NULL, "stopped");
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    /* Jansson's hash seed, set once before any thread could race to set it. */
+    json_object_seed(0);
+    struct srv_config cfg;
+    srv_config_init(&cfg);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("gpudiffd %s\n", gd_version());
+            return 0;
+        }
+    }
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (rest == NULL)
+        return 1;
+    int n_rest = 0;
+    struct gd_err err;
+    if (srv_config_args(&cfg, argc - 1, argv + 1, rest, &n_rest, &err) != 0) {
+        fprintf(stderr, "gpudiffd: %s\n", err.msg);
+        free(rest);
+        return EXIT_USAGE;
+    }
+    srv_log_init((int)cfg.log_level);
+    const char *cmd = n_rest > 0 && rest[0][0] != '-' ? rest[0] : "serve";
+    int skip = n_rest > 0 && rest[0][0] != '-' ? 1 : 0;
+    int rc;
+    if (strcmp(cmd, "serve") == 0)
+        rc = cmd_serve(&cfg, n_rest - skip, rest + skip);
+    else if (strcmp(cmd, "migrate") == 0)
+        rc = cmd_migrate(&cfg, n_rest - skip, rest + skip);
+    else if (strcmp(cmd, "token") == 0)
+        rc = cmd_token(&cfg, n_rest - skip, rest + skip);
+    else if (strcmp(cmd, "config") == 0)
+        rc = cmd_config(&cfg, n_rest - skip, rest + skip);
+    else {
+        fprintf(stderr, "gpudiffd: unknown command %s (see --help)\n", cmd);
+        rc = EXIT_USAGE;
+    }
+    free(rest);
+    return rc;
+}

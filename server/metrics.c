@@ -1,0 +1,185 @@
+/*
+ * metrics.c: counters kept in atomics (no lock on the request path) and the Prometheus text
+ * exposition of GET /metrics. Labels come from fixed lists (route patterns, statuses), so
+ * no client can grow the number of series.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "db.h"
+#include "server.h"
+
+#define MAX_ROUTES 32
+/* Route slots: the table's routes, then static files, then requests that matched nothing. */
+#define SLOT_STATIC    MAX_ROUTES
+#define SLOT_UNMATCHED (MAX_ROUTES + 1)
+
+static const unsigned statuses[] = {0,   200, 201, 204, 304, 400, 401, 403, 404,
+                                    405, 409, 410, 411, 413, 415, 500, 501, 503};
+#define N_STATUS     (sizeof statuses / sizeof statuses[0])
+#define STATUS_OTHER N_STATUS
+
+static const double buckets[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60};
+#define N_BUCKETS (sizeof buckets / sizeof buckets[0])
+
+struct histogram {
+    _Atomic uint64_t count[N_BUCKETS + 1]; /* the last is +Inf */
+    _Atomic uint64_t sum_us;
+};
+
+static _Atomic uint64_t requests[MAX_ROUTES + 2][N_STATUS + 1];
+static struct histogram request_seconds;
+static struct histogram compare_seconds;
+static _Atomic uint64_t counters[SRV_M_COUNTER_COUNT];
+
+static const struct {
+    const char *name, *help;
+} counter_info[SRV_M_COUNTER_COUNT] = {
+    [SRV_M_BODY_BYTES] = {"gpudiffd_ingest_body_bytes_total",
+                          "Bytes of layer bodies (.npy) received."},
+    [SRV_M_TENSOR_BYTES] = {"gpudiffd_ingest_tensor_bytes_total",
+                            "Tensor bytes stored as new blobs."},
+    [SRV_M_STORED_BYTES] = {"gpudiffd_ingest_stored_bytes_total",
+                            "Compressed bytes written for new blobs."},
+    [SRV_M_BLOBS_WRITTEN] = {"gpudiffd_blobs_written_total", "New blobs written."},
+    [SRV_M_BLOBS_DEDUP] = {"gpudiffd_blobs_deduplicated_total",
+                           "Layers whose data was already stored."},
+    [SRV_M_LAYERS_STORED] = {"gpudiffd_layers_uploaded_total", "Layers made present by PUT."},
+    [SRV_M_RUNS_CREATED] = {"gpudiffd_runs_created_total", "Runs created."},
+    [SRV_M_RUNS_FINISHED] = {"gpudiffd_runs_finished_total", "Runs finished."},
+};
+
+static void
+observe(struct histogram *h, double seconds)
+{
+    size_t b = 0;
+    while (b < N_BUCKETS && seconds > buckets[b])
+        b++;
+    atomic_fetch_add_explicit(&h->count[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_us, (uint64_t)(seconds * 1e6), memory_order_relaxed);
+}
+
+void
+srv_metrics_request(int route, unsigned status, double seconds)
+{
+    int slot = route == SRV_METRICS_STATIC        ? SLOT_STATIC
+               : route < 0 || route >= MAX_ROUTES ? SLOT_UNMATCHED
+                                                  : route;
+    size_t s = STATUS_OTHER;
+    for (size_t i = 0; i < N_STATUS; i++)
+        if (statuses[i] == status)
+            s = i;
+    atomic_fetch_add_explicit(&requests[slot][s], 1, memory_order_relaxed);
+    observe(&request_seconds, seconds);
+}
+
+void
+srv_metrics_add(enum srv_counter c, uint64_t n)
+{
+    atomic_fetch_add_explicit(&counters[c], n, memory_order_relaxed);
+}
+
+void
+srv_metrics_observe_compare(double seconds)
+{
+    observe(&compare_seconds, seconds);
+}
+
+static int
+render_histogram(struct srv_buf *out, const char *name, const char *help, struct histogram *h)
+{
+    int rc = srv_buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (size_t b = 0; rc == 0 && b <= N_BUCKETS; b++) {
+        cum += atomic_load_explicit(&h->count[b], memory_order_relaxed);
+        if (b < N_BUCKETS)
+            rc = srv_buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, buckets[b],
+                                (unsigned long long)cum);
+        else
+            rc =
+                srv_buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+    }
+    if (rc == 0)
+        rc = srv_buf_printf(out, "%s_sum %.6f\n%s_count %llu\n", name,
+                            (double)atomic_load_explicit(&h->sum_us, memory_order_relaxed) / 1e6,
+                            name, (unsigned long long)cum);
+    return rc;
+}
+
+int
+srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
+{
+    _Static_assert(MAX_ROUTES >= 16, "room for the route table");
+    if (srv_route_count > MAX_ROUTES)
+        return gd_err_set(err, SRV_EINTERNAL, "more routes than metrics slots");
+    int rc = srv_buf_printf(out, "# HELP gpudiffd_http_requests_total HTTP requests answered, "
+                                 "by route pattern, method and status (0: no answer sent).\n"
+                                 "# TYPE gpudiffd_http_requests_total counter\n");
+    for (int r = 0; rc == 0 && r < MAX_ROUTES + 2; r++) {
+        const char *route, *method;
+        if (r < srv_route_count) {
+            route = srv_routes[r].pattern;
+            method = srv_routes[r].method;
+        } else if (r == SLOT_STATIC) {
+            route = "static";
+            method = "GET";
+        } else if (r == SLOT_UNMATCHED) {
+            route = "unmatched";
+            method = "any";
+        } else {
+            continue;
+        }
+        for (size_t s = 0; rc == 0 && s <= N_STATUS; s++) {
+            uint64_t n = atomic_load_explicit(&requests[r][s], memory_order_relaxed);
+            if (n == 0)
+                continue;
+            char status[16];
+            if (s < N_STATUS)
+                snprintf(status, sizeof status, "%u", statuses[s]);
+            else
+                snprintf(status, sizeof status, "other");
+            rc = srv_buf_printf(out,
+                                "gpudiffd_http_requests_total{route=\"%s\",method=\"%s\","
+                                "status=\"%s\"} %llu\n",
+                                route, method, status, (unsigned long long)n);
+        }
+    }
+    if (rc == 0)
+        rc = render_histogram(out, "gpudiffd_http_request_duration_seconds",
+                              "Time from a request's headers to its answer.", &request_seconds);
+    if (rc == 0)
+        rc = render_histogram(out, "gpudiffd_compare_duration_seconds",
+                              "Time to compare two runs layer by layer.", &compare_seconds);
+    for (int c = 0; rc == 0 && c < SRV_M_COUNTER_COUNT; c++)
+        rc = srv_buf_printf(
+            out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counter_info[c].name,
+            counter_info[c].help, counter_info[c].name, counter_info[c].name,
+            (unsigned long long)atomic_load_explicit(&counters[c], memory_order_relaxed));
+    if (rc != 0)
+        return gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
+
+    int64_t uploading, complete, blobs, raw, stored;
+    rc = srv_db_runs_count(db, &uploading, &complete, err);
+    if (rc == 0)
+        rc = srv_db_blob_totals(db, &blobs, &raw, &stored, err);
+    if (rc != 0)
+        return rc;
+    rc = srv_buf_printf(out,
+                        "# HELP gpudiffd_runs Runs in the database, by state.\n"
+                        "# TYPE gpudiffd_runs gauge\n"
+                        "gpudiffd_runs{state=\"uploading\"} %lld\n"
+                        "gpudiffd_runs{state=\"complete\"} %lld\n"
+                        "# HELP gpudiffd_blobs Distinct tensors stored.\n"
+                        "# TYPE gpudiffd_blobs gauge\n"
+                        "gpudiffd_blobs %lld\n"
+                        "# HELP gpudiffd_blob_bytes Size of the stored tensors, raw and as "
+                        "stored (shuffled and compressed).\n"
+                        "# TYPE gpudiffd_blob_bytes gauge\n"
+                        "gpudiffd_blob_bytes{form=\"raw\"} %lld\n"
+                        "gpudiffd_blob_bytes{form=\"stored\"} %lld\n",
+                        (long long)uploading, (long long)complete, (long long)blobs, (long long)raw,
+                        (long long)stored);
+    return rc == 0 ? 0 : gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
+}

@@ -1,0 +1,48 @@
+/* route_health.c: GET /healthz (the database answers) and GET /metrics (Prometheus). */
+#include <stdlib.h>
+
+#include "gpudiff/run.h"
+#include "db.h"
+#include "server.h"
+
+int
+srv_health_get(struct srv_req *req)
+{
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        return req->err.code;
+    int version = 0;
+    struct gd_err err;
+    int rc = srv_db_version(db, &version, &err);
+    srv_req_db_release(req, db);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+    return srv_reply_json(req, 200,
+                          json_pack("{s:s,s:s,s:i}", "status", "ok", "version", gd_version(),
+                                    "schema_version", version));
+}
+
+int
+srv_metrics_get(struct srv_req *req)
+{
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        return req->err.code;
+    struct srv_buf text = {0};
+    struct gd_err err;
+    int rc = srv_metrics_render(db, &text, &err);
+    srv_req_db_release(req, db);
+    if (rc != 0) {
+        srv_buf_fini(&text);
+        return srv_req_fail_err(req, &err);
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(text.len, text.data, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        srv_buf_fini(&text);
+        return srv_req_fail(req, GD_ENOMEM, "out of memory");
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8");
+    return srv_reply(req, 200, resp);
+}

@@ -1,0 +1,489 @@
+/*
+ * route_layers.c: PUT /api/v1/runs/{id}/layers/{index} and GET .../layers/{index}.npy.
+ *
+ * An upload is a .npy body streamed through in pieces: its header is checked against the
+ * layer record (dtype, shape, C order, little-endian) and the body's length against header
+ * plus data; the data is hashed and, unless it is already stored, shuffled and compressed
+ * into an anonymous spill file. Only when the whole body checked out does one transaction
+ * store the blob and mark the layer present, so a failed or cut upload leaves no row behind,
+ * and the spill file, never named, vanishes with its descriptor even on kill -9.
+ *
+ * A download streams the blob back: read from SQLite in pieces, decompressed, unshuffled,
+ * after a .npy header made afresh (the same bytes numpy and the agent write), and hashed on
+ * the way so damaged data ends the response with an error instead of being delivered.
+ */
+#define _GNU_SOURCE /* O_TMPFILE and mkostemp */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpudiff/hash.h"
+#include "gpudiff/io.h"
+#include "blob.h"
+#include "db.h"
+#include "server.h"
+
+/* A .npy header longer than this is refused (numpy writes about 128 bytes). */
+#define HEAD_MAX  65536
+#define MAX_INDEX 1000000
+
+struct layer_put {
+    char run_id[40];
+    int index;
+    struct srv_layer_spec spec;
+    unsigned char *head; /* the header's bytes until it is parsed */
+    size_t head_len, head_need;
+    int head_done;
+    size_t header_len;
+    uint64_t data_got;
+    struct gd_sha256 hash;
+    int hash_live;
+    int store; /* 0: the data is already stored; only verify it */
+    int spill_fd;
+    struct srv_blob_enc *enc;
+};
+
+static void
+layer_put_free(void *p)
+{
+    struct layer_put *u = p;
+    if (u->hash_live)
+        gd_sha256_fini(&u->hash);
+    srv_blob_enc_free(u->enc);
+    if (u->spill_fd >= 0)
+        close(u->spill_fd);
+    free(u->head);
+    free(u);
+}
+
+static int
+spill_write(void *user, const void *data, size_t len, struct gd_err *err)
+{
+    struct layer_put *u = user;
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(u->spill_fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return gd_err_set(err, GD_EIO, "spill file: %s", strerror(errno));
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A file without a name: nothing is left behind whatever happens to the process. */
+static int
+spill_open(const char *dir, int *fd, struct gd_err *err)
+{
+#ifdef O_TMPFILE
+    int f = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (f >= 0) {
+        *fd = f;
+        return 0;
+    }
+#endif
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/.gpudiffd-spill-XXXXXX", dir) >= (int)sizeof path)
+        return gd_err_set(err, GD_EIO, "spill folder path too long");
+    int t = mkostemp(path, O_CLOEXEC);
+    if (t < 0)
+        return gd_err_set(err, GD_EIO, "cannot make a spill file in %s: %s", dir, strerror(errno));
+    unlink(path);
+    *fd = t;
+    return 0;
+}
+
+/* Run id and layer index from the path. */
+static int
+layer_params(struct srv_req *req, const char **run_id, int *index)
+{
+    int64_t v;
+    if (!srv_is_uuid(req->params[0]))
+        return srv_req_fail(req, SRV_EBADREQ, "a run id is a lowercase UUID version 4");
+    if (srv_parse_int(req->params[1], 0, MAX_INDEX, &v) != 0)
+        return srv_req_fail(req, SRV_EBADREQ, "a layer index is an integer from 0 to %d",
+                            MAX_INDEX);
+    *run_id = req->params[0];
+    *index = (int)v;
+    return 0;
+}
+
+int
+srv_layer_put_begin(struct srv_req *req)
+{
+    const char *run_id;
+    int index;
+    if (layer_params(req, &run_id, &index) != 0)
+        return req->err.code;
+    struct layer_put *u = calloc(1, sizeof *u);
+    if (u == NULL)
+        return srv_req_fail(req, GD_ENOMEM, "out of memory");
+    u->spill_fd = -1;
+    u->index = index;
+    snprintf(u->run_id, sizeof u->run_id, "%s", run_id);
+    req->ctx = u;
+    req->ctx_free = layer_put_free;
+
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        return req->err.code;
+    struct gd_err err;
+    int rc = srv_db_layer_spec(db, run_id, index, &u->spec, &err);
+    srv_req_db_release(req, db);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+    /* Lengths that cannot be right are refused before a byte of the body is read. */
+    if (req->content_length < u->spec.raw_size + 10 ||
+        req->content_length > u->spec.raw_size + HEAD_MAX)
+        return srv_req_fail(req, SRV_EBADBODY,
+                            "the body is %llu bytes; layer %d holds %llu bytes of data, so its "
+                            ".npy is that plus a header of 10 to %d bytes",
+                            (unsigned long long)req->content_length, index,
+                            (unsigned long long)u->spec.raw_size, HEAD_MAX);
+    rc = gd_sha256_init(&u->hash, &err);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+    u->hash_live = 1;
+    u->head_need = 12;
+    u->head = malloc(u->head_need);
+    if (u->head == NULL)
+        return srv_req_fail(req, GD_ENOMEM, "out of memory");
+    u->store = !u->spec.present && !u->spec.blob_stored;
+    if (u->store) {
+        rc = spill_open(req->srv->spill_dir, &u->spill_fd, &err);
+        if (rc == 0)
+            rc = srv_blob_enc_new(gd_dtype_size(u->spec.dtype), u->spec.raw_size,
+                                  (int)req->srv->cfg.compress_level, spill_write, u, &u->enc, &err);
+        if (rc != 0)
+            return srv_req_fail_err(req, &err);
+    }
+    return 0;
+}
+
+/* The header is complete: it must describe exactly the layer's record. */
+static int
+head_check(struct srv_req *req, struct layer_put *u)
+{
+    struct gd_npy_header h;
+    struct gd_err err;
+    if (gd_npy_header_parse(u->head, u->header_len, "body", &h, &err) != 0)
+        return srv_req_fail(req, SRV_EBADBODY, "%s", err.msg);
+    const struct srv_layer_spec *s = &u->spec;
+    char want[128], got[128];
+    gd_shape_format(s->ndim, s->shape, want, sizeof want);
+    gd_shape_format(h.ndim, h.shape, got, sizeof got);
+    if (h.dtype != s->dtype)
+        return srv_req_fail(req, SRV_EBADBODY, "the body's dtype is %s; layer %d is %s",
+                            gd_dtype_name(h.dtype), u->index, gd_dtype_name(s->dtype));
+    if (h.ndim != s->ndim || memcmp(h.shape, s->shape, sizeof(int64_t) * (size_t)h.ndim) != 0)
+        return srv_req_fail(req, SRV_EBADBODY, "the body's shape is %s; layer %d is %s", got,
+                            u->index, want);
+    if (h.fortran_order)
+        return srv_req_fail(req, SRV_EBADBODY, "the body is in Fortran order; send C order");
+    if (h.big_endian && gd_dtype_size(h.dtype) > 1)
+        return srv_req_fail(req, SRV_EBADBODY, "the body is big-endian; send little-endian");
+    uint64_t want_len = (uint64_t)h.header_len + h.data_len;
+    if (req->content_length != want_len)
+        return srv_req_fail(req, SRV_EBADBODY,
+                            "the body is %llu bytes but its header (%zu bytes) says %zu bytes "
+                            "of data follow: %llu in all",
+                            (unsigned long long)req->content_length, h.header_len, h.data_len,
+                            (unsigned long long)want_len);
+    u->head_done = 1;
+    free(u->head);
+    u->head = NULL;
+    return 0;
+}
+
+/* Takes header bytes from data; *used says how many. */
+static int
+head_take(struct srv_req *req, struct layer_put *u, const char *data, size_t len, size_t *used)
+{
+    size_t n = u->head_need - u->head_len;
+    if (n > len)
+        n = len;
+    memcpy(u->head + u->head_len, data, n);
+    u->head_len += n;
+    *used = n;
+    static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+    size_t cmp = u->head_len < 6 ? u->head_len : 6;
+    if (memcmp(u->head, magic, cmp) != 0)
+        return srv_req_fail(req, SRV_EBADBODY, "the body is not a .npy (bad magic)");
+    if (u->head_len < u->head_need)
+        return 0;
+    if (u->header_len == 0) {
+        /* 12 bytes in: the format version says how long the header is. */
+        unsigned major = u->head[6];
+        if (major < 1 || major > 3 || u->head[7] != 0)
+            return srv_req_fail(req, SRV_EBADBODY, "unsupported .npy format version %u.%u", major,
+                                u->head[7]);
+        const unsigned char *b = u->head + 8;
+        uint64_t dict = major == 1 ? (uint64_t)(b[0] | b[1] << 8)
+                                   : (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 |
+                                         (uint64_t)b[3] << 24;
+        uint64_t total = (major == 1 ? 10 : 12) + dict;
+        /* The shortest dict numpy can read is far longer than the 2 bytes asked for here. */
+        if (total <= 12 || total > HEAD_MAX || total > req->content_length)
+            return srv_req_fail(req, SRV_EBADBODY, "the .npy header claims %llu bytes",
+                                (unsigned long long)total);
+        u->header_len = (size_t)total;
+        unsigned char *h = realloc(u->head, u->header_len);
+        if (h == NULL)
+            return srv_req_fail(req, GD_ENOMEM, "out of memory");
+        u->head = h;
+        u->head_need = u->header_len;
+        return 0;
+    }
+    return head_check(req, u);
+}
+
+int
+srv_layer_put_chunk(struct srv_req *req, const char *data, size_t len)
+{
+    struct layer_put *u = req->ctx;
+    srv_metrics_add(SRV_M_BODY_BYTES, len);
+    while (len > 0) {
+        if (!u->head_done) {
+            size_t used = 0;
+            if (head_take(req, u, data, len, &used) != 0)
+                return req->err.code;
+            data += used;
+            len -= used;
+            continue;
+        }
+        struct gd_err err;
+        int rc = gd_sha256_update(&u->hash, data, len, &err);
+        if (rc == 0 && u->store)
+            rc = srv_blob_enc_write(u->enc, data, len, &err);
+        if (rc != 0)
+            return srv_req_fail_err(req, &err);
+        u->data_got += len;
+        len = 0;
+    }
+    return 0;
+}
+
+int
+srv_layer_put_end(struct srv_req *req)
+{
+    struct layer_put *u = req->ctx;
+    if (!u->head_done)
+        return srv_req_fail(req, SRV_EBADBODY, "the body is not a .npy (%llu bytes)",
+                            (unsigned long long)req->body_bytes);
+    if (u->data_got != u->spec.raw_size)
+        return srv_req_fail(req, SRV_EBADBODY, "the body holds %llu bytes of data, not %llu",
+                            (unsigned long long)u->data_got, (unsigned long long)u->spec.raw_size);
+    char sha[65];
+    struct gd_err err;
+    u->hash_live = 0;
+    int rc = gd_sha256_final(&u->hash, sha, &err);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+    if (strcmp(sha, u->spec.sha256) != 0)
+        return srv_req_fail(req, SRV_EHASH,
+                            "the data's SHA-256 is %s; layers[%d].sha256 of the run says %s", sha,
+                            u->index, u->spec.sha256);
+    uint64_t stored_size = 0;
+    struct srv_blob_spill spill;
+    if (u->store) {
+        rc = srv_blob_enc_finish(u->enc, &stored_size, &err);
+        if (rc != 0)
+            return srv_req_fail_err(req, &err);
+        spill.fd = u->spill_fd;
+        spill.dtype = gd_dtype_name(u->spec.dtype);
+        spill.elem_size = (int)gd_dtype_size(u->spec.dtype);
+        spill.raw_size = u->spec.raw_size;
+        spill.stored_size = stored_size;
+        spill.codec = SRV_BLOB_CODEC;
+    }
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        return req->err.code;
+    int stored = 0, was_present = 0;
+    rc = srv_db_layer_commit(db, u->run_id, u->index, sha, u->store ? &spill : NULL, srv_now(),
+                             &stored, &was_present, &err);
+    srv_req_db_release(req, db);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+    if (!was_present)
+        srv_metrics_add(SRV_M_LAYERS_STORED, 1);
+    if (stored) {
+        srv_metrics_add(SRV_M_BLOBS_WRITTEN, 1);
+        srv_metrics_add(SRV_M_TENSOR_BYTES, u->spec.raw_size);
+        srv_metrics_add(SRV_M_STORED_BYTES, stored_size);
+        SRV_LOG(GD_LOG_DEBUG, req, "layer %d of run %s: %llu bytes stored as %llu", u->index,
+                u->run_id, (unsigned long long)u->spec.raw_size, (unsigned long long)stored_size);
+    } else if (!was_present) {
+        srv_metrics_add(SRV_M_BLOBS_DEDUP, 1);
+    }
+    json_t *out = json_pack("{s:s,s:i,s:s,s:b,s:I}", "run", u->run_id, "index", u->index, "sha256",
+                            sha, "stored", stored, "raw_size", (json_int_t)u->spec.raw_size);
+    if (out != NULL && stored)
+        json_object_set_new(out, "stored_size", json_integer((json_int_t)stored_size));
+    return srv_reply_json(req, was_present ? 200 : 201, out);
+}
+
+/* ---- download ---- */
+
+struct layer_get {
+    struct srv_store *store;
+    struct srv_db *db;  /* held during one read callback only */
+    sqlite3_blob *blob; /* open during one read callback only */
+    char req_id[48];
+    int64_t blob_id;
+    uint64_t stored_size, in_off;
+    unsigned char header[256];
+    size_t header_len;
+    uint64_t raw_size, raw_done, pos;
+    struct srv_blob_dec *dec;
+    struct gd_sha256 hash;
+    int hash_live;
+    char sha256[65];
+};
+
+static void
+layer_get_free(void *p)
+{
+    struct layer_get *g = p;
+    srv_blob_dec_free(g->dec);
+    if (g->hash_live)
+        gd_sha256_fini(&g->hash);
+    free(g);
+}
+
+static int
+blob_source(void *user, void *buf, size_t cap, size_t *got, struct gd_err *err)
+{
+    struct layer_get *g = user;
+    uint64_t left = g->stored_size - g->in_off;
+    size_t n = left < cap ? (size_t)left : cap;
+    *got = 0;
+    if (n == 0)
+        return 0;
+    int rc = srv_db_blob_read(g->db, g->blob_id, &g->blob, g->in_off, buf, n, err);
+    if (rc != 0)
+        return rc;
+    g->in_off += n;
+    *got = n;
+    return 0;
+}
+
+static ssize_t
+layer_get_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct layer_get *g = cls;
+    if (pos != g->pos)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    size_t n = 0;
+    if (g->pos < g->header_len) {
+        n = g->header_len - (size_t)g->pos;
+        if (n > max)
+            n = max;
+        memcpy(buf, g->header + g->pos, n);
+    }
+    struct gd_err err;
+    int rc = 0;
+    if (n < max && g->raw_done < g->raw_size) {
+        size_t got = 0;
+        rc = srv_store_acquire(g->store, &g->db, &err);
+        if (rc == 0) {
+            rc = srv_blob_dec_read(g->dec, buf + n, max - n, &got, &err);
+            srv_db_blob_close(&g->blob);
+            srv_store_release(g->store, g->db);
+            g->db = NULL;
+        }
+        if (rc == 0)
+            rc = gd_sha256_update(&g->hash, buf + n, got, &err);
+        g->raw_done += got;
+        n += got;
+        if (rc == 0 && g->raw_done == g->raw_size) {
+            char sha[65];
+            g->hash_live = 0;
+            rc = gd_sha256_final(&g->hash, sha, &err);
+            if (rc == 0 && strcmp(sha, g->sha256) != 0)
+                rc = gd_err_set(&err, GD_EFORMAT, "stored data hashes to %s, not %s", sha,
+                                g->sha256);
+        }
+        if (rc == 0 && got == 0)
+            rc = gd_err_set(&err, GD_EFORMAT, "stored data ends early");
+    }
+    if (rc != 0) {
+        SRV_LOG(GD_LOG_ERROR, NULL, "download of request %s stopped: %s", g->req_id, err.msg);
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    g->pos += n;
+    return (ssize_t)n;
+}
+
+int
+srv_layer_get(struct srv_req *req)
+{
+    static const char *const known[] = {"include", NULL};
+    const char *run_id;
+    int index, include = 0;
+    if (srv_req_query_check(req, known) != 0 || layer_params(req, &run_id, &index) != 0)
+        return req->err.code;
+    const char *inc = srv_req_query(req, "include");
+    if (inc != NULL) {
+        if (strcmp(inc, "uploading") != 0)
+            return srv_req_fail(req, SRV_EBADREQ, "include: the only value is \"uploading\"");
+        if (srv_route_authorize(req, SRV_ROLE_AGENT) != 0)
+            return req->err.code;
+        include = 1;
+    }
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        return req->err.code;
+    struct srv_layer_loc loc;
+    struct gd_err err;
+    int rc = srv_db_layer_locate(db, run_id, index, include, &loc, &err);
+    srv_req_db_release(req, db);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+
+    struct layer_get *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return srv_req_fail(req, GD_ENOMEM, "out of memory");
+    g->store = req->srv->store;
+    g->blob_id = loc.blob_id;
+    g->stored_size = loc.stored_size;
+    g->raw_size = loc.raw_size;
+    snprintf(g->sha256, sizeof g->sha256, "%s", loc.sha256);
+    snprintf(g->req_id, sizeof g->req_id, "%s", req->id);
+    rc = gd_npy_header_write(loc.dtype, loc.ndim, loc.shape, g->header, sizeof g->header,
+                             &g->header_len, &err);
+    if (rc == 0)
+        rc = srv_blob_dec_new((size_t)loc.elem_size, loc.raw_size, blob_source, g, &g->dec, &err);
+    if (rc == 0) {
+        rc = gd_sha256_init(&g->hash, &err);
+        g->hash_live = rc == 0;
+    }
+    if (rc != 0) {
+        layer_get_free(g);
+        return srv_req_fail_err(req, &err);
+    }
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        g->header_len + loc.raw_size, 1024 * 1024, layer_get_read, g, layer_get_free);
+    if (resp == NULL) {
+        layer_get_free(g);
+        return srv_req_fail(req, GD_ENOMEM, "out of memory");
+    }
+    /* The file name a browser saves it as: the bundle's name, from the safe name alphabet. */
+    char disp[320], etag[72];
+    snprintf(disp, sizeof disp, "attachment; filename=\"%04d-%s.npy\"", index, loc.name);
+    for (char *p = disp + 22; *p; p++)
+        if (*p == '/' || *p == ':' || *p == '#' || *p == '[' || *p == ']' || *p == '+' || *p == '@')
+            *p = '_';
+    snprintf(etag, sizeof etag, "\"%s\"", loc.sha256);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+    return srv_reply(req, 200, resp);
+}

@@ -1,0 +1,413 @@
+/*
+ * server.h: what gpudiffd's parts share: settings, logging, error codes and their HTTP
+ * statuses, token roles, the server object, the per-request struct and the route table.
+ * Names carry the srv_ prefix. Storage is in db.h, the tensor codec in blob.h.
+ */
+#ifndef GPUDIFF_SERVER_H
+#define GPUDIFF_SERVER_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "gpudiff/error.h"
+#include "gpudiff/log.h"
+
+struct srv_db;
+struct srv_store;
+
+/* ---- errors ---- */
+
+/*
+ * XX(name, value, HTTP status, code in JSON errors): the server's own error codes. They
+ * travel in struct gd_err like the engine's GD_E* codes, below them in value, and one table
+ * in errors.c gives both kinds their HTTP status and JSON code.
+ */
+#define SRV_ERRNO_MAP(XX)                                                                          \
+    XX(EBADJSON, -100, 400, "bad_json")                                                            \
+    XX(EBADREQ, -101, 400, "bad_request")                                                          \
+    XX(EBADBODY, -102, 400, "bad_body")                                                            \
+    XX(EHASH, -103, 400, "hash_mismatch")                                                          \
+    XX(EPATH, -104, 400, "bad_path")                                                               \
+    XX(EAUTH, -105, 401, "unauthorized")                                                           \
+    XX(EFORBIDDEN, -106, 403, "forbidden")                                                         \
+    XX(ENOTFOUND, -107, 404, "not_found")                                                          \
+    XX(EMETHOD, -108, 405, "method_not_allowed")                                                   \
+    XX(ECONFLICT, -109, 409, "conflict")                                                           \
+    XX(EINCOMPLETE, -110, 409, "run_incomplete")                                                   \
+    XX(EGONE, -111, 410, "gone")                                                                   \
+    XX(ELENGTH, -112, 411, "length_required")                                                      \
+    XX(ETOOBIG, -113, 413, "body_too_large")                                                       \
+    XX(EMEDIA, -114, 415, "unsupported_media_type")                                                \
+    XX(EBUSY, -115, 503, "busy")                                                                   \
+    XX(EINTERNAL, -116, 500, "internal")
+
+enum srv_errno {
+#define SRV__ERR_ENUM(name, value, status, code) SRV_##name = (value),
+    SRV_ERRNO_MAP(SRV__ERR_ENUM)
+#undef SRV__ERR_ENUM
+};
+
+/* The HTTP status for a GD_E* or SRV_E* code (500 for a code in neither list). */
+unsigned srv_err_status(int code);
+
+/* The code's name in JSON errors ("bad_body", "not_found", ...). */
+const char *srv_err_code(int code);
+
+/* ---- token roles: each includes what the ones before it may do ---- */
+
+enum srv_role {
+    SRV_ROLE_NONE = 0, /* no token */
+    SRV_ROLE_VIEWER,   /* read runs, models, tensors */
+    SRV_ROLE_AGENT,    /* and write runs */
+    SRV_ROLE_ADMIN     /* and pick baselines, manage tokens */
+};
+
+/* "none", "viewer", "agent", "admin". */
+const char *srv_role_name(enum srv_role role);
+
+/* Parses "viewer", "agent" or "admin"; -1 for anything else. */
+int srv_role_from_name(const char *name);
+
+/* ---- settings (config.c): one table drives the file parser, the flags and --help ---- */
+
+enum srv_setting_type {
+    SRV_SET_STRING, /* free text (paths) */
+    SRV_SET_LISTEN, /* host:port, [v6]:port */
+    SRV_SET_INT,    /* a decimal integer within min..max */
+    SRV_SET_BYTES,  /* an integer with an optional K, M or G suffix (powers of 1024) */
+    SRV_SET_BOOL,   /* true|false|yes|no|on|off|1|0; a bare flag means true */
+    SRV_SET_CHOICE  /* one word of `choices`, stored as its position */
+};
+
+#define SRV_PATH_MAX     1024
+#define SRV_SETTINGS_MAX 32
+
+struct srv_config {
+    char listen[256];
+    char db[SRV_PATH_MAX];
+    char web_root[SRV_PATH_MAX];
+    char spill_dir[SRV_PATH_MAX];
+    int64_t max_body;
+    int64_t max_json;
+    int64_t threads;
+    int64_t max_connections;
+    int64_t timeout;
+    int64_t require_auth_read;
+    int64_t retention_days;
+    int64_t compress_level;
+    int64_t busy_timeout_ms;
+    int64_t db_sync;                      /* 0 normal, 1 full */
+    int64_t log_level;                    /* enum gd_log_level */
+    unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
+};
+
+enum { SRV_FROM_DEFAULT, SRV_FROM_FILE, SRV_FROM_FLAG };
+
+struct srv_setting {
+    const char *name; /* the flag without "--", the key in the file */
+    enum srv_setting_type type;
+    int64_t min, max;    /* INT and BYTES */
+    const char *def;     /* the default, as it would be written in the file */
+    const char *help;    /* one line */
+    size_t offset;       /* of the field in struct srv_config */
+    size_t size;         /* of a STRING or LISTEN field */
+    const char *choices; /* CHOICE: "a|b|c" */
+};
+
+extern const struct srv_setting srv_settings[];
+extern const int srv_setting_count;
+
+/* Fills cfg with every setting's default. */
+void srv_config_init(struct srv_config *cfg);
+
+/* Sets one setting from its text; `where` ("--db", "FILE:LINE") starts error messages. */
+int srv_config_set(struct srv_config *cfg, const char *name, const char *value, const char *where,
+                   struct gd_err *err);
+
+/* Reads `name = value` lines; '#' starts a comment. Unknown names and bad values fail. */
+int srv_config_load_file(struct srv_config *cfg, const char *path, struct gd_err *err);
+
+/*
+ * Applies argv[0..argc): first the file of --config FILE (if any), then every settings flag
+ * (--name VALUE, --name=VALUE, a bare --flag for a boolean), so flags override the file
+ * whatever their order. Arguments that are not settings flags are copied, in order, to
+ * rest (which has room for argc entries); *n_rest gets their number.
+ */
+int srv_config_args(struct srv_config *cfg, int argc, char **argv, char **rest, int *n_rest,
+                    struct gd_err *err);
+
+/* The flags and their help, from the table. */
+void srv_config_usage(FILE *out);
+
+/* The commented example configuration file (deploy/gpudiffd.conf.example is this text). */
+void srv_config_write_example(FILE *out);
+
+/* The effective settings, in the file's form. */
+void srv_config_write(const struct srv_config *cfg, FILE *out);
+
+/* Logs the effective settings, one line each. */
+void srv_config_log(const struct srv_config *cfg);
+
+/* Splits cfg->listen into host and port. */
+int srv_listen_parse(const char *listen, char *host, size_t host_size, int *port,
+                     struct gd_err *err);
+
+/* ---- logging (log.c): to stderr, each line tagged with the request id ---- */
+
+struct srv_req;
+
+extern int srv_log_level;
+
+/* Formats only when the level is on, so a debug line costs nothing in production. */
+#define SRV_LOG(level, req, ...)                                                                   \
+    do {                                                                                           \
+        if ((int)(level) <= srv_log_level)                                                         \
+            srv_log_write((level), (req), __VA_ARGS__);                                            \
+    } while (0)
+
+void srv_log_write(enum gd_log_level level, const struct srv_req *req, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Routes the engine's log sink into SRV_LOG. */
+void srv_log_init(int level);
+
+/* ---- small helpers (util.c) ---- */
+
+/* Seconds since the epoch, and a monotonic clock in seconds for durations. */
+int64_t srv_now(void);
+double srv_clock(void);
+
+/*
+ * Parses an RFC 3339 date-time ("2026-11-30T08:21:16Z", fractions and offsets allowed) or,
+ * with date_only_ok, a date ("2026-11-30", midnight UTC) into epoch seconds.
+ */
+int srv_time_parse(const char *text, int date_only_ok, int64_t *out);
+
+/* Writes epoch seconds as "2026-11-30T08:21:16Z". */
+void srv_time_format(int64_t t, char out[32]);
+
+/* A decimal integer of digits only (no sign, no spaces) within min..max; -1 otherwise. */
+int srv_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
+
+/* 1 when s is a lowercase UUID v4 as run.json's id pattern has it. */
+int srv_is_uuid(const char *s);
+
+/* 1 when s is 64 lowercase hex digits. */
+int srv_is_sha256(const char *s);
+
+/*
+ * 1 when s is a name gpudiffd accepts: 1..max bytes of [A-Za-z0-9] and the punctuation in
+ * `extra`. Layer names get "._:/-+@#[]" (ONNX and framework names), model names "._:-+@"
+ * (they are path segments in the API).
+ */
+int srv_is_name(const char *s, size_t max, const char *extra);
+
+#define SRV_LAYER_NAME_CHARS "._:/-+@#[]"
+#define SRV_MODEL_NAME_CHARS "._:-+@"
+
+/* A growable byte buffer. */
+struct srv_buf {
+    char *data;
+    size_t len, cap;
+};
+
+int srv_buf_append(struct srv_buf *b, const void *data, size_t len);
+int srv_buf_printf(struct srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void srv_buf_fini(struct srv_buf *b);
+
+/* ---- the server ---- */
+
+struct srv_server {
+    struct srv_config cfg;
+    struct srv_store *store;
+    struct MHD_Daemon *mhd;
+    char web_root[PATH_MAX];  /* realpath of cfg.web_root; "" serves no files */
+    char spill_dir[PATH_MAX]; /* where uploads are compressed before their commit */
+    int port;                 /* bound port */
+    uint32_t boot_id;         /* random, starts every request id */
+};
+
+/* Starts libmicrohttpd on cfg.listen. */
+int srv_http_start(struct srv_server *srv, struct gd_err *err);
+void srv_http_stop(struct srv_server *srv);
+
+/* ---- requests and routes ---- */
+
+#define SRV_MAX_PARAMS 3
+#define SRV_PARAM_MAX  160
+
+enum srv_body { SRV_BODY_NONE, SRV_BODY_JSON, SRV_BODY_STREAM };
+
+struct srv_route;
+
+/*
+ * One request: made in the first libmicrohttpd callback, freed in the completion callback.
+ * Everything a handler allocates hangs off ctx, released through ctx_free.
+ */
+struct srv_req {
+    struct srv_server *srv;
+    struct MHD_Connection *conn;
+    char id[48];
+    char method[16];
+    char *path;                    /* owned */
+    const struct srv_route *route; /* NULL: static files, or nothing matched */
+    int metrics_route;             /* index for srv_metrics_request() */
+    int n_params;
+    char params[SRV_MAX_PARAMS][SRV_PARAM_MAX];
+    enum srv_role role; /* of the token sent; NONE without one */
+    int64_t token_id;   /* 0 without a token */
+    int has_length;
+    uint64_t content_length;
+    uint64_t body_bytes; /* received so far */
+    struct gd_err err;   /* the first error; answered once the body is in */
+    char allow[64];      /* methods of the path, for a 405 */
+    struct srv_buf body; /* SRV_BODY_JSON bodies (at most --max-json) */
+    void *ctx;
+    void (*ctx_free)(void *ctx);
+    struct MHD_Response *resp; /* the answer, once made */
+    unsigned status;
+    double t_start;
+};
+
+/*
+ * A route: method + path pattern, where "{name}" stands for one path segment and may be
+ * followed by a literal suffix ("{index}.npy"). Handlers return 0 or an error code with
+ * req->err filled; `end` makes the response (srv_reply_*).
+ */
+struct srv_route {
+    const char *method;
+    const char *pattern;
+    enum srv_role role; /* VIEWER: open unless --require-auth-read */
+    enum srv_body body;
+    int (*begin)(struct srv_req *req);                               /* may be NULL */
+    int (*chunk)(struct srv_req *req, const char *data, size_t len); /* STREAM bodies */
+    int (*end)(struct srv_req *req);
+};
+
+extern const struct srv_route srv_routes[];
+extern const int srv_route_count;
+
+/*
+ * Finds the route for method and path, filling req->params. SRV_ENOTFOUND when no pattern
+ * matches, SRV_EMETHOD when one matches with another method (allow gets "GET, POST").
+ */
+int srv_route_find(struct srv_req *req, char *allow, size_t allow_size);
+
+/* Checks the token the request sent against the role the route needs. */
+int srv_route_authorize(struct srv_req *req, enum srv_role need);
+
+/* Records an error in req (the first one wins) and returns its code. */
+int srv_req_fail(struct srv_req *req, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Copies an error from a struct gd_err into req (the first one wins). */
+int srv_req_fail_err(struct srv_req *req, const struct gd_err *err);
+
+/* A query-string value, or NULL. */
+const char *srv_req_query(struct srv_req *req, const char *key);
+
+/* Fails with SRV_EBADREQ when the query has a key outside the NULL-terminated list. */
+int srv_req_query_check(struct srv_req *req, const char *const *known);
+
+/* The response: JSON (steals body), an error from req->err, or one made by the caller. */
+int srv_reply_json(struct srv_req *req, unsigned status, json_t *body);
+int srv_reply_error(struct srv_req *req);
+int srv_reply(struct srv_req *req, unsigned status, struct MHD_Response *resp);
+
+/* Acquires a database connection for the request or fails it with SRV_EBUSY. */
+struct srv_db *srv_req_db(struct srv_req *req);
+void srv_req_db_release(struct srv_req *req, struct srv_db *db);
+
+/* ---- handlers ---- */
+
+int srv_health_get(struct srv_req *req);
+int srv_metrics_get(struct srv_req *req);
+int srv_models_list(struct srv_req *req);
+int srv_models_baseline(struct srv_req *req);
+int srv_runs_create(struct srv_req *req);
+int srv_runs_list(struct srv_req *req);
+int srv_runs_get(struct srv_req *req);
+int srv_runs_finish(struct srv_req *req);
+int srv_layer_put_begin(struct srv_req *req);
+int srv_layer_put_chunk(struct srv_req *req, const char *data, size_t len);
+int srv_layer_put_end(struct srv_req *req);
+int srv_layer_get(struct srv_req *req);
+int srv_tokens_create(struct srv_req *req);
+int srv_tokens_list(struct srv_req *req);
+int srv_tokens_revoke(struct srv_req *req);
+
+/* Serves a file under --web-root (GET and HEAD of paths outside /api/). */
+int srv_static_serve(struct srv_req *req);
+
+/* ---- metrics (metrics.c) ---- */
+
+enum srv_counter {
+    SRV_M_BODY_BYTES,   /* layer body bytes received */
+    SRV_M_TENSOR_BYTES, /* tensor bytes of new blobs */
+    SRV_M_STORED_BYTES, /* their compressed size */
+    SRV_M_BLOBS_WRITTEN,
+    SRV_M_BLOBS_DEDUP, /* layers whose data was already stored */
+    SRV_M_LAYERS_STORED,
+    SRV_M_RUNS_CREATED,
+    SRV_M_RUNS_FINISHED,
+    SRV_M_COUNTER_COUNT
+};
+
+/* metrics_route for requests that matched no route, and for static files. */
+#define SRV_METRICS_UNMATCHED (-1)
+#define SRV_METRICS_STATIC    (-2)
+
+void srv_metrics_request(int route, unsigned status, double seconds);
+void srv_metrics_add(enum srv_counter c, uint64_t n);
+
+/* For the comparison service: one comparison of two runs took this long. */
+void srv_metrics_observe_compare(double seconds);
+
+/* The Prometheus text exposition; the gauges are read from db. */
+int srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err);
+
+/* ---- tokens (auth.c) ---- */
+
+#define SRV_TOKEN_PREFIX       "gd_"
+#define SRV_TOKEN_RANDOM_BYTES 32
+#define SRV_TOKEN_LEN          (3 + 43) /* "gd_" + base64url of 32 bytes without padding */
+
+/* RFC 4648 base64url without padding; out needs 4*ceil(len/3)+1 bytes. */
+void srv_base64url(const unsigned char *in, size_t len, char *out);
+
+/* A new token from the system's random source. */
+int srv_token_generate(char out[SRV_TOKEN_LEN + 1], struct gd_err *err);
+
+/* 1 when s has a token's form: "gd_" and 43 base64url characters. */
+int srv_token_well_formed(const char *s);
+
+/* The SHA-256 of the whole token text, as stored. */
+int srv_token_hash(const char *token, char hex[65], struct gd_err *err);
+
+/*
+ * Makes a token of role with a label (at most 64 printable characters), stores its hash
+ * and returns the token, which exists nowhere else afterwards.
+ */
+int srv_token_create(struct srv_db *db, enum srv_role role, const char *label,
+                     char token[SRV_TOKEN_LEN + 1], int64_t *id, struct gd_err *err);
+
+/*
+ * The token in an Authorization header value ("Bearer gd_..."), copied to out; SRV_EAUTH
+ * naming what is wrong otherwise.
+ */
+int srv_token_from_header(const char *header, char out[SRV_TOKEN_LEN + 1], struct gd_err *err);
+
+/* ---- retention (retention.c) ---- */
+
+struct srv_retention;
+
+/* Runs now and then daily in its own thread; NULL when days is 0. */
+int srv_retention_start(struct srv_store *store, int64_t days, struct srv_retention **out,
+                        struct gd_err *err);
+void srv_retention_stop(struct srv_retention *r);
+
+#endif

@@ -1,0 +1,119 @@
+# tests/integration/server.sh: what the gpudiffd integration scripts share, sourced after
+# env.sh: a daemon on 127.0.0.1 on a free port with a fresh SQLite file in $TMP (stopped on
+# exit, its log shown when the script fails), tokens, curl helpers, the seed case bundle.
+
+GPUDIFFD="$GD_BUILDDIR/gpudiffd"
+DB="$TMP/gpudiff.db"
+SERVER_PID=""
+SERVER_LOG=""
+URL=""
+server_starts=0
+
+command -v curl >/dev/null || skip "curl is not installed (deploy/setup.sh installs it)"
+command -v sqlite3 >/dev/null || skip "the sqlite3 shell is not installed (deploy/setup.sh)"
+command -v jq >/dev/null || skip "jq is not installed (deploy/setup.sh installs it)"
+
+server_cleanup() {
+    status=$?
+    if [ -n "$SERVER_PID" ]; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    if [ "$status" != 0 ] && [ "$status" != 77 ] && [ -n "$SERVER_LOG" ]; then
+        echo "---- last lines of $SERVER_LOG ----" >&2
+        tail -n 40 "$SERVER_LOG" >&2 || true
+    fi
+    rm -rf "$TMP"
+}
+trap server_cleanup EXIT
+
+# server_start [gpudiffd flags...]: starts the daemon on $DB and waits until /healthz answers.
+server_start() {
+    server_starts=$((server_starts + 1))
+    SERVER_LOG="$TMP/gpudiffd.$server_starts.log"
+    "$GPUDIFFD" --db "$DB" --listen 127.0.0.1:0 --log-level debug "$@" 2>"$SERVER_LOG" &
+    SERVER_PID=$!
+    port=""
+    tries=0
+    while [ -z "$port" ]; do
+        tries=$((tries + 1))
+        [ "$tries" -le 100 ] || fail "gpudiffd did not start"
+        kill -0 "$SERVER_PID" 2>/dev/null || fail "gpudiffd exited at start"
+        sleep 0.1
+        port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$SERVER_LOG")
+    done
+    URL="http://127.0.0.1:$port"
+    curl -sf "$URL/healthz" >/dev/null || fail "gpudiffd does not answer /healthz"
+}
+
+server_stop() {
+    kill -TERM "$SERVER_PID"
+    wait "$SERVER_PID" || fail "gpudiffd exited with $? on SIGTERM"
+    SERVER_PID=""
+}
+
+server_kill9() {
+    kill -KILL "$SERVER_PID"
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+}
+
+# token ROLE: makes a token of ROLE in $DB and prints it.
+token() {
+    "$GPUDIFFD" token create --role "$1" --db "$DB" 2>/dev/null
+}
+
+# api METHOD PATH [curl options...]: the answer's body goes to $TMP/body; prints the status.
+api() {
+    method=$1
+    path=$2
+    shift 2
+    curl -sS -o "$TMP/body" -w '%{http_code}' -X "$method" "$@" "$URL$path"
+}
+
+# expect STATUS METHOD PATH [curl options...]: the status must be STATUS.
+expect() {
+    want=$1
+    shift
+    got=$(api "$@") || fail "curl failed: $*"
+    [ "$got" = "$want" ] || fail "$1 $2: status $got, expected $want: $(head -c 600 "$TMP/body")"
+}
+
+# expect_error STATUS CODE METHOD PATH [curl options...]: a JSON error with that code.
+expect_error() {
+    want_code=$2
+    want_status=$1
+    shift 2
+    expect "$want_status" "$@"
+    jq -e --arg c "$want_code" '.error.code == $c and (.error.message | length > 0)' \
+        "$TMP/body" >/dev/null || fail "$1 $2: not the error $want_code: $(head -c 600 "$TMP/body")"
+    echo "ok: $1 $2 -> $want_status $want_code: $(jq -r .error.message "$TMP/body")"
+}
+
+# seed_bundle DIR: runs the seed case on the cpu backend into DIR.
+seed_bundle() {
+    "$AGENT" run --model "$SEED_MODEL" --weights-dir "$SEED_DIR/initializer" \
+        --input "$SEED_DIR/input.npz" --input-key inp --backend cpu --out "$1" >/dev/null
+}
+
+# upload_bundle DIR TOKEN: POST run.json, PUT every layer, finish; all must succeed.
+upload_bundle() {
+    dir=$1
+    tok=$2
+    id=$(jq -r .id "$dir/run.json")
+    st=$(api POST /api/v1/runs -H "Authorization: Bearer $tok" \
+        -H 'Content-Type: application/json' --data-binary @"$dir/run.json")
+    case "$st" in 200|201) ;; *) fail "POST run $id: $st $(head -c 600 "$TMP/body")" ;; esac
+    jq -r '.layers[] | "\(.index) \(.file)"' "$dir/run.json" > "$TMP/layers.txt"
+    while read -r index file; do
+        st=$(api PUT "/api/v1/runs/$id/layers/$index" -H "Authorization: Bearer $tok" \
+            -T "$dir/$file")
+        case "$st" in 200|201) ;; *) fail "PUT layer $index: $st $(cat "$TMP/body")" ;; esac
+    done < "$TMP/layers.txt"
+    expect 200 POST "/api/v1/runs/$id/finish" -H "Authorization: Bearer $tok"
+}
+
+# db_dump: the database's content as SQL, for before/after comparisons.
+db_dump() {
+    sqlite3 "$DB" .dump
+}

@@ -1,0 +1,353 @@
+/*
+ * check_db.c: server/db.c and the db_*.c files: migrations from an empty file, a second run
+ * that changes nothing, user_version, the connection's pragmas; and a run's life in storage:
+ * created, refused to finish while layers miss, layers committed (the second one sharing
+ * the first one's blob), finished, idempotent re-creation, conflicts, linking of known data,
+ * listing, reading a blob back, retention.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpudiff/hash.h"
+#include "blob.h"
+#include "db.h"
+#include "run_doc.h"
+
+static char db_path[64];
+
+static struct srv_db *
+fresh_db(int sync_full)
+{
+    snprintf(db_path, sizeof db_path, "/tmp/check_db.XXXXXX");
+    int fd = mkstemp(db_path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    struct srv_db_opts opts = {1000, sync_full};
+    struct srv_db *db = NULL;
+    struct gd_err err;
+    ck_assert_msg(srv_db_open(db_path, &opts, &db, &err) == 0, "%s", err.msg);
+    return db;
+}
+
+static void
+drop_db(struct srv_db *db)
+{
+    srv_db_close(db);
+    char p[80];
+    unlink(db_path);
+    snprintf(p, sizeof p, "%s-wal", db_path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", db_path);
+    unlink(p);
+}
+
+/* One text value of a query. */
+static char *
+query_text(struct srv_db *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    ck_assert_int_eq(sqlite3_prepare_v2(srv_db_conn(db), sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    char *out = strdup(t ? (const char *)t : "");
+    sqlite3_finalize(st);
+    return out;
+}
+
+START_TEST(migrate_from_empty)
+{
+    struct srv_db *db = fresh_db(0);
+    struct gd_err err;
+    int v = -1, from = -1, to = -1;
+    ck_assert_int_eq(srv_db_version(db, &v, &err), 0);
+    ck_assert_int_eq(v, 0);
+    ck_assert_msg(srv_db_migrate(db, &from, &to, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(from, 0);
+    ck_assert_int_eq(to, srv_migration_count);
+    ck_assert_int_eq(srv_db_version(db, &v, &err), 0);
+    ck_assert_int_eq(v, srv_migration_count);
+    char *tables = query_text(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM "
+                                  "sqlite_master WHERE type = 'table' AND name NOT LIKE "
+                                  "'sqlite_%' ORDER BY name)");
+    ck_assert_str_eq(tables, "baselines,blobs,diffs,layers,models,runs,tokens");
+    free(tables);
+
+    /* Again: nothing to do, nothing changed. */
+    char *schema = query_text(db, "SELECT group_concat(sql, ';') FROM sqlite_master");
+    ck_assert_int_eq(srv_db_migrate(db, &from, &to, &err), 0);
+    ck_assert_int_eq(from, srv_migration_count);
+    ck_assert_int_eq(to, srv_migration_count);
+    char *again = query_text(db, "SELECT group_concat(sql, ';') FROM sqlite_master");
+    ck_assert_str_eq(schema, again);
+    free(schema);
+    free(again);
+
+    /* The embedded files are numbered from 1 without a gap. */
+    for (int i = 0; i < srv_migration_count; i++)
+        ck_assert_int_eq(srv_migrations[i].version, i + 1);
+    ck_assert_str_eq(srv_migrations[0].name, "init");
+    drop_db(db);
+}
+END_TEST
+
+START_TEST(newer_database_refused)
+{
+    struct srv_db *db = fresh_db(0);
+    struct gd_err err;
+    ck_assert_int_eq(sqlite3_exec(srv_db_conn(db), "PRAGMA user_version=99", 0, 0, 0), SQLITE_OK);
+    ck_assert_int_eq(srv_db_migrate(db, NULL, NULL, &err), GD_ENOTSUP);
+    ck_assert_msg(strstr(err.msg, "99") != NULL, "%s", err.msg);
+    drop_db(db);
+}
+END_TEST
+
+START_TEST(pragmas)
+{
+    struct srv_db *db = fresh_db(0);
+    char *mode = query_text(db, "PRAGMA journal_mode");
+    char *fk = query_text(db, "PRAGMA foreign_keys");
+    char *sync = query_text(db, "PRAGMA synchronous");
+    ck_assert_str_eq(mode, "wal");
+    ck_assert_str_eq(fk, "1");
+    ck_assert_str_eq(sync, "1"); /* NORMAL */
+    free(mode);
+    free(fk);
+    free(sync);
+    drop_db(db);
+    db = fresh_db(1);
+    sync = query_text(db, "PRAGMA synchronous");
+    ck_assert_str_eq(sync, "2"); /* FULL */
+    free(sync);
+    drop_db(db);
+}
+END_TEST
+
+/* ---- a run's life ---- */
+
+static const float layer_data[2] = {1.0f, 2.0f};
+
+static void
+make_doc(const char *id, const char *created_at, struct srv_run_doc *doc)
+{
+    char sha[65], text[2048];
+    struct gd_err err;
+    ck_assert_int_eq(gd_sha256_hex(layer_data, sizeof layer_data, sha, &err), 0);
+    snprintf(text, sizeof text,
+             "{\"format\":\"gpudiff-run\",\"version\":1,\"id\":\"%s\",\"created_at\":\"%s\","
+             "\"model\":{\"name\":\"m1\",\"sha256\":\"%064d\"},\"backend\":\"cpu\","
+             "\"env\":{\"gpu_name\":\"Test GPU\"},\"layers\":["
+             "{\"index\":0,\"name\":\"a\",\"op\":\"Relu\",\"dtype\":\"float32\",\"shape\":[2],"
+             "\"file\":\"layers/0000-a.npy\",\"sha256\":\"%s\"},"
+             "{\"index\":1,\"name\":\"b\",\"op\":\"Identity\",\"dtype\":\"float32\","
+             "\"shape\":[1,2],\"file\":\"layers/0001-b.npy\",\"sha256\":\"%s\"}]}",
+             id, created_at, 0, sha, sha);
+    ck_assert_msg(srv_run_doc_parse(text, strlen(text), 1 << 20, doc, &err) == 0, "%s", err.msg);
+}
+
+static int
+fd_sink(void *user, const void *data, size_t len, struct gd_err *err)
+{
+    (void)err;
+    return write(*(int *)user, data, len) == (ssize_t)len ? 0 : GD_EIO;
+}
+
+struct blob_src {
+    struct srv_db *db;
+    sqlite3_blob *handle;
+    int64_t id;
+    uint64_t off, size;
+};
+
+static int
+db_source(void *user, void *buf, size_t cap, size_t *got, struct gd_err *err)
+{
+    struct blob_src *s = user;
+    size_t n = s->size - s->off < cap ? (size_t)(s->size - s->off) : cap;
+    *got = 0;
+    if (n == 0)
+        return 0;
+    int rc = srv_db_blob_read(s->db, s->id, &s->handle, s->off, buf, n, err);
+    s->off += n;
+    *got = n;
+    return rc;
+}
+
+static const char *RUN_A = "11111111-1111-4111-8111-111111111111";
+static const char *RUN_B = "22222222-2222-4222-8222-222222222222";
+
+START_TEST(run_life)
+{
+    struct srv_db *db = fresh_db(0);
+    struct gd_err err;
+    ck_assert_int_eq(srv_db_migrate(db, NULL, NULL, &err), 0);
+    struct srv_run_doc a;
+    make_doc(RUN_A, "2026-01-02T03:04:05Z", &a);
+    int created = -1;
+    ck_assert_msg(srv_db_run_create(db, &a, 1000, &created, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(created, 1);
+
+    ck_assert_int_eq(srv_db_run_finish(db, RUN_A, 1001, &err), SRV_EINCOMPLETE);
+    ck_assert_msg(strstr(err.msg, "2 of 2") != NULL, "%s", err.msg);
+    json_t *run = NULL;
+    ck_assert_int_eq(srv_db_run_get(db, RUN_A, 0, &run, &err), SRV_ENOTFOUND);
+    ck_assert_int_eq(srv_db_run_get(db, RUN_A, 1, &run, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(run, "state")), "uploading");
+    ck_assert_int_eq(json_array_size(json_object_get(run, "layers_missing")), 2);
+    json_decref(run);
+
+    /* Layer 0 brings the data; layer 1 has the same bytes and shares the blob. */
+    struct srv_layer_spec spec;
+    ck_assert_int_eq(srv_db_layer_spec(db, RUN_A, 0, &spec, &err), 0);
+    ck_assert_int_eq(spec.present, 0);
+    ck_assert_int_eq(spec.blob_stored, 0);
+    ck_assert_int_eq(spec.raw_size, 8);
+    ck_assert_int_eq(srv_db_layer_spec(db, RUN_A, 2, &spec, &err), SRV_ENOTFOUND);
+    char spill_path[] = "/tmp/check_db_spill.XXXXXX";
+    int fd = mkstemp(spill_path);
+    unlink(spill_path);
+    struct srv_blob_enc *enc = NULL;
+    uint64_t stored_size = 0;
+    ck_assert_int_eq(srv_blob_enc_new(4, 8, 3, fd_sink, &fd, &enc, &err), 0);
+    ck_assert_int_eq(srv_blob_enc_write(enc, layer_data, 8, &err), 0);
+    ck_assert_int_eq(srv_blob_enc_finish(enc, &stored_size, &err), 0);
+    srv_blob_enc_free(enc);
+    struct srv_blob_spill spill = {fd, "float32", 4, 8, stored_size, SRV_BLOB_CODEC};
+    int stored = -1, was_present = -1;
+    const char *sha = a.layers[0].sha256;
+    ck_assert_msg(
+        srv_db_layer_commit(db, RUN_A, 0, sha, &spill, 1002, &stored, &was_present, &err) == 0,
+        "%s", err.msg);
+    ck_assert_int_eq(stored, 1);
+    ck_assert_int_eq(was_present, 0);
+    ck_assert_int_eq(srv_db_layer_spec(db, RUN_A, 1, &spec, &err), 0);
+    ck_assert_int_eq(spec.blob_stored, 1);
+    ck_assert_int_eq(
+        srv_db_layer_commit(db, RUN_A, 1, sha, NULL, 1003, &stored, &was_present, &err), 0);
+    ck_assert_int_eq(stored, 0);
+    ck_assert_int_eq(was_present, 0);
+    /* The same layer again: nothing changes. */
+    ck_assert_int_eq(
+        srv_db_layer_commit(db, RUN_A, 1, sha, NULL, 1004, &stored, &was_present, &err), 0);
+    ck_assert_int_eq(was_present, 1);
+    close(fd);
+    int64_t blobs, raw, packed;
+    ck_assert_int_eq(srv_db_blob_totals(db, &blobs, &raw, &packed, &err), 0);
+    ck_assert_int_eq(blobs, 1);
+    ck_assert_int_eq(raw, 8);
+    ck_assert_int_eq(packed, (int64_t)stored_size);
+
+    ck_assert_msg(srv_db_run_finish(db, RUN_A, 1005, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(srv_db_run_finish(db, RUN_A, 1006, &err), 0);
+    ck_assert_int_eq(srv_db_run_get(db, RUN_A, 0, &run, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(run, "state")), "complete");
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "layers_present")), 2);
+    json_decref(run);
+
+    /* The same document again is the same run; other content under its id is refused. */
+    ck_assert_int_eq(srv_db_run_create(db, &a, 2000, &created, &err), 0);
+    ck_assert_int_eq(created, 0);
+    struct srv_run_doc a2;
+    make_doc(RUN_A, "2026-01-02T03:04:06Z", &a2);
+    ck_assert_int_eq(srv_db_run_create(db, &a2, 2000, &created, &err), SRV_ECONFLICT);
+    srv_run_doc_fini(&a2);
+
+    /* A second run of the same tensors: linked to the stored blob at once. */
+    struct srv_run_doc b;
+    make_doc(RUN_B, "2026-01-03T00:00:00Z", &b);
+    ck_assert_int_eq(srv_db_run_create(db, &b, 3000, &created, &err), 0);
+    ck_assert_int_eq(created, 1);
+    ck_assert_msg(srv_db_run_finish(db, RUN_B, 3001, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(srv_db_blob_totals(db, &blobs, &raw, &packed, &err), 0);
+    ck_assert_int_eq(blobs, 1);
+
+    struct srv_run_filter f = {NULL, NULL, NULL, INT64_MIN, 0, 50, 0};
+    json_t *list = NULL;
+    ck_assert_int_eq(srv_db_runs_list(db, &f, &list, &err), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(list, "total")), 2);
+    json_t *first = json_array_get(json_object_get(list, "runs"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(first, "id")), RUN_B); /* newest */
+    ck_assert_str_eq(json_string_value(json_object_get(first, "gpu")), "Test GPU");
+    json_decref(list);
+    f.model = "zzz";
+    ck_assert_int_eq(srv_db_runs_list(db, &f, &list, &err), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(list, "total")), 0);
+    json_decref(list);
+    f.model = "m1";
+    f.gpu = "Test GPU";
+    f.since = 1767312000; /* 2026-01-02T00:00:00Z */
+    f.limit = 1;
+    f.offset = 1;
+    ck_assert_int_eq(srv_db_runs_list(db, &f, &list, &err), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(list, "total")), 2);
+    ck_assert_int_eq(json_array_size(json_object_get(list, "runs")), 1);
+    first = json_array_get(json_object_get(list, "runs"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(first, "id")), RUN_A);
+    json_decref(list);
+
+    /* The data reads back through the decoder. */
+    struct srv_layer_loc loc;
+    ck_assert_int_eq(srv_db_layer_locate(db, RUN_B, 1, 0, &loc, &err), 0);
+    ck_assert_int_eq(loc.ndim, 2);
+    ck_assert_int_eq(loc.shape[1], 2);
+    struct blob_src src = {db, NULL, loc.blob_id, 0, loc.stored_size};
+    struct srv_blob_dec *dec = NULL;
+    float back[4] = {0};
+    size_t got = 0;
+    ck_assert_int_eq(srv_blob_dec_new(4, 8, db_source, &src, &dec, &err), 0);
+    ck_assert_int_eq(srv_blob_dec_read(dec, back, sizeof back, &got, &err), 0);
+    srv_blob_dec_free(dec);
+    srv_db_blob_close(&src.handle);
+    ck_assert_uint_eq(got, 8);
+    ck_assert(back[0] == 1.0f && back[1] == 2.0f);
+
+    /* And whole, as the comparison service loads it. */
+    struct gd_tensor *t = NULL;
+    ck_assert_msg(srv_db_layer_load(db, RUN_B, 1, 0, &t, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(t->dtype, GD_F32);
+    ck_assert_int_eq(t->ndim, 2);
+    ck_assert_int_eq(t->shape[0], 1);
+    ck_assert_int_eq(t->shape[1], 2);
+    ck_assert(((float *)t->data)[0] == 1.0f && ((float *)t->data)[1] == 2.0f);
+    gd_tensor_free(t);
+    ck_assert_int_eq(srv_db_layer_load(db, RUN_B, 2, 0, &t, &err), SRV_ENOTFOUND);
+
+    /* Retention past both runs: records stay, data goes. */
+    int64_t trimmed, deleted, blobs_deleted;
+    ck_assert_int_eq(
+        srv_db_retention(db, srv_now() + 1000, &trimmed, &deleted, &blobs_deleted, &err), 0);
+    ck_assert_int_eq(trimmed, 2);
+    ck_assert_int_eq(deleted, 0);
+    ck_assert_int_eq(blobs_deleted, 1);
+    ck_assert_int_eq(srv_db_layer_locate(db, RUN_A, 0, 0, &loc, &err), SRV_EGONE);
+    ck_assert_int_eq(srv_db_run_get(db, RUN_A, 0, &run, &err), 0);
+    ck_assert(json_is_string(json_object_get(run, "trimmed_at")));
+    json_decref(run);
+    char *fk = query_text(db, "SELECT count(*) FROM pragma_foreign_key_check");
+    ck_assert_str_eq(fk, "0");
+    free(fk);
+
+    srv_run_doc_fini(&a);
+    srv_run_doc_fini(&b);
+    drop_db(db);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("db");
+    TCase *tc = tcase_create("db");
+    tcase_add_test(tc, migrate_from_empty);
+    tcase_add_test(tc, newer_database_refused);
+    tcase_add_test(tc, pragmas);
+    tcase_add_test(tc, run_life);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
