@@ -10,4 +10,15 @@ EXTRA_DIST += tests/fixtures
 
 if HAVE_CHECK
 # ---- engine ----
+check_PROGRAMS += tests/engine/check_metrics
+TESTS += tests/engine/check_metrics
+tests_engine_check_metrics_SOURCES = tests/engine/check_metrics.c
+tests_engine_check_metrics_CPPFLAGS = $(CHECK_CPPFLAGS)
+tests_engine_check_metrics_LDADD = $(CHECK_LDADD)
 endif
+
+# ---- benchmarks (built, not run by make check; tests/bench/*.py run them) ----
+noinst_PROGRAMS += tests/bench/bench_metrics
+tests_bench_bench_metrics_SOURCES = tests/bench/bench_metrics.c
+tests_bench_bench_metrics_LDADD = libgpudiff.la
+EXTRA_DIST += tests/bench/bench_metrics.py
