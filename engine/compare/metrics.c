@@ -870,8 +870,10 @@ avx512_block_pass(const char *a, const char *b, float atol, float rtol, struct f
         _mm_storeu_si128((__m128i *)(void *)(out->rel_code + v), _mm512_cvtepi32_epi8(rcode));
 
         for (int h = 0; h < 2; h++) {
-            __m512d da = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)(pa + 32 * h)));
-            __m512d db = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)(pb + 32 * h)));
+            const float *ha = (const float *)(const void *)(pa + 32 * h);
+            const float *hb = (const float *)(const void *)(pb + 32 * h);
+            __m512d da = _mm512_cvtps_pd(_mm256_loadu_ps(ha));
+            __m512d db = _mm512_cvtps_pd(_mm256_loadu_ps(hb));
             __m512d err = _mm512_sub_pd(da, db);
             __m512d abs_err = _mm512_and_pd(err, abs64);
             s_abs = _mm512_add_pd(s_abs, abs_err);

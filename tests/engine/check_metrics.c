@@ -211,6 +211,61 @@ START_TEST(test_16bit_floats)
 }
 END_TEST
 
+/* numpy's float16 arithmetic: each operation in float32, rounded to the format. */
+static float
+round16(enum gd_dtype dtype, float x)
+{
+    return dtype == GD_F16 ? gd_f16_to_f32(gd_f32_to_f16(x)) : gd_bf16_to_f32(gd_f32_to_bf16(x));
+}
+
+static float
+value16(enum gd_dtype dtype, uint16_t h)
+{
+    return dtype == GD_F16 ? gd_f16_to_f32(h) : gd_bf16_to_f32(h);
+}
+
+/*
+ * isclose over many 16-bit pairs near the bound (a = b + k ULP, |k| <= 8, and a tolerance
+ * of about 3 ULP), counted here operation by operation as numpy computes float16:
+ * |h(a - b)| <= h(atol + h(rtol * |b|)). atol and rtol are exact in both formats.
+ */
+START_TEST(test_16bit_isclose_random)
+{
+    enum gd_dtype dtypes[2] = {GD_F16, GD_BF16};
+    for (int d = 0; d < 2; d++) {
+        enum gd_dtype dtype = dtypes[d];
+        double rtol = dtype == GD_F16 ? 3 * 0x1p-10 : 3 * 0x1p-7, atol = 0x1p-20;
+        enum { N = 20000 };
+        uint16_t a[N], b[N];
+        uint64_t s = 12345;
+        int64_t expected = 0;
+        for (int i = 0; i < N; i++) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            /* magnitudes from subnormal to large, both signs; never Inf or NaN */
+            uint16_t exp_max = dtype == GD_F16 ? 30 : 250;
+            uint16_t shift = dtype == GD_F16 ? 10 : 7;
+            uint16_t mant = (uint16_t)((s >> 20) & ((1u << shift) - 1));
+            uint16_t bits = (uint16_t)((((s >> 8) % exp_max) << shift) | mant);
+            bits |= (uint16_t)((s >> 40) & 1) << 15;
+            int k = (int)((s >> 44) % 17) - 8;
+            b[i] = bits;
+            a[i] = (uint16_t)(bits + k); /* stays finite: exponents stop short of the top */
+            float fa = value16(dtype, a[i]), fb = value16(dtype, b[i]);
+            float diff = fabsf(round16(dtype, fa - fb));
+            float bound = round16(dtype, (float)atol + round16(dtype, (float)rtol * fabsf(fb)));
+            expected += !(diff <= bound);
+        }
+        struct gd_metrics m = measure(dtype, a, b, N, atol, rtol);
+        ck_assert_msg(m.n_mismatch == expected, "%s: %lld not close, expected %lld",
+                      gd_dtype_name(dtype), (long long)m.n_mismatch, (long long)expected);
+        ck_assert_msg(expected > N / 10 && expected < N - N / 10, "%s: only %lld not close",
+                      gd_dtype_name(dtype), (long long)expected);
+    }
+}
+END_TEST
+
 START_TEST(test_float64)
 {
     struct gd_metrics m;
@@ -886,6 +941,7 @@ metrics_suite(void)
     tcase_add_test(tc, test_ulp_f32);
     tcase_add_test(tc, test_nonfinite);
     tcase_add_test(tc, test_16bit_floats);
+    tcase_add_test(tc, test_16bit_isclose_random);
     tcase_add_test(tc, test_float64);
     tcase_add_test(tc, test_isclose_numpy);
     tcase_add_test(tc, test_cosine_sqnr);
