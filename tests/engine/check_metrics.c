@@ -895,8 +895,8 @@ END_TEST
  * Two fast blocks at the edges of the codes. Block 0, atol 0.25 and rtol 0, b = 1 + k/256
  * (k = i % 256): i % 4 == 0 has |a-b| = 0.25 exactly, close since numpy compares with <=;
  * i % 4 == 1 has |a-b| one float32 step (2^-22) more, not close; the rest are equal. Block
- * 1: even i has rel = 2^26 / 2^-100 = 2^126 (the top bin, codes near the special ones),
- * odd i are equal.
+ * 1: even i has rel = 2^26 / 2^-100 = 2^126 (the top bin, codes next to the special ones),
+ * i % 4 == 1 is equal, i % 4 == 3 has b == 0 and a == 1.
  */
 START_TEST(test_fast_block_edges)
 {
@@ -915,17 +915,24 @@ START_TEST(test_fast_block_edges)
     for (int i = FAST_BLOCK; i < n; i++) {
         a[i] = i % 2 ? 1.0f : 0x1p26f;
         b[i] = i % 2 ? 1.0f : 0x1p-100f;
+        if (i % 4 == 3)
+            b[i] = 0.0f;
     }
     struct gd_metrics m = measure(GD_F32, a, b, n, 0.25, 0.0);
-    ck_assert_int_eq(m.n_mismatch, 1024 + 2048);
+    /* Not close: block 0's 1024 at i % 4 == 1; block 1's 2048 huge ones and 1024 with
+     * |1 - 0| = 1 > 0.25. */
+    ck_assert_int_eq(m.n_mismatch, 1024 + 2048 + 1024);
     ck_assert_int_eq(m.mismatch_first_index, 1);
     /* Block 0 rel: 0.25 / 1 = 2^-2 for the 16 i with k == 0 (i % 256 == 0); every other
      * nonzero one is below 0.25 and above 0.125. */
     ck_assert_int_eq(m.rel_hist[rel_bin(-2)], 16);
     ck_assert_int_eq(m.rel_hist[rel_bin(-3)], 2048 - 16);
     ck_assert_int_eq(m.rel_hist[GD_METRICS_REL_BINS - 1], 2048);
-    ck_assert_int_eq(m.rel_hist[0], 2048 + 2048);
-    ck_assert_int_eq(hist_total(m.rel_hist, GD_METRICS_REL_BINS), n);
+    ck_assert_int_eq(m.rel_hist[0], 2048 + 1024);
+    ck_assert_int_eq(m.n_ref_zero, 1024);
+    ck_assert_int_eq(m.n_ref_zero_diff, 1024);
+    ck_assert_int_eq(m.n_rel, n - 1024);
+    ck_assert_int_eq(hist_total(m.rel_hist, GD_METRICS_REL_BINS), n - 1024);
     ck_assert_double_eq(m.rel_max, 0x1p126);
     ck_assert_int_eq(m.rel_max_index, FAST_BLOCK);
     free(a);
