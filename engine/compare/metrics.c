@@ -664,7 +664,7 @@ pv_block_pass(const char *a, const char *b, float atol, float rtol, struct f32_b
             ucodes |= (v8u)ucode << (8 * q);
             rcodes |= (((v8u)rel >> 23) & 0xffu) << (8 * q);
 
-            /* float64: exact differences and squares of float32 values. */
+            /* float64: squares exact, differences exact unless the exponents are far apart. */
             for (int h = 0; h < 2; h++) {
                 v4f ha, hb;
                 memcpy(&ha, pa + 16 * h, sizeof ha);
@@ -1215,7 +1215,7 @@ f32_kernel_pick(void)
     return KERNEL_PORTABLE;
 }
 
-/* The fast path over n_blocks whole blocks; returns how many elements it took. */
+/* The fast path over the whole blocks of the n pairs; returns how many pairs it took. */
 static int64_t
 f32_fast(struct gd_metrics *m, const void *a, const void *b, int64_t n, int64_t offset,
          const struct tol *t)
