@@ -15,6 +15,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/run.h \
 	engine/include/gpudiff/tensor.h \
 	engine/include/gpudiff/bundle.h \
+	engine/include/gpudiff/compare.h \
 	engine/include/gpudiff/hash.h \
 	engine/include/gpudiff/diff.h \
 	engine/compare/diff_internal.h \
@@ -45,6 +46,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/ops.c \
 	engine/core/session.c \
 	engine/core/tensor.c \
+	engine/compare/metrics.c \
 	engine/io/array.c \
 	engine/io/bundle_write.c \
 	engine/io/bundle_read.c \

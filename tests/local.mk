@@ -100,6 +100,11 @@ tests_server_check_auth_LDADD = $(SERVER_TEST_LIBS)
 tests_server_check_db_SOURCES = tests/server/check_db.c
 tests_server_check_db_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_db_LDADD = $(SERVER_TEST_LIBS)
+check_PROGRAMS += tests/engine/check_metrics
+TESTS += tests/engine/check_metrics
+tests_engine_check_metrics_SOURCES = tests/engine/check_metrics.c
+tests_engine_check_metrics_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_metrics_LDADD = $(TEST_LIBS)
 endif
 
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
@@ -126,6 +131,10 @@ tests_bench_bench_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(CUDA_CFLAGS)
 tests_bench_bench_gpu_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
 endif
 EXTRA_DIST += tests/bench/bench_cuda.py
+EXTRA_PROGRAMS += tests/bench/bench_metrics
+tests_bench_bench_metrics_SOURCES = tests/bench/bench_metrics.c
+tests_bench_bench_metrics_LDADD = $(GD_ENGINE_LIBS)
+EXTRA_DIST += tests/bench/bench_metrics.py
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench
 
