@@ -161,10 +161,32 @@ START_TEST(test_reference_present)
 }
 END_TEST
 
+/* GD_TEST_BACKENDS picks backends (a comma list); by default those that need no device, so
+ * that the GPU run is its own test (tests/engine/backend_ops_cuda.sh) and skips alone. */
+static int
+selected(const char *name)
+{
+    const char *want = getenv("GD_TEST_BACKENDS");
+    if (want == NULL || want[0] == '\0')
+        return !rule_of(name).needs_device;
+    size_t n = strlen(name);
+    for (const char *p = want; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
 int
 main(void)
 {
     for (const char *const *n = gd_backend_names(); *n != NULL; n++) {
+        if (!selected(*n))
+            continue;
         if (rule_of(*n).needs_device && !device_present(*n)) {
             n_skipped++;
             continue;
