@@ -143,3 +143,13 @@ SERVER_INTEGRATION = tests/integration/server_upload.sh tests/integration/server
 	tests/integration/server_crash.sh tests/integration/server_list.sh
 TESTS += $(SERVER_INTEGRATION)
 EXTRA_DIST += tests/integration/server.sh $(SERVER_INTEGRATION)
+
+# ---- cuda: TF32 errors in the range of a 10-bit mantissa (skipped without a GPU) ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_cuda_tf32
+TESTS += tests/engine/check_cuda_tf32
+tests_engine_check_cuda_tf32_SOURCES = tests/engine/check_cuda_tf32.c tests/engine/op_harness.c \
+	tests/engine/op_harness.h
+tests_engine_check_cuda_tf32_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
+endif

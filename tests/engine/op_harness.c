@@ -8,6 +8,9 @@
 #include "gpudiff/model.h"
 #include "op_harness.h"
 
+char oh_last_math[16];
+char oh_last_algo[64];
+
 struct collect {
     int n_out;
     struct gd_tensor **out;
@@ -19,6 +22,10 @@ collect_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
     struct collect *c = user;
     if (layer->output_slot >= c->n_out)
         return 0;
+    if (layer->output_slot == 0) {
+        snprintf(oh_last_math, sizeof oh_last_math, "%s", layer->math);
+        snprintf(oh_last_algo, sizeof oh_last_algo, "%s", layer->algo);
+    }
     struct gd_tensor *t = gd_tensor_dup(layer->value, err);
     if (t == NULL)
         return err ? err->code : GD_ENOMEM;
