@@ -153,3 +153,4 @@ tests_engine_check_cuda_tf32_SOURCES = tests/engine/check_cuda_tf32.c tests/engi
 tests_engine_check_cuda_tf32_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
 endif
+EXTRA_DIST += tests/bench/gpu_session.sh
