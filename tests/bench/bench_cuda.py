@@ -165,26 +165,15 @@ def resnet50(out_dir):
     return model, x, path, os.path.join(folder, "input.npy")
 
 
-def engine(build, model_path, input_path, key, repeats):
+def engine(build, model_path, input_path, key, repeats, save):
     cmd = [os.path.join(build, "tests", "bench", "bench_gpu"), model_path, input_path, key or "-",
-           str(repeats), "--tf32", "off", "--conv-algo", "autotune"]
+           str(repeats), "--tf32", "off", "--conv-algo", "autotune", "--save", save]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     vals = {}
     for line in out.splitlines():
         k, _, v = line.partition(" ")
         vals[k] = v
     return vals
-
-
-def engine_output(build, model_path, input_path, key, out_dir, name):
-    bundle = os.path.join(out_dir, name + "-bundle")
-    cmd = [os.path.join(build, "gpudiff-agent"), "run", "--model", model_path, "--input",
-           input_path, "--backend", "cuda", "--tf32", "off", "--conv-algo", "autotune",
-           "--replace", "--json", "--out", bundle]
-    if key:
-        cmd += ["--input-key", key]
-    run = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    return np.load(os.path.join(bundle, run["layers"][-1]["file"]))
 
 
 def main():
@@ -210,8 +199,9 @@ def main():
             t_h2d = cuda_median_ms(lambda: mod(x_host.cuda()), repeats)
             ref = mod(x_dev).cpu().numpy()
         t_hook, hook_bytes = hooked_median_ms(mod, x_dev, max(3, repeats // 4))
-        e = engine(build, model_path, input_path, key, repeats)
-        out = engine_output(build, model_path, input_path, key, out_dir, name)
+        saved = os.path.join(out_dir, name + "-output.npy")
+        e = engine(build, model_path, input_path, key, repeats, saved)
+        out = np.load(saved)
         fwd, cap = float(e["forward_ms"]), float(e["capture_ms"])
         nbytes, bw = int(e["captured_bytes"]), float(e["pinned_d2h_gbps"])
         bound = 1.3 * max(fwd, nbytes / (bw * 1e9) * 1e3)

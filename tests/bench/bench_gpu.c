@@ -5,7 +5,8 @@
  * against what the link allows: a captured run should take at most
  * 1.3 x max(compute time, captured bytes / bandwidth).
  *
- * usage: bench_gpu MODEL INPUT [KEY] [REPEATS] [--tf32 on|off] [--conv-algo HOW]
+ * usage: bench_gpu MODEL INPUT [KEY] [REPEATS] [--tf32 on|off] [--conv-algo HOW] [--save FILE]
+ * --save writes the last layer of one more captured run as .npy, to check the numbers.
  * Prints `key value` lines for tests/bench/bench_cuda.py.
  */
 #include <stdio.h>
@@ -37,6 +38,8 @@ cmp_double(const void *a, const void *b)
 struct counter {
     size_t bytes;
     int layers;
+    int keep_index;            /* >= 0: keep a copy of this layer */
+    struct gd_tensor *kept;
 };
 
 /* The copy is complete when this is called: that is the capture being measured. */
@@ -46,6 +49,8 @@ count_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
     struct counter *c = user;
     c->bytes += gd_tensor_nbytes(layer->value);
     c->layers++;
+    if (layer->index == c->keep_index && (c->kept = gd_tensor_dup(layer->value, err)) == NULL)
+        return err->code;
     return 0;
 }
 
@@ -91,7 +96,7 @@ main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: bench_gpu MODEL INPUT [KEY] [REPEATS] [--tf32 on|off] "
-                        "[--conv-algo HOW]\n");
+                        "[--conv-algo HOW] [--save FILE]\n");
         return 2;
     }
     const char *key = argc > 3 && strncmp(argv[3], "--", 2) != 0 && strcmp(argv[3], "-") != 0
@@ -99,6 +104,7 @@ main(int argc, char **argv)
     int repeats = argc > 4 && strncmp(argv[4], "--", 2) != 0 ? atoi(argv[4]) : 20;
     if (repeats < 1 || repeats > 1000)
         repeats = 20;
+    const char *save = NULL;
     struct gd_knobs knobs;
     gd_knobs_init(&knobs);
     knobs.tf32 = 0;
@@ -108,6 +114,8 @@ main(int argc, char **argv)
             knobs.tf32 = strcmp(argv[i + 1], "on") == 0;
         else if (strcmp(argv[i], "--conv-algo") == 0)
             snprintf(knobs.conv_algo, sizeof knobs.conv_algo, "%s", argv[i + 1]);
+        else if (strcmp(argv[i], "--save") == 0)
+            save = argv[i + 1];
     }
     struct gd_err err = {0};
     struct gd_graph *g = NULL;
@@ -120,7 +128,7 @@ main(int argc, char **argv)
     }
     const struct gd_tensor *inputs[1] = {input};
     double *t = calloc((size_t)repeats, sizeof *t);
-    struct counter c = {0};
+    struct counter c = {.keep_index = -1};
     /* The input is uploaded inside every run (from pageable memory), as the agent does. */
     for (int mode = 0; mode < 2; mode++) {
         for (int r = -2; r < repeats; r++) { /* two warm-ups: autotuning, then allocation */
@@ -139,6 +147,15 @@ main(int argc, char **argv)
         printf("%s_ms %.3f\n", mode ? "capture" : "forward", median(t, repeats));
         if (mode)
             printf("captured_bytes %zu\ncaptured_layers %d\n", c.bytes, c.layers);
+    }
+    if (save != NULL) {
+        c.keep_index = c.layers - 1;
+        if (gd_session_run(s, 1, inputs, count_layer, &c, &err) != 0 || c.kept == NULL ||
+            gd_npy_save(save, c.kept, &err) != 0) {
+            fprintf(stderr, "bench_gpu: --save: %s\n", err.msg);
+            return 1;
+        }
+        gd_tensor_free(c.kept);
     }
     double t_upload[5];
     for (int r = 0; r < 5; r++) {
