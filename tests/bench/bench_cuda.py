@@ -187,9 +187,15 @@ def main():
     cases = []
     lenet = Lenet(seed).cuda().eval()
     x_seed = torch.from_numpy(np.load(os.path.join(seed, "input.npz"))["inp"])
-    cases.append(("seed", lenet, x_seed, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                  "..", "fixtures", "models", "lenet-11-821.json"),
-                  os.path.join(seed, "input.npz"), "inp"))
+    # The model file with its weights folder made absolute, wherever the case lives.
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                           "models", "lenet-11-821.json")) as f:
+        seed_model = json.load(f)
+    seed_model["weights_dir"] = os.path.join(os.path.abspath(seed), "initializer")
+    seed_path = os.path.join(out_dir, "lenet-11-821.json")
+    with open(seed_path, "w") as f:
+        json.dump(seed_model, f)
+    cases.append(("seed", lenet, x_seed, seed_path, os.path.join(seed, "input.npz"), "inp"))
     model, x, path, xpath = resnet50(out_dir)
     cases.append(("resnet50", model.cuda(), x, path, xpath, None))
     for name, mod, x_host, model_path, input_path, key in cases:

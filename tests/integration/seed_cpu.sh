@@ -4,8 +4,10 @@
 . ./tests/integration/env.sh
 need_seed
 need_numpy
-"$AGENT" run --model "$SEED_MODEL" --input "$SEED_DIR/input.npz" --input-key inp \
+"$AGENT" run --model "$SEED_MODEL" --weights-dir "$SEED_DIR/initializer" \
+        --input "$SEED_DIR/input.npz" --input-key inp \
     --backend cpu64 --out "$TMP/cpu64"
-"$AGENT" run --model "$SEED_MODEL" --input "$SEED_DIR/input.npz" --input-key inp \
+"$AGENT" run --model "$SEED_MODEL" --weights-dir "$SEED_DIR/initializer" \
+        --input "$SEED_DIR/input.npz" --input-key inp \
     --backend cpu --out "$TMP/cpu"
 "$PYTHON_NUMPY" "$GD_SRCDIR/tests/integration/lenet_reference.py" "$SEED_DIR" "$TMP/cpu64" "$TMP/cpu"

@@ -13,7 +13,8 @@ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU
 
 run() {
     name=$1; shift
-    "$AGENT" run --model "$SEED_MODEL" --input "$SEED_DIR/input.npz" --input-key inp \
+    "$AGENT" run --model "$SEED_MODEL" --weights-dir "$SEED_DIR/initializer" \
+        --input "$SEED_DIR/input.npz" --input-key inp \
         --out "$TMP/$name" "$@" >/dev/null
 }
 run cpu64 --backend cpu64

@@ -9,7 +9,8 @@ need_seed
 need_numpy
 run() {
     name=$1; shift
-    "$AGENT" run --model "$SEED_MODEL" --input "$SEED_DIR/input.npz" --input-key inp \
+    "$AGENT" run --model "$SEED_MODEL" --weights-dir "$SEED_DIR/initializer" \
+        --input "$SEED_DIR/input.npz" --input-key inp \
         --out "$TMP/$name" "$@" >/dev/null
 }
 run cpu
