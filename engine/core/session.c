@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -63,6 +64,19 @@ env_common(struct gd_session *s)
     gd_env_set(&s->env, "host", "%s", host);
     if (uname(&u) == 0)
         gd_env_set(&s->env, "os", "%s %s %s", u.sysname, u.release, u.machine);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f != NULL) {
+        char line[256];
+        while (fgets(line, sizeof line, f) != NULL) {
+            char *colon = strchr(line, ':');
+            if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
+                colon[strcspn(colon, "\n")] = '\0';
+                gd_env_set(&s->env, "cpu", "%s", colon + 2);
+                break;
+            }
+        }
+        fclose(f);
+    }
     gd_env_set(&s->env, "backend", "%s", s->be->name);
     gd_env_set(&s->env, "engine_version", "%s", gd_version());
     gd_env_set(&s->env, "compiler", "%s", __VERSION__);

@@ -23,19 +23,6 @@ cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd
     if (c == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     c->knobs = *knobs;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f != NULL) {
-        char line[256];
-        while (fgets(line, sizeof line, f) != NULL) {
-            char *colon = strchr(line, ':');
-            if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
-                colon[strcspn(colon, "\n")] = '\0';
-                gd_env_set(env, "cpu", "%s", colon + 2);
-                break;
-            }
-        }
-        fclose(f);
-    }
     gd_env_set(env, "compute_dtype", "%s", gd_dtype_name(GD_CPU_DTYPE));
     *ctx = c;
     return 0;

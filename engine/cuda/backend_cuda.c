@@ -176,6 +176,15 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
                           count);
     }
     GD_CUDA_TRY(cudaSetDevice(ctx->device));
+    {
+        /* Keep freed memory in the pool across synchronizations, as framework allocators do:
+         * the default threshold (0) would hand it back to the driver at every run's end and
+         * make the next run map it again. */
+        cudaMemPool_t pool;
+        uint64_t keep = UINT64_MAX;
+        GD_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, ctx->device));
+        GD_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    }
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
     GD_CUDA_TRY(cudnnCreate(&ctx->cudnn));

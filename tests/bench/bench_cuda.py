@@ -185,6 +185,7 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     rows = []
     cases = []
+    profiles = []
     lenet = Lenet(seed).cuda().eval()
     x_seed = torch.from_numpy(np.load(os.path.join(seed, "input.npz"))["inp"])
     # The model file with its weights folder made absolute, wherever the case lives.
@@ -212,17 +213,38 @@ def main():
         nbytes, bw = int(e["captured_bytes"]), float(e["pinned_d2h_gbps"])
         bound = 1.3 * max(fwd, nbytes / (bw * 1e9) * 1e3)
         rows.append((name, t_dev, t_h2d, fwd, fwd / t_h2d, t_hook, hook_bytes, cap, nbytes, bw,
-                     bound, cap / bound, float(np.max(np.abs(out - ref)))))
+                     bound, cap / bound, float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))))
+        ops = sorted(((float(v), k[6:]) for k, v in e.items() if k.startswith("op_ms_")),
+                     reverse=True)
+        profiles.append((name, ops, torch_kernels(mod, x_dev)))
     print("GPU: %s   cuDNN (engine): %s   PyTorch %s (cuDNN %s)" % (
         torch.cuda.get_device_name(), e.get("cudnn"), torch.__version__,
         torch.backends.cudnn.version()))
     print("%-9s %10s %10s %10s %8s | %10s %10s %10s %10s %8s %10s %8s | %9s" % (
         "model", "torch ms", "torch+h2d", "engine ms", "ratio", "hooks ms", "hook MB",
-        "capture ms", "cap MB", "GB/s", "bound ms", "cap/bnd", "max|diff|"))
+        "capture ms", "cap MB", "GB/s", "bound ms", "cap/bnd", "rel diff"))
     for r in rows:
         print("%-9s %10.3f %10.3f %10.3f %8.3f | %10.2f %10.1f %10.2f %10.1f %8.1f %10.2f %8.3f | %9.2e"
               % (r[0], r[1], r[2], r[3], r[4], r[5], r[6] / 1e6, r[7], r[8] / 1e6, r[9], r[10],
                  r[11], r[12]))
+    for name, ops, (kernels, total) in profiles:
+        print("\n%s: engine device time by op (ms): %s" % (
+            name, ", ".join("%s %.3f" % (k, v) for v, k in ops)))
+        print("%s: PyTorch device time %.3f ms, top kernels:" % (name, total))
+        for ms, key in kernels:
+            print("   %8.3f  %s" % (ms, key[:110]))
+
+
+def torch_kernels(mod, x, top=8):
+    """PyTorch's GPU time per kernel name over one forward, the top ones, in ms."""
+    from torch.profiler import ProfilerActivity, profile
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        mod(x)
+        torch.cuda.synchronize()
+    rows = [(e.device_time_total / 1e3, e.key) for e in prof.key_averages()
+            if e.device_time_total > 0]
+    rows.sort(reverse=True)
+    return rows[:top], sum(r[0] for r in rows)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ struct counter {
     int layers;
     int keep_index;            /* >= 0: keep a copy of this layer */
     struct gd_tensor *kept;
+    double op_us[GD_OP_COUNT]; /* device time by op, over the captured runs */
 };
 
 /* The copy is complete when this is called: that is the capture being measured. */
@@ -49,6 +50,8 @@ count_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
     struct counter *c = user;
     c->bytes += gd_tensor_nbytes(layer->value);
     c->layers++;
+    if (layer->time_us > 0)
+        c->op_us[layer->op] += layer->time_us;
     if (layer->index == c->keep_index && (c->kept = gd_tensor_dup(layer->value, err)) == NULL)
         return err->code;
     return 0;
@@ -134,6 +137,7 @@ main(int argc, char **argv)
         for (int r = -2; r < repeats; r++) { /* two warm-ups: autotuning, then allocation */
             c.bytes = 0;
             c.layers = 0;
+            memset(c.op_us, 0, sizeof c.op_us);
             double t0 = now_ms();
             int rc = gd_session_run(s, 1, inputs, mode ? count_layer : NULL, &c, &err);
             double dt = now_ms() - t0;
@@ -147,6 +151,10 @@ main(int argc, char **argv)
         printf("%s_ms %.3f\n", mode ? "capture" : "forward", median(t, repeats));
         if (mode)
             printf("captured_bytes %zu\ncaptured_layers %d\n", c.bytes, c.layers);
+        if (mode) /* the last run's device time per op kind */
+            for (int op = 0; op < GD_OP_COUNT; op++)
+                if (c.op_us[op] > 0)
+                    printf("op_ms_%s %.3f\n", gd_op_name((enum gd_op)op), c.op_us[op] / 1e3);
     }
     if (save != NULL) {
         c.keep_index = c.layers - 1;
