@@ -165,9 +165,9 @@ def resnet50(out_dir):
     return model, x, path, os.path.join(folder, "input.npy")
 
 
-def engine(build, model_path, input_path, key, repeats, save):
+def engine(build, model_path, input_path, key, repeats, save, how="autotune"):
     cmd = [os.path.join(build, "tests", "bench", "bench_gpu"), model_path, input_path, key or "-",
-           str(repeats), "--tf32", "off", "--conv-algo", "autotune", "--save", save]
+           str(repeats), "--tf32", "off", "--conv-algo", how, "--save", save]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     vals = {}
     for line in out.splitlines():
@@ -186,6 +186,7 @@ def main():
     rows = []
     cases = []
     profiles = []
+    uploads = []
     lenet = Lenet(seed).cuda().eval()
     x_seed = torch.from_numpy(np.load(os.path.join(seed, "input.npz"))["inp"])
     # The model file with its weights folder made absolute, wherever the case lives.
@@ -210,12 +211,19 @@ def main():
         e = engine(build, model_path, input_path, key, repeats, saved)
         out = np.load(saved)
         fwd, cap = float(e["forward_ms"]), float(e["capture_ms"])
+        uploads.append((name, float(e["input_upload_ms"]), fwd))
         nbytes, bw = int(e["captured_bytes"]), float(e["pinned_d2h_gbps"])
         bound = 1.3 * max(fwd, nbytes / (bw * 1e9) * 1e3)
         rows.append((name, t_dev, t_h2d, fwd, fwd / t_h2d, t_hook, hook_bytes, cap, nbytes, bw,
                      bound, cap / bound, float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))))
         ops = sorted(((float(v), k[6:]) for k, v in e.items() if k.startswith("op_ms_")),
                      reverse=True)
+        heur = engine(build, model_path, input_path, key, repeats, saved, "heuristic")
+        print("%s: engine forward with autotune %.3f ms, with cuDNN's heuristic choice %.3f ms"
+              % (name, fwd, float(heur["forward_ms"])))
+        for k, v in sorted(e.items()):
+            if k.startswith("algo_"):
+                print("%s: algorithm %s" % (name, v))
         profiles.append((name, ops, torch_kernels(mod, x_dev)))
     print("GPU: %s   cuDNN (engine): %s   PyTorch %s (cuDNN %s)" % (
         torch.cuda.get_device_name(), e.get("cudnn"), torch.__version__,
@@ -227,6 +235,10 @@ def main():
         print("%-9s %10.3f %10.3f %10.3f %8.3f | %10.2f %10.1f %10.2f %10.1f %8.1f %10.2f %8.3f | %9.2e"
               % (r[0], r[1], r[2], r[3], r[4], r[5], r[6] / 1e6, r[7], r[8] / 1e6, r[9], r[10],
                  r[11], r[12]))
+    for (name, up, fwd), r in zip(uploads, rows):
+        print("%s: the engine's run includes the input's upload, %.3f ms alone; without it the "
+              "engine takes %.3f ms, %.3f x PyTorch with the input already on the GPU"
+              % (name, up, fwd - up, (fwd - up) / r[1]))
     for name, ops, (kernels, total) in profiles:
         print("\n%s: engine device time by op (ms): %s" % (
             name, ", ".join("%s %.3f" % (k, v) for v, k in ops)))

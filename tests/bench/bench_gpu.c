@@ -41,6 +41,10 @@ struct counter {
     int keep_index;            /* >= 0: keep a copy of this layer */
     struct gd_tensor *kept;
     double op_us[GD_OP_COUNT]; /* device time by op, over the captured runs */
+    int n_algos;               /* device time by algorithm, of the last captured run */
+    char algo[32][64];
+    double algo_us[32];
+    int algo_n[32];
 };
 
 /* The copy is complete when this is called: that is the capture being measured. */
@@ -52,6 +56,17 @@ count_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
     c->layers++;
     if (layer->time_us > 0)
         c->op_us[layer->op] += layer->time_us;
+    if (layer->algo[0] != '\0') {
+        int k = 0;
+        while (k < c->n_algos && strcmp(c->algo[k], layer->algo) != 0)
+            k++;
+        if (k == c->n_algos && k < 32)
+            snprintf(c->algo[c->n_algos++], sizeof c->algo[0], "%s", layer->algo);
+        if (k < 32) {
+            c->algo_us[k] += layer->time_us;
+            c->algo_n[k]++;
+        }
+    }
     if (layer->index == c->keep_index && (c->kept = gd_tensor_dup(layer->value, err)) == NULL)
         return err->code;
     return 0;
@@ -138,6 +153,9 @@ main(int argc, char **argv)
             c.bytes = 0;
             c.layers = 0;
             memset(c.op_us, 0, sizeof c.op_us);
+            c.n_algos = 0;
+            memset(c.algo_us, 0, sizeof c.algo_us);
+            memset(c.algo_n, 0, sizeof c.algo_n);
             double t0 = now_ms();
             int rc = gd_session_run(s, 1, inputs, mode ? count_layer : NULL, &c, &err);
             double dt = now_ms() - t0;
@@ -155,6 +173,8 @@ main(int argc, char **argv)
             for (int op = 0; op < GD_OP_COUNT; op++)
                 if (c.op_us[op] > 0)
                     printf("op_ms_%s %.3f\n", gd_op_name((enum gd_op)op), c.op_us[op] / 1e3);
+        for (int k = 0; mode && k < c.n_algos; k++)
+            printf("algo_%d %d %.3f %s\n", k, c.algo_n[k], c.algo_us[k] / 1e3, c.algo[k]);
     }
     if (save != NULL) {
         c.keep_index = c.layers - 1;

@@ -17,6 +17,7 @@ sed -e "s#^GD_SRCDIR=.*#GD_SRCDIR='$top'#" -e "s#^GD_BUILDDIR=.*#GD_BUILDDIR='$b
     "$top/tests/integration/env.sh.in" >"$build/tests/integration/env.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 cd "$build"
+export GD_TEST_FIXTURES="$top/tests/fixtures"
 status=0
 step() {
     name=$1; shift
