@@ -76,7 +76,9 @@ demo)
     ;;
 test)
     make -C build -j"$jobs" check
-    build build-sanitize --enable-asan --enable-ubsan
+    # The sanitized build leaves CUDA out: its kernels cannot run without a GPU, and the
+    # normal build above already compiled them.
+    build build-sanitize --enable-asan --enable-ubsan --with-cuda=no
     ASAN_OPTIONS=detect_leaks=1 make -C build-sanitize -j"$jobs" check
     ;;
 esac
