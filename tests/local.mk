@@ -144,6 +144,12 @@ SERVER_INTEGRATION = tests/integration/server_upload.sh tests/integration/server
 TESTS += $(SERVER_INTEGRATION)
 EXTRA_DIST += tests/integration/server.sh $(SERVER_INTEGRATION)
 
+# ---- the dashboard in headless Chromium (tests/web/README.md) ----
+WEB_TESTS = tests/web/dashboard.sh
+TESTS += $(WEB_TESTS)
+EXTRA_DIST += $(WEB_TESTS) tests/web/dashboard.test.mjs tests/web/package.json \
+	tests/web/package-lock.json
+
 # ---- cuda: TF32 errors in the range of a 10-bit mantissa (skipped without a GPU) ----
 if HAVE_CHECK
 check_PROGRAMS += tests/engine/check_cuda_tf32

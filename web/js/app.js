@@ -40,6 +40,7 @@ function parseHash() {
 let current = null; // the AbortController of the view on screen
 
 async function route(focus) {
+    const hash = location.hash;
     const {path, params} = parseHash();
     if (current)
         current.abort();
@@ -74,8 +75,10 @@ async function route(focus) {
             return;
         root.append(message('error', 'This view failed: ', e.message || String(e)));
     } finally {
-        if (ctx.live())
+        if (ctx.live()) {
             root.removeAttribute('aria-busy');
+            root.dataset.rendered = hash; // tests wait for this
+        }
     }
     if (focus && ctx.live()) {
         const h1 = root.querySelector('h1');

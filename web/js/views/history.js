@@ -137,7 +137,7 @@ export async function render(root, ctx) {
             h('ul', {class: 'changes', id: 'changes'}, changes.map((c) => h('li', {},
                 h('span', {class: 'nowrap'}, fmtTime(c.time)), ': ', h('strong', {}, c.text), ' on ',
                 c.devices.map((dev, i) => [i ? ', ' : '', dev, ' (',
-                    h('a', {href: hrefOf({run: c.runs[i]})}, 'diff of ' + shortId(c.runs[i])), ')'])))))));
+                    h('a', {href: hrefOf({run: c.runs[i]})}, 'diff of ' + shortId(c.runs[i])), ')']))))));
     root.append(h('section', {'aria-labelledby': 'points-h'}, h('h2', {id: 'points-h'}, 'Runs'),
                   pointsTable(series, hrefOf)));
 }

@@ -9,7 +9,7 @@ const PAGE_SIZES = [25, 50, 100, 200];
 
 // The filters as the hash holds them; "" means no filter, cpu=1 means gpu "" (CPU runs).
 function readFilters(params) {
-    const limit = Number(params.get('limit')) || 50;
+    const limit = Math.min(1000, Math.max(1, Math.floor(Number(params.get('limit')) || 50)));
     return {
         model: params.get('model') || '',
         gpu: params.get('gpu') || '',
@@ -17,7 +17,7 @@ function readFilters(params) {
         backend: params.get('backend') || '',
         since: params.get('since') || '',
         knob: params.get('knob') || '',
-        limit: PAGE_SIZES.includes(limit) ? limit : 50,
+        limit,
         offset: Math.max(0, Number(params.get('offset')) || 0),
     };
 }
@@ -66,7 +66,8 @@ function filterForm(f, models) {
     const knob = h('input', {id: 'f-knob', name: 'knob', value: f.knob, autocomplete: 'off',
                              placeholder: 'emulate=tf32', 'aria-describedby': 'f-knob-hint'});
     const limit = h('select', {id: 'f-limit', name: 'limit'},
-                    PAGE_SIZES.map((n) => h('option', {value: n, selected: n === f.limit}, String(n))));
+                    [...new Set([...PAGE_SIZES, f.limit])].sort((x, y) => x - y)
+                        .map((n) => h('option', {value: n, selected: n === f.limit}, String(n))));
     const form = h('form', {class: 'filters', role: 'search', 'aria-label': 'Filter runs'},
         field('f-model', 'Model', model),
         field('f-gpu', 'GPU', gpu, 'exact name, as the run recorded it'),
