@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compare.h"
 #include "db.h"
 
 /* Distinct statements of all db_*.c files together; the cache is a short array. */
@@ -42,6 +43,28 @@ srv_db_fail(struct srv_db *db, int sqlite_rc, const char *what, struct gd_err *e
     return gd_err_set(err, GD_EIO, "%s: %s", what, msg);
 }
 
+/*
+ * gpudiff_device_key(meta): the device key of a run from its stored run.json (device.c), for
+ * migration 002, which gives the runs stored before it their key. '' for a meta that is not
+ * JSON (it always is: run_doc.c wrote it).
+ */
+static void
+sql_device_key(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const unsigned char *text = sqlite3_value_text(argv[0]);
+    json_t *meta = text != NULL ? json_loads((const char *)text, 0, NULL) : NULL;
+    struct srv_buf key = {0};
+    if (meta != NULL && srv_device_key(meta, &key) != 0) {
+        json_decref(meta);
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    json_decref(meta);
+    sqlite3_result_text(ctx, key.data != NULL ? key.data : "", -1, SQLITE_TRANSIENT);
+    srv_buf_fini(&key);
+}
+
 static int
 exec(struct srv_db *db, const char *sql, struct gd_err *err)
 {
@@ -66,6 +89,14 @@ srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **ou
     }
     sqlite3_extended_result_codes(db->conn, 1);
     sqlite3_busy_timeout(db->conn, opts->busy_timeout_ms);
+    rc = sqlite3_create_function_v2(db->conn, "gpudiff_device_key", 1,
+                                    SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_device_key, NULL,
+                                    NULL, NULL);
+    if (rc != SQLITE_OK) {
+        int e = srv_db_fail(db, rc, "gpudiff_device_key", err);
+        srv_db_close(db);
+        return e;
+    }
     /*
      * WAL: readers never block the writer nor it them. With synchronous=NORMAL a commit is
      * written to the WAL without an fsync; it survives a crash of this process (the OS has

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gpudiff/hash.h"
+#include "compare.h"
 #include "run_doc.h"
 #include "server.h"
 
@@ -362,6 +363,7 @@ srv_run_doc_fini(struct srv_run_doc *doc)
     }
     free(doc->layers);
     free(doc->meta);
+    free(doc->device);
     json_decref(doc->root);
     memset(doc, 0, sizeof *doc);
 }
@@ -429,8 +431,13 @@ srv_run_doc_parse(const char *text, size_t len, uint64_t max_layer_bytes, struct
         goto done;
     json_object_del(meta, "layers");
     doc.meta = json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
-    if (doc.meta == NULL)
+    struct srv_buf device = {0};
+    if (doc.meta == NULL || srv_device_key(doc.root, &device) != 0) {
+        srv_buf_fini(&device);
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
+        goto done;
+    }
+    doc.device = device.data;
 done:
     free(canon);
     json_decref(meta);

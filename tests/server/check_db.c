@@ -72,7 +72,7 @@ START_TEST(migrate_from_empty)
     char *tables = query_text(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM "
                                   "sqlite_master WHERE type = 'table' AND name NOT LIKE "
                                   "'sqlite_%' ORDER BY name)");
-    ck_assert_str_eq(tables, "baselines,blobs,diffs,layers,models,runs,tokens");
+    ck_assert_str_eq(tables, "baselines,blobs,diff_layers,diffs,layers,models,runs,tokens");
     free(tables);
 
     /* Again: nothing to do, nothing changed. */
