@@ -140,7 +140,8 @@ bench: $(EXTRA_PROGRAMS)
 
 # gpudiffd: each script starts its own daemon (tests/integration/server.sh).
 SERVER_INTEGRATION = tests/integration/server_upload.sh tests/integration/server_bad_input.sh \
-	tests/integration/server_crash.sh tests/integration/server_list.sh
+	tests/integration/server_crash.sh tests/integration/server_list.sh \
+	tests/integration/server_e2e.sh tests/integration/server_crash_agent.sh
 TESTS += $(SERVER_INTEGRATION)
 EXTRA_DIST += tests/integration/server.sh $(SERVER_INTEGRATION)
 
