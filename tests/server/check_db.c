@@ -93,6 +93,39 @@ START_TEST(migrate_from_empty)
 }
 END_TEST
 
+/* Migration 002 gives runs stored under schema 1 the device key new runs get at POST. */
+START_TEST(migrate_device_keys)
+{
+    struct srv_db *db = fresh_db(0);
+    struct gd_err err;
+    sqlite3 *c = srv_db_conn(db);
+    ck_assert_int_eq(sqlite3_exec(c, srv_migrations[0].sql, 0, 0, 0), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(c,
+                                  "PRAGMA user_version=1;"
+                                  "INSERT INTO models(id, name, created_at) VALUES(1, 'm', 0);"
+                                  "INSERT INTO runs(id, model_id, model_sha256, backend, "
+                                  "created_at, created_ts, state, received_at, n_layers, "
+                                  "content_sha256, meta) VALUES"
+                                  "('r1', 1, '', 'cuda', '', 0, 'complete', 0, 0, '', "
+                                  "'{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"G\"},"
+                                  "\"knobs\":{\"tf32\":true}}'),"
+                                  "('r2', 1, '', 'cpu', '', 0, 'complete', 0, 0, '', "
+                                  "'{\"backend\":\"cpu\",\"knobs\":{\"emulate\":\"none\"}}'),"
+                                  "('r3', 1, '', 'cpu', '', 0, 'complete', 0, 0, '', 'not json')",
+                                  0, 0, 0),
+                     SQLITE_OK);
+    int from = 0, to = 0;
+    ck_assert_msg(srv_db_migrate(db, &from, &to, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(from, 1);
+    ck_assert_int_eq(to, 2);
+    char *keys = query_text(db, "SELECT group_concat(id || '=' || device, ';') FROM "
+                                "(SELECT id, device FROM runs ORDER BY id)");
+    ck_assert_str_eq(keys, "r1=cuda G tf32=true;r2=cpu;r3=");
+    free(keys);
+    drop_db(db);
+}
+END_TEST
+
 START_TEST(newer_database_refused)
 {
     struct srv_db *db = fresh_db(0);
@@ -188,6 +221,9 @@ START_TEST(run_life)
     int created = -1;
     ck_assert_msg(srv_db_run_create(db, &a, 1000, &created, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(created, 1);
+    char *device = query_text(db, "SELECT device FROM runs");
+    ck_assert_str_eq(device, "cpu Test GPU");
+    free(device);
 
     ck_assert_int_eq(srv_db_run_finish(db, RUN_A, 1001, &err), SRV_EINCOMPLETE);
     ck_assert_msg(strstr(err.msg, "2 of 2") != NULL, "%s", err.msg);
@@ -341,6 +377,7 @@ main(void)
     Suite *s = suite_create("db");
     TCase *tc = tcase_create("db");
     tcase_add_test(tc, migrate_from_empty);
+    tcase_add_test(tc, migrate_device_keys);
     tcase_add_test(tc, newer_database_refused);
     tcase_add_test(tc, pragmas);
     tcase_add_test(tc, run_life);
