@@ -152,6 +152,18 @@ EXTRA_PROGRAMS += tests/bench/bench_metrics
 tests_bench_bench_metrics_SOURCES = tests/bench/bench_metrics.c
 tests_bench_bench_metrics_LDADD = $(GD_ENGINE_LIBS)
 EXTRA_DIST += tests/bench/bench_metrics.py
+# gpudiffd: ingest throughput against writing straight into SQLite, and /api/v1/diff latency
+# under concurrent clients (docs/PERFORMANCE.md). Each starts a daemon of this build.
+BENCH_SERVER_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/server -I$(top_srcdir)/agent \
+	$(SERVER_DEPS_CFLAGS) $(CURL_CFLAGS) -DGD_BUILDDIR=\"$(abs_top_builddir)\"
+BENCH_SERVER_SOURCES = tests/bench/bench_server.c tests/bench/bench_server.h agent/upload.c
+EXTRA_PROGRAMS += tests/bench/bench_ingest tests/bench/bench_diff_latency
+tests_bench_bench_ingest_SOURCES = tests/bench/bench_ingest.c $(BENCH_SERVER_SOURCES)
+tests_bench_bench_ingest_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
+tests_bench_bench_ingest_LDADD = libsrv.la $(GD_ENGINE_LIBS) $(CURL_LIBS)
+tests_bench_bench_diff_latency_SOURCES = tests/bench/bench_diff_latency.c $(BENCH_SERVER_SOURCES)
+tests_bench_bench_diff_latency_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
+tests_bench_bench_diff_latency_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS)
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench
 
