@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -123,6 +124,47 @@ START_TEST(migrate_device_keys)
     ck_assert_str_eq(keys, "r1=cuda G tf32=true;r2=cpu;r3=");
     free(keys);
     drop_db(db);
+}
+END_TEST
+
+/*
+ * The pool's connections leave checkpoints to the store's checkpointer thread: a commit of
+ * 8 MiB (2048 WAL pages, over the 1000 that call for one) reaches the database file soon
+ * after, with nothing else done.
+ */
+START_TEST(checkpoints_in_the_background)
+{
+    snprintf(db_path, sizeof db_path, "/tmp/check_db.XXXXXX");
+    int fd = mkstemp(db_path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    struct srv_db_opts opts = {1000, 0};
+    struct srv_store *store = NULL;
+    struct srv_db *db = NULL;
+    struct gd_err err;
+    ck_assert_msg(srv_store_open(db_path, &opts, &store, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
+    sqlite3 *c = srv_db_conn(db);
+    ck_assert_int_eq(sqlite3_exec(c, "CREATE TABLE t(b BLOB)", 0, 0, 0), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(c, "INSERT INTO t VALUES(randomblob(8388608))", 0, 0, 0),
+                     SQLITE_OK);
+    srv_store_release(store, db);
+    struct stat sb = {0};
+    for (int i = 0; i < 300; i++) {
+        ck_assert_int_eq(stat(db_path, &sb), 0);
+        if (sb.st_size >= 8388608)
+            break;
+        usleep(10000);
+    }
+    ck_assert_msg(sb.st_size >= 8388608, "the database file is %lld bytes: no checkpoint",
+                  (long long)sb.st_size);
+    srv_store_close(store);
+    char p[80];
+    unlink(db_path);
+    snprintf(p, sizeof p, "%s-wal", db_path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", db_path);
+    unlink(p);
 }
 END_TEST
 
@@ -379,6 +421,7 @@ main(void)
     tcase_add_test(tc, migrate_from_empty);
     tcase_add_test(tc, migrate_device_keys);
     tcase_add_test(tc, newer_database_refused);
+    tcase_add_test(tc, checkpoints_in_the_background);
     tcase_add_test(tc, pragmas);
     tcase_add_test(tc, run_life);
     suite_add_tcase(s, tc);
