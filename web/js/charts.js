@@ -1,7 +1,7 @@
 // charts.js: the dashboard's charts, drawn as SVG by hand (no library to download or build):
 // divergence along the layers with the noise band, a layer's ULP histogram, and a layer's
-// divergence over time per device with version-change markers. Each chart is an <svg
-// role="img"> with a text summary; the tables beside the charts carry the same numbers.
+// divergence over time per device with version-change markers. Each chart is an <svg> with
+// a text summary (its <title>); the tables beside the charts carry the same numbers.
 import {s, fmtNum, fmtTime} from './dom.js';
 
 // Colours of series (history lines): dark enough for 3:1 against white, told apart by
@@ -68,7 +68,8 @@ export function layerChart(diff, metricKey, hrefOf) {
     const values = layers.map((l) => (l.verdict === 'incomparable' ? null : metric.value(l)));
     const bands = layers.map((l) => (l.verdict === 'incomparable' ? null : metric.band(l)));
     const [lo, hi] = decades([...values, ...bands]);
-    const svg = s('svg', {class: 'chart layer-chart', viewBox: `0 0 ${W} ${H}`, role: 'img',
+    // role group, not img: its points are links (an img may hold nothing focusable).
+    const svg = s('svg', {class: 'chart layer-chart', viewBox: `0 0 ${W} ${H}`, role: 'group',
                           'aria-labelledby': 'layer-chart-title'});
     const first = diff.first_divergent;
     const amps = diff.amplifiers || [];
@@ -197,7 +198,7 @@ export function historyChart(series, changes, hrefOf) {
     t1 += pad;
     const x = (t) => left + ((t - t0) / (t1 - t0)) * (right - left);
     const [lo, hi] = decades(all.map((p) => p.err));
-    const svg = s('svg', {class: 'chart history-chart', viewBox: `0 0 ${W} ${H}`, role: 'img',
+    const svg = s('svg', {class: 'chart history-chart', viewBox: `0 0 ${W} ${H}`, role: 'group',
                           'aria-labelledby': 'history-title'});
     svg.append(s('title', {id: 'history-title'},
                  `Error against the baseline over time for ${series.length} devices; ` +
