@@ -2,7 +2,8 @@
 # tests/web/dashboard.sh: the dashboard in a real browser. A daemon serving web/ with a fresh
 # database holds the seed case's runs (cpu, cpu64, cpu --emulate tf32; the cpu run is the
 # baseline), two tiny runs whose uploaded strings are HTML (`<script>alert(1)</script>` as
-# GPU name), and 10,000 listed-only runs for paging; then dashboard.test.mjs drives Debian's
+# GPU name), two runs of a GPU-like device whose driver and cuDNN change, and 10,000
+# listed-only runs for paging; then dashboard.test.mjs drives Debian's
 # Chromium through playwright-core and checks each view (it prints what it checked and writes
 # a screenshot of each view to tests/web/screenshots/).
 #
@@ -33,6 +34,29 @@ run() {
 run cpu
 run cpu64 --backend cpu64
 run tf32 --emulate tf32
+
+# ---- one GPU-like device, upgraded between two of its runs: the seed's cpu layers under
+# driver 550 and cuDNN 9.1, then its tf32 layers under driver 560 and cuDNN 9.19 (bundled
+# as another framework's dumps would be), so that history has a version change to mark ----
+gpu_bundle() { # gpu_bundle OUT FROM DRIVER CUDNN
+    mkdir "$TMP/$1-arrays"
+    layers=""
+    ops=""
+    for rec in $(jq -r '.layers[] | "\(.name)=\(.op)=\(.file)"' "$TMP/$2/run.json"); do
+        name=${rec%%=*}
+        rest=${rec#*=}
+        ln "$TMP/$2/${rest#*=}" "$TMP/$1-arrays/$name.npy"
+        layers="$layers${layers:+,}$name"
+        ops="$ops --op $name=${rest%%=*}"
+    done
+    # shellcheck disable=SC2086
+    "$AGENT" bundle --from "$TMP/$1-arrays" --out "$TMP/$1" --layers "$layers" $ops \
+        --backend cuda --model lenet-11-821 --env 'gpu_name=NVIDIA H200' --env "driver=$3" \
+        --env cuda_runtime=12.4.1 --env "cudnn=$4" --env cublas=12.4.5 >/dev/null
+}
+gpu_bundle gpu-old cpu 550.54.15 9.1.0
+sleep 1 # created_at counts seconds: the upgraded run is the newer one
+gpu_bundle gpu-new tf32 560.35.03 9.19.0
 
 # ---- tiny runs whose strings are HTML: two, so that they can be diffed ----
 mkdir "$TMP/xss-arrays"
@@ -66,7 +90,7 @@ SQL
 AGENT_TOKEN=$(token agent)
 ADMIN_TOKEN=$(token admin)
 server_start --web-root "$GD_SRCDIR/web"
-for b in cpu cpu64 tf32 xss1 xss2; do
+for b in cpu cpu64 tf32 gpu-old gpu-new xss1 xss2; do
     GPUDIFF_TOKEN="$AGENT_TOKEN" "$AGENT" push "$TMP/$b" --server "$URL" >/dev/null ||
         fail "gpudiff-agent push $b failed"
 done
@@ -82,6 +106,7 @@ GD_URL="$URL" GD_CHROMIUM="$CHROMIUM" GD_TMP="$TMP" \
 GD_SHOTS="${GD_SHOTS:-$WEB_TESTS/screenshots}" \
 RUN_CPU="$CPU" RUN_CPU64=$(jq -r .id "$TMP/cpu64/run.json") \
 RUN_TF32=$(jq -r .id "$TMP/tf32/run.json") RUN_XSS1=$(jq -r .id "$TMP/xss1/run.json") \
-RUN_XSS2=$(jq -r .id "$TMP/xss2/run.json") BUNDLE_CPU="$TMP/cpu" BUNDLE_TF32="$TMP/tf32" \
+RUN_XSS2=$(jq -r .id "$TMP/xss2/run.json") RUN_GPU_NEW=$(jq -r .id "$TMP/gpu-new/run.json") \
+BUNDLE_CPU="$TMP/cpu" BUNDLE_TF32="$TMP/tf32" \
     node "$WEB_TESTS/dashboard.test.mjs"
 server_stop

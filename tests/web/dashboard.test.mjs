@@ -4,7 +4,7 @@
 // $GD_SHOTS. Exit status 1 when any step failed.
 //
 // Environment (from dashboard.sh): GD_URL, GD_CHROMIUM, GD_TMP, GD_SHOTS, RUN_CPU, RUN_CPU64,
-// RUN_TF32, RUN_XSS1, RUN_XSS2, BUNDLE_CPU, BUNDLE_TF32.
+// RUN_TF32, RUN_XSS1, RUN_XSS2, RUN_GPU_NEW, BUNDLE_CPU, BUNDLE_TF32.
 import {createHash} from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,7 +15,7 @@ const env = process.env;
 const URL0 = env.GD_URL;
 const SHOTS = env.GD_SHOTS;
 const ids = {cpu: env.RUN_CPU, cpu64: env.RUN_CPU64, tf32: env.RUN_TF32, xss1: env.RUN_XSS1,
-             xss2: env.RUN_XSS2};
+             xss2: env.RUN_XSS2, gpuNew: env.RUN_GPU_NEW};
 const XSS = '<script>alert(1)</script>';
 const short = (id) => id.slice(0, 8);
 const require = createRequire(import.meta.url);
@@ -99,9 +99,9 @@ async function open(hash) {
     }, null, {timeout: 30000});
 }
 
-async function shot(name) {
+async function shot(name, fullPage = true) {
     const file = path.join(SHOTS, name + '.png');
-    await page.screenshot({path: file, fullPage: true});
+    await page.screenshot({path: file, fullPage});
     console.log('    screenshot: ' + file);
 }
 
@@ -158,7 +158,7 @@ await step('the page and its files come from gpudiffd, with a CSP', async () => 
 await step('runs: the list, paged by the daemon, with status and baseline links', async () => {
     await open('#/runs');
     const status = await text('.pager-status');
-    check(/of 10,005\b/.test(status), `the pager counts all 10,005 runs ("${status}")`);
+    check(/of 10,007\b/.test(status), `the pager counts all 10,007 runs ("${status}")`);
     check(await page.locator('table.runs tbody tr').count() === 50, '50 runs on the first page');
     const tf32Link = await page.locator(`tr[data-run="${ids.tf32}"] a.diff-link`).getAttribute('href');
     check(tf32Link === `#/diff?a=${ids.tf32}&b=${ids.cpu}`, `the tf32 run links to its diff against the baseline (${tf32Link})`);
@@ -177,7 +177,7 @@ await step('runs: filters through the form, and 10,000 runs paged to the last pa
     await page.click('form.filters button[type=submit]');
     await page.waitForFunction(() => location.hash.includes('model=lenet-11-821') &&
         document.getElementById('view').dataset.rendered === location.hash);
-    check(/of 3\b/.test(await text('.pager-status')), 'model lenet-11-821: 3 runs');
+    check(/of 5\b/.test(await text('.pager-status')), 'model lenet-11-821: 5 runs');
     await page.fill('#f-backend', 'cpu64');
     await page.press('#f-backend', 'Enter');
     await page.waitForFunction(() => location.hash.includes('backend=cpu64') &&
@@ -289,6 +289,8 @@ await step('diff: fc1 is the first divergent layer, relu4 (Floor) the amplifier'
     const differs = await page.locator('#env-table tr.differs th').allInnerTexts();
     check(differs.includes('knobs.emulate'), `the environments mark knobs.emulate as differing (${differs.join(', ')})`);
     await shot('diff');
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await shot('diff-top', false); // the first screen: docs/img/diff-view.png is a copy
     await axe('the diff view');
     // The chart's palette against its white background: text 4.5:1, marks 3:1 (WCAG 1.4.3, 1.4.11).
     const low = await page.evaluate(() => {
@@ -317,14 +319,15 @@ await step('diff: fc1 is the first divergent layer, relu4 (Floor) the amplifier'
     check((await page.locator('svg.layer-chart title').first().textContent()).startsWith('max ULP'), 'the chart switches to max ULP');
 }, {needs: 'server2: GET /api/v1/diff'});
 
-await step('matrix: the three runs, devices by devices; a cell opens that diff', async () => {
+await step('matrix: the three seed runs among the devices; a cell opens that diff', async () => {
     await open('#/matrix/lenet-11-821');
     const runsInCells = await page.evaluate(() => [...new Set([...document.querySelectorAll('#matrix td.cell[data-a]')]
         .map((td) => td.dataset.a))]);
-    for (const k of ['cpu', 'cpu64', 'tf32'])
+    for (const k of ['cpu', 'cpu64', 'tf32', 'gpuNew'])
         check(runsInCells.includes(ids[k]), `the matrix holds the ${k} run`);
     const n = await page.locator('#matrix tbody tr').count();
-    check(n === 3 && await page.locator('#matrix td.cell').count() === 9, `3 x 3 cells (${n} rows)`);
+    check(n === 4 && await page.locator('#matrix td.cell').count() === 16,
+          `4 x 4 cells: cpu, cpu64, cpu emulate=tf32:gemm and the GPU device's newest run (${n} rows)`);
     await shot('matrix');
     await axe('the matrix view');
     const cell = page.locator(`#matrix td.cell[data-a="${ids.cpu}"][data-b="${ids.tf32}"] a`);
@@ -341,6 +344,10 @@ await step('history: a layer against the baseline over time, per device', async 
     const table = await text('#history-table');
     for (const k of ['cpu64', 'tf32'])
         check(table.includes(short(ids[k])), `the ${k} run is a point`);
+    const changes = await text('#changes');
+    check(changes.includes('driver 550.54.15 → 560.35.03') && changes.includes('cuDNN 9.1.0 → 9.19.0') &&
+          changes.includes('cuda NVIDIA H200'), `the upgrade is listed: "${changes.replace(/\n/g, ' ')}"`);
+    check(await page.locator('svg.history-chart .change-line').count() === 1, 'and marked on the chart');
     check(await page.locator('.msg-error').count() === 0, 'no error');
     await shot('history');
     await axe('the history view');

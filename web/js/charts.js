@@ -91,6 +91,8 @@ export function layerChart(diff, metricKey, hrefOf) {
         if (b != null && b > 0)
             bandPts.push([x(i), clampY(b)]);
     });
+    if (bandPts.length === 1) // one layer: a short stretch of band around it
+        bandPts.splice(0, 1, [bandPts[0][0] - 30, bandPts[0][1]], [bandPts[0][0] + 30, bandPts[0][1]]);
     if (bandPts.length > 1) {
         const pts = bandPts.map(([px, py]) => `${px},${py}`).join(' ');
         g.append(s('polygon', {class: 'band',
@@ -128,8 +130,11 @@ export function layerChart(diff, metricKey, hrefOf) {
         g.append(link);
         if (isFirst || isAmp) {
             const label = isFirst ? 'first divergent' : `amplifier ×${fmtNum(l.growth)}`;
-            g.append(s('text', {class: isFirst ? 'callout first' : 'callout amp', x: px,
-                                y: Math.max(top - 8, py - 16), 'text-anchor': 'middle'}, label));
+            // Above the ring, or beside it on the left when the point is at the top.
+            const above = py - 18 >= top - 12;
+            g.append(s('text', {class: isFirst ? 'callout first' : 'callout amp',
+                                x: above ? px : px - 16, y: above ? py - 18 : py + 4,
+                                'text-anchor': above ? 'middle' : 'end'}, label));
         }
     });
     return svg;
@@ -180,7 +185,8 @@ export function ulpHistogram(counts) {
 // marker where a point's driver/CUDA/cuDNN/cuBLAS differs from the point before it.
 // series: [{device, points: [{created_at, err, run, verdict}]}]; changes: [{time, devices, text}].
 export function historyChart(series, changes, hrefOf) {
-    const W = 960, H = 360, left = 70, right = W - 30, top = 50, bottom = 270;
+    // Wide margins: the time labels are centred on their ticks.
+    const W = 960, H = 360, left = 110, right = W - 70, top = 50, bottom = 270;
     const zeroLane = bottom + 18;
     const all = series.flatMap((sr) => sr.points);
     const times = all.map((p) => Date.parse(p.created_at)).filter(Number.isFinite);
@@ -189,11 +195,11 @@ export function historyChart(series, changes, hrefOf) {
         t0 = Date.now() - 86400e3;
         t1 = Date.now();
     }
-    if (t1 - t0 < 3600e3) {
+    if (t1 === t0) {
         t0 -= 1800e3;
         t1 += 1800e3;
     }
-    const pad = (t1 - t0) * 0.04;
+    const pad = (t1 - t0) * 0.06;
     t0 -= pad;
     t1 += pad;
     const x = (t) => left + ((t - t0) / (t1 - t0)) * (right - left);
@@ -209,14 +215,18 @@ export function historyChart(series, changes, hrefOf) {
     const py = (v) => (v > 0 ? Math.max(top, Math.min(bottom, y(v))) : zeroLane);
     g.append(s('text', {class: 'tick', x: left - 6, y: zeroLane + 4, 'text-anchor': 'end'}, '0'));
     g.append(s('line', {class: 'axis', x1: left, x2: right, y1: bottom, y2: bottom}));
-    // Time ticks: about six, at the start of a day when the span is days.
-    const ticks = 6;
+    // Six time ticks: dates when the span is days, minutes when hours, else seconds (UTC).
+    const ticks = 5;
+    const span = t1 - t0;
     for (let i = 0; i <= ticks; i++) {
-        const t = t0 + ((t1 - t0) * i) / ticks;
-        const anchor = i === 0 ? 'start' : i === ticks ? 'end' : 'middle';
-        g.append(s('text', {class: 'tick', x: x(t), y: zeroLane + 24, 'text-anchor': anchor},
-                   fmtTime(new Date(t).toISOString()).slice(0, t1 - t0 > 3 * 86400e3 ? 10 : 16)));
+        const iso = new Date(t0 + (span * i) / ticks).toISOString();
+        const label = span > 3 * 86400e3 ? iso.slice(0, 10)
+            : span > 600e3 ? iso.slice(0, 16).replace('T', ' ') : iso.slice(11, 19);
+        g.append(s('text', {class: 'tick', x: x(Date.parse(iso)), y: zeroLane + 24,
+                            'text-anchor': 'middle'}, label));
     }
+    g.append(s('text', {class: 'axis-label', x: (left + right) / 2, y: zeroLane + 46,
+                        'text-anchor': 'middle'}, 'run created (UTC)'));
     // Version changes first, so points stay on top.
     changes.forEach((c, i) => {
         const cx = x(Date.parse(c.time));

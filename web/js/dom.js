@@ -73,14 +73,15 @@ export function fmtInt(v) {
     return Number(v).toLocaleString('en-US');
 }
 
-// "2026-11-30 09:25" from an RFC 3339 time, in UTC (the times runs record).
-export function fmtTime(t) {
+// "2026-11-30 09:25" (":07" more with seconds) from an RFC 3339 time, in UTC (the times
+// runs record).
+export function fmtTime(t, seconds = false) {
     if (!t)
         return '–';
     const d = new Date(t);
     if (Number.isNaN(d.getTime()))
         return String(t);
-    return d.toISOString().slice(0, 16).replace('T', ' ');
+    return d.toISOString().slice(0, seconds ? 19 : 16).replace('T', ' ');
 }
 
 export function shortId(id) {

@@ -120,9 +120,9 @@ function metricSwitch(q) {
 function layerTable(d, q) {
     const hasTruth = !!d.truth;
     const head = ['#', 'Layer', 'Op', 'Verdict', 'Max |a−b|', 'Error / max|b|', 'Noise band',
-                  'Growth', 'Max ULP', 'Bits (arithmetic)', 'Outside tol.'];
+                  'Growth', 'Max ULP', 'Bits', 'Outside tol.'];
     if (hasTruth)
-        head.push('Closer to truth');
+        head.push('Closer');
     head.push('Notes');
     const rows = d.layers.map((l, i) => {
         const cls = [l.first_divergent ? 'first-divergent' : '', l.amplifier ? 'amplifier' : '']
@@ -150,7 +150,7 @@ function layerTable(d, q) {
             h('td', {class: 'num'}, na ? '–' : fmtNum(l.envelope)),
             h('td', {class: 'num'}, na ? '–' : fmtNum(l.growth)),
             h('td', {class: 'num'}, na ? '–' : fmtInt(l.max_ulp)),
-            h('td', {}, na ? '–' : `${fmtNum(l.bits)} (${l.arithmetic || '?'})`),
+            h('td', {class: 'num', title: l.arithmetic || null}, na ? '–' : fmtNum(l.bits)),
             h('td', {class: 'num'}, na ? '–' : fmtInt(l.mismatches)),
         ];
         if (hasTruth)
@@ -160,7 +160,9 @@ function layerTable(d, q) {
     });
     return h('div', {class: 'table-wrap'}, h('table', {class: 'layers', id: 'layer-table'},
         h('caption', {}, 'Per layer: b is the reference side of each metric. The noise band is ' +
-          'the error rounding can explain (the op\'s own bound plus what noisy inputs carry in).'),
+          'the error rounding can explain (the op\'s own bound plus what noisy inputs carry in); ' +
+          'bits: the effective precision, -log2 of the median relative error' +
+          (hasTruth ? '; closer: the run nearer the truth.' : '.')),
         h('thead', {}, h('tr', {}, head.map((t) => h('th', {scope: 'col'}, t)))),
         h('tbody', {}, rows)));
 }
@@ -200,8 +202,8 @@ function envTable(d, runs) {
     // Differences first: they are what the eye should find.
     rows.sort((x, y) => (y.classList.contains('differs') ? 1 : 0) - (x.classList.contains('differs') ? 1 : 0));
     return h('div', {class: 'table-wrap'}, h('table', {class: 'env', id: 'env-table'},
-        h('caption', {}, `Environments and knobs (${(d.env_diff || []).length} differences the ` +
-          'daemon reports, listed first)'),
+        h('caption', {}, `Environments and knobs: ${(d.env_diff || []).length} ` +
+          `difference${(d.env_diff || []).length === 1 ? '' : 's'} between a and b, listed first`),
         h('thead', {}, h('tr', {}, h('th', {scope: 'col'}, 'Key'),
             h('th', {scope: 'col'}, 'Run a'), h('th', {scope: 'col'}, 'Run b'),
             rt ? h('th', {scope: 'col'}, 'Truth') : null, h('th', {scope: 'col'}, 'Differs'))),

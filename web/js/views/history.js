@@ -150,7 +150,7 @@ function pointsTable(series, hrefOf) {
             const env = p.env || {};
             rows.push(h('tr', {},
                 h('th', {scope: 'row'}, seriesSwatch(k), ' ', sr.device),
-                h('td', {class: 'nowrap'}, fmtTime(p.created_at)),
+                h('td', {class: 'nowrap'}, fmtTime(p.created_at, true)),
                 h('td', {}, h('a', {href: hrefOf(p)}, shortId(p.run))),
                 h('td', {class: 'num'}, fmtNum(p.err)),
                 h('td', {class: 'num'}, fmtNum(p.max_abs)),
