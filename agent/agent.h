@@ -19,7 +19,9 @@
     XX(RUN, 4, "the run failed (an op, the device, or memory)")                     \
     XX(NOTSUP, 5, "the model or a knob needs something this build does not support") \
     XX(OUTPUT, 6, "the bundle could not be written (exists, disk, permissions)")         \
-    XX(DIVERGED, 7, "diff --check: a layer diverges beyond rounding noise")
+    XX(DIVERGED, 7, "diff --check: a layer diverges beyond rounding noise")             \
+    XX(UPLOAD, 8, "could not upload to the server")                                  \
+    XX(TOKEN, 9, "the server refused the token")
 
 enum agt_exit {
 #define AGT__EXIT_ENUM(name, value, text) AGT_EXIT_##name = (value),
@@ -46,6 +48,29 @@ void agt_print_exit_codes(FILE *out);
 int agt_cmd_run(int argc, char **argv);
 int agt_cmd_diff(int argc, char **argv);
 int agt_cmd_bundle(int argc, char **argv);
+int agt_cmd_push(int argc, char **argv);
+
+/* ---- the upload flags `push` and `run` share (push.c) ---- */
+
+struct agt_upload_opts; /* upload.h */
+
+enum { AGT_OPT_SERVER = 1000, AGT_OPT_TOKEN, AGT_OPT_RETRIES, AGT_OPT_RETRY_TIME };
+
+#define AGT_UPLOAD_LONGOPTS                                                                \
+    {"server", required_argument, NULL, AGT_OPT_SERVER},                                   \
+        {"token", required_argument, NULL, AGT_OPT_TOKEN},                                 \
+        {"retries", required_argument, NULL, AGT_OPT_RETRIES},                             \
+        {"retry-time", required_argument, NULL, AGT_OPT_RETRY_TIME}
+
+/*
+ * Takes one of the upload flags into o: 1 when opt was one (and its value good), 0 when opt
+ * is not an upload flag, -1 after printing what is wrong with the value. cmd names the
+ * subcommand in messages.
+ */
+int agt_upload_flag(const char *cmd, int opt, const char *arg, struct agt_upload_opts *o);
+
+/* The upload flags' lines of --help. */
+void agt_upload_usage(FILE *out);
 
 /* Prints the per-layer summary of a bundle being written. */
 void agt_report_table(FILE *out, json_t *run, const char *bundle_dir);

@@ -17,6 +17,7 @@ static const struct {
     {"run", agt_cmd_run, "run a model on one input and write its run bundle"},
     {"diff", agt_cmd_diff, "compare two run bundles layer by layer, here, without a daemon"},
     {"bundle", agt_cmd_bundle, "make a run bundle from .npy/.npz dumps of another framework"},
+    {"push", agt_cmd_push, "upload a run bundle to gpudiffd (or finish a cut upload)"},
 };
 
 int

@@ -15,6 +15,7 @@
 #include "gpudiff/model.h"
 #include "gpudiff/run.h"
 #include "agent.h"
+#include "upload.h"
 
 struct run_opts {
     const char *model;
@@ -30,6 +31,7 @@ struct run_opts {
     int verbose;
     json_t *labels;
     struct gd_knobs knobs;
+    struct agt_upload_opts upload; /* upload.server NULL: no upload */
 };
 
 /* What the capture callback needs: the writer, and progress reporting. */
@@ -82,7 +84,11 @@ run_usage(FILE *out)
             "  --progress          report each layer on stderr as it completes (default when\n"
             "                      stderr is a terminal)\n"
             "  -v, --verbose       debug messages on stderr\n"
-            "  -h, --help          this help\n\n");
+            "  -h, --help          this help\n\n"
+            "Uploading (the bundle is written first, then uploaded as `push` would; it stays\n"
+            "in DIR either way, so a failed upload can be pushed later):\n");
+    agt_upload_usage(out);
+    fputc('\n', out);
     agt_print_exit_codes(out);
 }
 
@@ -121,6 +127,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
         {"progress", no_argument, NULL, O_PROGRESS},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
+        AGT_UPLOAD_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
     struct gd_err err = {0};
@@ -128,6 +135,11 @@ parse_args(int argc, char **argv, struct run_opts *o)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:i:o:vh", longopts, NULL)) != -1) {
+        int taken = agt_upload_flag("run", c, optarg, &o->upload);
+        if (taken < 0)
+            return -1;
+        if (taken > 0)
+            continue;
         switch (c) {
         case 'm':
             o->model = optarg;
@@ -222,6 +234,11 @@ parse_args(int argc, char **argv, struct run_opts *o)
     const char *missing = !o->model ? "--model" : !o->input ? "--input" : !o->out ? "--out" : NULL;
     if (missing != NULL) {
         fprintf(stderr, "gpudiff-agent run: %s is required (see --help)\n", missing);
+        return -1;
+    }
+    if ((o->upload.server != NULL || o->upload.token != NULL) &&
+        agt_upload_opts_check(&o->upload, &err) != 0) {
+        fprintf(stderr, "gpudiff-agent run: %s\n", err.msg);
         return -1;
     }
     return 0;
@@ -376,6 +393,16 @@ execute(struct run_opts *o)
     } else {
         agt_report_table(stdout, meta, o->out);
     }
+    fflush(stdout);
+    if (o->upload.server != NULL) {
+        o->upload.who = "run";
+        o->upload.progress = o->progress;
+        code = agt_upload_bundle(o->out, &o->upload, NULL, &err);
+        if (code != AGT_EXIT_OK)
+            fprintf(stderr, "gpudiff-agent run: %s\ngpudiff-agent run: the bundle is in %s; "
+                            "`gpudiff-agent push %s --server %s` uploads it later\n",
+                    err.msg, o->out, o->out, o->upload.server);
+    }
 done:
     json_decref(meta);
     gd_bundle_writer_free(w);
@@ -390,6 +417,7 @@ agt_cmd_run(int argc, char **argv)
 {
     struct run_opts o = {0};
     gd_knobs_init(&o.knobs);
+    agt_upload_opts_init(&o.upload);
     o.labels = json_object();
     o.progress = isatty(STDERR_FILENO);
     int prc = parse_args(argc, argv, &o);

@@ -38,6 +38,13 @@ install_packages() {
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
             missing="$missing $p"
     done
+    # The dashboard's browser test (tests/web): Debian's Chromium, Node.js (18 or newer;
+    # Debian 12 has 18) and npm. Each is asked for only when its command is missing: a
+    # Node.js from elsewhere is kept, and its nodejs package, which often ships npm and
+    # conflicts with Debian's npm, would make asking for npm fail.
+    [ -x /usr/bin/chromium ] || missing="$missing chromium"
+    command -v node >/dev/null || missing="$missing nodejs"
+    command -v npm >/dev/null || missing="$missing npm"
     [ -z "$missing" ] && return 0
     echo "setup: installing$missing"
     export DEBIAN_FRONTEND=noninteractive

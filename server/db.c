@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compare.h"
 #include "db.h"
 
 /* Distinct statements of all db_*.c files together; the cache is a short array. */
@@ -22,11 +23,19 @@ struct srv_db {
     struct srv_db *next_free;
 };
 
+/* WAL pages after a commit that call for a checkpoint: SQLite's own autocheckpoint default. */
+#define CHECKPOINT_PAGES 1000
+
 struct srv_store {
     char *path;
     struct srv_db_opts opts;
     pthread_mutex_t mu;
     struct srv_db *free_list;
+    /* The checkpointer: its own connection and thread, woken by the WAL hook. */
+    struct srv_db *ckpt_db;
+    pthread_t ckpt_thread;
+    pthread_cond_t ckpt_cv;
+    int ckpt_started, ckpt_wanted, ckpt_stop;
 };
 
 int
@@ -40,6 +49,28 @@ srv_db_fail(struct srv_db *db, int sqlite_rc, const char *what, struct gd_err *e
     if (primary == SQLITE_NOMEM)
         return gd_err_set(err, GD_ENOMEM, "%s: out of memory", what);
     return gd_err_set(err, GD_EIO, "%s: %s", what, msg);
+}
+
+/*
+ * gpudiff_device_key(meta): the device key of a run from its stored run.json (device.c), for
+ * migration 002, which gives the runs stored before it their key. '' for a meta that is not
+ * JSON (it always is: run_doc.c wrote it).
+ */
+static void
+sql_device_key(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const unsigned char *text = sqlite3_value_text(argv[0]);
+    json_t *meta = text != NULL ? json_loads((const char *)text, 0, NULL) : NULL;
+    struct srv_buf key = {0};
+    if (meta != NULL && srv_device_key(meta, &key) != 0) {
+        json_decref(meta);
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    json_decref(meta);
+    sqlite3_result_text(ctx, key.data != NULL ? key.data : "", -1, SQLITE_TRANSIENT);
+    srv_buf_fini(&key);
 }
 
 static int
@@ -66,6 +97,14 @@ srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **ou
     }
     sqlite3_extended_result_codes(db->conn, 1);
     sqlite3_busy_timeout(db->conn, opts->busy_timeout_ms);
+    rc = sqlite3_create_function_v2(db->conn, "gpudiff_device_key", 1,
+                                    SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_device_key, NULL,
+                                    NULL, NULL);
+    if (rc != SQLITE_OK) {
+        int e = srv_db_fail(db, rc, "gpudiff_device_key", err);
+        srv_db_close(db);
+        return e;
+    }
     /*
      * WAL: readers never block the writer nor it them. With synchronous=NORMAL a commit is
      * written to the WAL without an fsync; it survives a crash of this process (the OS has
@@ -241,6 +280,60 @@ srv_db_migrate(struct srv_db *db, int *from, int *to, struct gd_err *err)
 
 /* ---- the pool ---- */
 
+/*
+ * Called by SQLite after each commit on a pooled connection. It replaces SQLite's
+ * autocheckpoint, which would copy the WAL into the database, with two fsyncs, inside the
+ * commit of the request that crossed the threshold: here the checkpointer thread does it
+ * while the request answers (and its client sends the next layer).
+ */
+static int
+wal_hook(void *user, sqlite3 *conn, const char *name, int pages)
+{
+    (void)conn;
+    (void)name;
+    struct srv_store *s = user;
+    if (pages >= CHECKPOINT_PAGES) {
+        pthread_mutex_lock(&s->mu);
+        s->ckpt_wanted = 1;
+        pthread_cond_signal(&s->ckpt_cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return SQLITE_OK;
+}
+
+static void *
+checkpointer(void *arg)
+{
+    struct srv_store *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->ckpt_stop) {
+        if (!s->ckpt_wanted) {
+            pthread_cond_wait(&s->ckpt_cv, &s->mu);
+            continue;
+        }
+        s->ckpt_wanted = 0;
+        pthread_mutex_unlock(&s->mu);
+        /* PASSIVE: copies what no reader still needs, never waits for readers or writers. */
+        int rc = sqlite3_wal_checkpoint_v2(s->ckpt_db->conn, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                           NULL, NULL);
+        if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+            SRV_LOG(GD_LOG_WARN, NULL, "checkpoint: %s", sqlite3_errmsg(s->ckpt_db->conn));
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* A pooled connection: the checkpoints are the checkpointer's. */
+static int
+store_db_open(struct srv_store *s, struct srv_db **out, struct gd_err *err)
+{
+    int rc = srv_db_open(s->path, &s->opts, out, err);
+    if (rc == 0)
+        sqlite3_wal_hook((*out)->conn, wal_hook, s);
+    return rc;
+}
+
 int
 srv_store_open(const char *path, const struct srv_db_opts *opts, struct srv_store **out,
                struct gd_err *err)
@@ -252,14 +345,24 @@ srv_store_open(const char *path, const struct srv_db_opts *opts, struct srv_stor
     }
     s->opts = *opts;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->ckpt_cv, NULL);
     /* One connection now, so that a bad path fails at start rather than at a request. */
     struct srv_db *db = NULL;
-    int rc = srv_db_open(path, opts, &db, err);
+    int rc = store_db_open(s, &db, err);
+    if (rc == 0) {
+        s->free_list = db;
+        rc = srv_db_open(path, opts, &s->ckpt_db, err);
+    }
+    if (rc == 0) {
+        if (pthread_create(&s->ckpt_thread, NULL, checkpointer, s) == 0)
+            s->ckpt_started = 1;
+        else
+            rc = gd_err_set(err, GD_EIO, "cannot start the checkpoint thread");
+    }
     if (rc != 0) {
         srv_store_close(s);
         return rc;
     }
-    s->free_list = db;
     *out = s;
     return 0;
 }
@@ -269,12 +372,21 @@ srv_store_close(struct srv_store *s)
 {
     if (s == NULL)
         return;
+    if (s->ckpt_started) {
+        pthread_mutex_lock(&s->mu);
+        s->ckpt_stop = 1;
+        pthread_cond_signal(&s->ckpt_cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->ckpt_thread, NULL);
+    }
+    srv_db_close(s->ckpt_db);
     while (s->free_list != NULL) {
         struct srv_db *db = s->free_list;
         s->free_list = db->next_free;
         srv_db_close(db);
     }
     pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->ckpt_cv);
     free(s->path);
     free(s);
 }
@@ -292,7 +404,7 @@ srv_store_acquire(struct srv_store *s, struct srv_db **out, struct gd_err *err)
      * than worker threads (plus retention): opening one more when none is free is bounded.
      */
     if (db == NULL) {
-        int rc = srv_db_open(s->path, &s->opts, &db, err);
+        int rc = store_db_open(s, &db, err);
         if (rc != 0)
             return rc;
     }

@@ -110,6 +110,14 @@ int srv_db_run_create(struct srv_db *db, const struct srv_run_doc *doc, int64_t 
 int srv_db_run_get(struct srv_db *db, const char *id, int include_uploading, json_t **out,
                    struct gd_err *err);
 
+/*
+ * What comparing a run needs: its stored run.json without layers (*meta) and its layer
+ * records in index order (*records), both new references. SRV_ENOTFOUND for no run,
+ * SRV_ECONFLICT for one still uploading, SRV_EGONE when retention dropped its tensors.
+ */
+int srv_db_run_records(struct srv_db *db, const char *id, json_t **meta, json_t **records,
+                       struct gd_err *err);
+
 /* Marks the run complete when every layer is present (SRV_EINCOMPLETE names the missing). */
 int srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err *err);
 
@@ -229,6 +237,85 @@ int srv_db_models_list(struct srv_db *db, json_t **out, struct gd_err *err);
  */
 int srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id, int64_t token_id,
                         int64_t now, struct gd_err *err);
+
+/* The model's baseline run, "" when it has none. SRV_ENOTFOUND when there is no such model. */
+int srv_db_model_baseline(struct srv_db *db, const char *model, char baseline[40],
+                          struct gd_err *err);
+
+/*
+ * The baseline of the model of run_id, "" when it has none or when the run is not complete
+ * (or not there).
+ */
+int srv_db_run_baseline(struct srv_db *db, const char *run_id, char baseline[40],
+                        struct gd_err *err);
+
+/*
+ * The matrix's devices: for each device key of the model's complete runs, its newest run,
+ * as [{"key", "run", "backend", "gpu" (null on CPU backends), "created_at"}] ordered by key.
+ * SRV_ENOTFOUND when there is no such model.
+ */
+int srv_db_model_devices(struct srv_db *db, const char *model, json_t **out, struct gd_err *err);
+
+/*
+ * History's runs: of each device key of the model (or only `device` when not NULL), its
+ * newest `limit` complete runs, as [{"device", "run", "created_at", "env"}] ordered by
+ * device, then oldest first ("env": run.json's env object, {} when it has none).
+ */
+int srv_db_model_history_runs(struct srv_db *db, const char *model, const char *device,
+                              int64_t limit, json_t **out, struct gd_err *err);
+
+/* The ids of the model's complete runs, newest first, at most limit, as a JSON array. */
+int srv_db_model_run_ids(struct srv_db *db, const char *model, int64_t limit, json_t **out,
+                         struct gd_err *err);
+
+/* *found 1 when run_id has a layer named name. */
+int srv_db_layer_named(struct srv_db *db, const char *run_id, const char *name, int *found,
+                       struct gd_err *err);
+
+/* ---- the comparison cache (db_diffs.c) ---- */
+
+struct srv_diff_key; /* compare.h */
+
+/* What the matrix and history read of one layer of a diff; NaN stands for null. */
+struct srv_diff_layer_sum {
+    const char *name;
+    const char *verdict;
+    double err, max_abs;
+};
+
+struct srv_diff_row {
+    const char *first_divergent; /* NULL when none */
+    int n_layers;
+    const struct srv_diff_layer_sum *layers;
+    const char *json; /* what GET /api/v1/diff serves */
+    double seconds;   /* how long it took to compute */
+};
+
+/*
+ * The cached JSON text of a diff followed by a newline, as served (*text NUL-terminated and
+ * owned by the caller, *len without the NUL). SRV_ENOTFOUND when it is not cached.
+ */
+int srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **text, size_t *len,
+                     struct gd_err *err);
+
+/* Caches a diff with its layer summaries, in one transaction; a row already there stays. */
+int srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key, const struct srv_diff_row *row,
+                    int64_t now, struct gd_err *err);
+
+struct srv_diff_summary {
+    int has_first;             /* the diff has a first divergent layer */
+    char first_divergent[256];
+    int layer_found;           /* the layer asked for is in the diff */
+    char verdict[16];
+    double err, max_abs;       /* NaN for null */
+};
+
+/*
+ * One layer of a cached diff: the first one named `layer`, or the last one with layer NULL.
+ * SRV_ENOTFOUND when the diff is not cached; layer_found 0 when it lacks the layer.
+ */
+int srv_db_diff_summary(struct srv_db *db, const struct srv_diff_key *key, const char *layer,
+                        struct srv_diff_summary *out, struct gd_err *err);
 
 /* ---- tokens (db_tokens.c) ---- */
 

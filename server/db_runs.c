@@ -14,8 +14,8 @@ static const char SQL_MODEL_ADD[] =
 static const char SQL_MODEL_ID[] = "SELECT id FROM models WHERE name = ?1";
 static const char SQL_RUN_INSERT[] =
     "INSERT INTO runs(id, model_id, model_sha256, backend, gpu, host, created_at, created_ts, "
-    "state, received_at, n_layers, content_sha256, meta) "
-    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'uploading', ?9, ?10, ?11, ?12)";
+    "state, received_at, n_layers, content_sha256, meta, device) "
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'uploading', ?9, ?10, ?11, ?12, ?13)";
 static const char SQL_BLOB_SIZE[] = "SELECT raw_size FROM blobs WHERE sha256 = ?1";
 static const char SQL_LAYER_INSERT[] =
     "INSERT INTO layers(run_id, idx, name, op, dtype, shape, sha256, raw_size, reduction_len, "
@@ -26,6 +26,7 @@ static const char SQL_RUN_GET[] =
 static const char SQL_RUN_LAYERS[] =
     "SELECT record, uploaded_at IS NOT NULL, blob_sha256 IS NOT NULL FROM layers "
     "WHERE run_id = ?1 ORDER BY idx";
+static const char SQL_RUN_RECORDS[] = "SELECT record FROM layers WHERE run_id = ?1 ORDER BY idx";
 static const char SQL_RUN_STATE[] = "SELECT state, n_layers FROM runs WHERE id = ?1";
 static const char SQL_RUN_MISSING[] =
     "SELECT idx FROM layers WHERE run_id = ?1 AND uploaded_at IS NULL ORDER BY idx";
@@ -149,6 +150,7 @@ srv_db_run_create(struct srv_db *db, const struct srv_run_doc *doc, int64_t now,
     sqlite3_bind_int(st, 10, doc->n_layers);
     srv_db_bind_text(st, 11, doc->content_sha256);
     srv_db_bind_text(st, 12, doc->meta);
+    srv_db_bind_text(st, 13, doc->device);
     rc = step_done(db, st, "run insert", err);
     int n_linked = 0;
     for (int i = 0; rc == 0 && i < doc->n_layers; i++) {
@@ -249,6 +251,59 @@ done:
     json_decref(run);
     json_decref(layers);
     json_decref(missing);
+    return rc;
+}
+
+int
+srv_db_run_records(struct srv_db *db, const char *id, json_t **meta, json_t **records,
+                   struct gd_err *err)
+{
+    sqlite3_stmt *st;
+    json_t *m = NULL, *recs = NULL;
+    int rc = srv_db_prepare(db, SQL_RUN_GET, &st, err);
+    if (rc != 0)
+        return rc;
+    srv_db_bind_text(st, 1, id);
+    int s = sqlite3_step(st);
+    if (s != SQLITE_ROW) {
+        srv_db_done(st);
+        return s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no run %s", id)
+                                : step_fail(db, s, "run lookup", err);
+    }
+    if (strcmp((const char *)sqlite3_column_text(st, 1), "complete") != 0)
+        rc = gd_err_set(err, SRV_ECONFLICT,
+                        "run %s is still uploading: it can be compared once it is finished", id);
+    else if (sqlite3_column_type(st, 4) != SQLITE_NULL)
+        rc = gd_err_set(err, SRV_EGONE,
+                        "the tensors of run %s were dropped by retention: it can no longer be "
+                        "compared with a run it was not compared with before",
+                        id);
+    else if ((m = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL)) == NULL)
+        rc = gd_err_set(err, GD_EIO, "run %s: stored metadata is not JSON", id);
+    srv_db_done(st);
+    if (rc != 0)
+        goto done;
+    rc = srv_db_prepare(db, SQL_RUN_RECORDS, &st, err);
+    if (rc != 0)
+        goto done;
+    srv_db_bind_text(st, 1, id);
+    recs = json_array();
+    while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *rec = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+        if (rec == NULL || json_array_append_new(recs, rec) != 0)
+            rc = gd_err_set(err, GD_EIO, "run %s: a stored layer record is not JSON", id);
+    }
+    srv_db_done(st);
+    if (rc == 0 && s != SQLITE_DONE)
+        rc = step_fail(db, s, "layers lookup", err);
+    if (rc != 0)
+        goto done;
+    *meta = m;
+    *records = recs;
+    m = recs = NULL;
+done:
+    json_decref(m);
+    json_decref(recs);
     return rc;
 }
 

@@ -161,11 +161,11 @@ srv_reply(struct srv_req *req, unsigned status, struct MHD_Response *resp)
 
 /* A JSON text made here (or a fixed one when memory ran out), sent as it is. */
 static int
-reply_text(struct srv_req *req, unsigned status, char *text, const char *type)
+reply_text(struct srv_req *req, unsigned status, char *text, size_t len, const char *type)
 {
     struct MHD_Response *resp;
     if (text != NULL) {
-        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     } else {
         static const char oom[] = "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of "
                                   "memory\"}}\n";
@@ -197,7 +197,13 @@ srv_reply_json(struct srv_req *req, unsigned status, json_t *body)
             memcpy(text + n, "\n", 2);
         }
     }
-    return reply_text(req, status, text, "application/json");
+    return reply_text(req, status, text, text != NULL ? strlen(text) : 0, "application/json");
+}
+
+int
+srv_reply_json_text(struct srv_req *req, unsigned status, char *text, size_t len)
+{
+    return reply_text(req, status, text, len, "application/json");
 }
 
 int

@@ -3,7 +3,7 @@
 noinst_LTLIBRARIES += libsrv.la
 bin_PROGRAMS += gpudiffd
 
-SERVER_SQL = schema/sql/001_init.sql
+SERVER_SQL = schema/sql/001_init.sql schema/sql/002_diff_cache.sql
 SERVER_DEPS_CFLAGS = $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) $(ZSTD_CFLAGS)
 SERVER_DEPS_LIBS = $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(ZSTD_LIBS)
 
@@ -12,21 +12,26 @@ libsrv_la_SOURCES = \
 	server/server.h \
 	server/db.h \
 	server/blob.h \
+	server/compare.h \
 	server/run_doc.h \
 	server/auth.c \
 	server/blob.c \
+	server/compare.c \
 	server/config.c \
 	server/db.c \
 	server/db_blobs.c \
+	server/db_diffs.c \
 	server/db_layers.c \
 	server/db_models.c \
 	server/db_runs.c \
 	server/db_tokens.c \
+	server/device.c \
 	server/errors.c \
 	server/http.c \
 	server/log.c \
 	server/metrics.c \
 	server/retention.c \
+	server/route_diff.c \
 	server/route_health.c \
 	server/route_layers.c \
 	server/route_models.c \

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gpudiff/run.h"
+#include "compare.h"
 #include "db.h"
 #include "server.h"
 
@@ -267,7 +268,7 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
             cfg->retention_days > 0 ? "on (tensors of older runs are dropped daily)" : "off");
 
     if (srv_retention_start(srv.store, cfg->retention_days, &retention, &err) != 0 ||
-        srv_http_start(&srv, &err) != 0) {
+        srv_compare_start(srv.store, &srv.compare, &err) != 0 || srv_http_start(&srv, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
         goto done;
     }
@@ -282,7 +283,9 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     SRV_LOG(GD_LOG_INFO, NULL, "signal %d: stopping (requests in progress are finished)", sig);
     rc = 0;
 done:
+    /* Requests first (they may queue comparisons), then the worker, then the database. */
     srv_http_stop(&srv);
+    srv_compare_stop(srv.compare);
     srv_retention_stop(retention);
     srv_store_close(srv.store);
     SRV_LOG(GD_LOG_INFO, NULL, "stopped");

@@ -49,6 +49,10 @@ static const struct {
     [SRV_M_LAYERS_STORED] = {"gpudiffd_layers_uploaded_total", "Layers made present by PUT."},
     [SRV_M_RUNS_CREATED] = {"gpudiffd_runs_created_total", "Runs created."},
     [SRV_M_RUNS_FINISHED] = {"gpudiffd_runs_finished_total", "Runs finished."},
+    [SRV_M_DIFF_HITS] = {"gpudiffd_diff_cache_hits_total",
+                         "Diffs read from the cache (requests and the compare worker)."},
+    [SRV_M_DIFF_MISSES] = {"gpudiffd_diff_cache_misses_total",
+                           "Diffs computed because the cache lacked them."},
 };
 
 static void
@@ -151,7 +155,7 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
                               "Time from a request's headers to its answer.", &request_seconds);
     if (rc == 0)
         rc = render_histogram(out, "gpudiffd_compare_duration_seconds",
-                              "Time to compare two runs layer by layer.", &compare_seconds);
+                              "Time to compute one diff of two runs (loading their layers included).", &compare_seconds);
     for (int c = 0; rc == 0 && c < SRV_M_COUNTER_COUNT; c++)
         rc = srv_buf_printf(
             out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counter_info[c].name,

@@ -1,12 +1,21 @@
 /*
- * route_models.c: GET /api/v1/models and POST /api/v1/models/{model}/baseline, which picks
- * the run the model's other runs are compared against.
+ * route_models.c: GET /api/v1/models; POST /api/v1/models/{model}/baseline, which picks the
+ * run the model's other runs are compared against; GET .../matrix (every device's newest run
+ * against every other's) and GET .../history (one layer's difference from the baseline, run
+ * after run). Both read the diff cache, one summary row per cell or point, and compute the
+ * diffs it lacks.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "compare.h"
 #include "db.h"
 #include "server.h"
+
+#define HISTORY_LIMIT     100
+#define HISTORY_LIMIT_MAX 1000
+#define DEVICE_KEY_MAX    4096
 
 int
 srv_models_list(struct srv_req *req)
@@ -59,5 +68,199 @@ srv_models_baseline(struct srv_req *req)
     if (rc != 0)
         return srv_req_fail_err(req, &err);
     SRV_LOG(GD_LOG_INFO, req, "baseline of model %s is now run %s", model, run_id);
+    srv_compare_baseline_set(req->srv->compare, model);
     return srv_reply_json(req, 200, json_pack("{s:s,s:s}", "model", model, "baseline", run_id));
+}
+
+static int
+check_model(struct srv_req *req, const char *model)
+{
+    if (!srv_is_name(model, 128, SRV_MODEL_NAME_CHARS))
+        return srv_req_fail(req, SRV_EBADREQ, "a model name is 1 to 128 of A-Z a-z 0-9 ._:-+@");
+    return 0;
+}
+
+/* The summary of one layer (NULL: the last) of the diff of key, computed if not cached. */
+static int
+diff_summary(struct srv_req *req, const struct srv_diff_key *key, const char *layer,
+             struct srv_diff_summary *sum)
+{
+    struct gd_err err;
+    for (int attempt = 0;; attempt++) {
+        struct srv_db *db = srv_req_db(req);
+        if (db == NULL)
+            return req->err.code;
+        int rc = srv_db_diff_summary(db, key, layer, sum, &err);
+        srv_req_db_release(req, db);
+        if (rc == 0 && attempt == 0)
+            srv_metrics_add(SRV_M_DIFF_HITS, 1);
+        if (rc != SRV_ENOTFOUND || attempt > 0)
+            return rc == 0 ? 0 : srv_req_fail_err(req, &err);
+        rc = srv_compare_ensure(req->srv->compare, key, NULL, &err);
+        if (rc != 0)
+            return srv_req_fail_err(req, &err);
+    }
+}
+
+static json_t *
+number_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+int
+srv_models_matrix(struct srv_req *req)
+{
+    static const char *const known[] = {NULL};
+    const char *model = req->params[0];
+    if (srv_req_query_check(req, known) != 0 || check_model(req, model) != 0)
+        return req->err.code;
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        return req->err.code;
+    json_t *devices = NULL;
+    struct gd_err err;
+    int rc = srv_db_model_devices(db, model, &devices, &err);
+    srv_req_db_release(req, db);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+    size_t n = json_array_size(devices);
+    json_t *cells = json_array();
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        json_t *row = json_array();
+        json_array_append_new(cells, row);
+        const char *a = json_string_value(json_object_get(json_array_get(devices, i), "run"));
+        for (size_t j = 0; rc == 0 && j < n; j++) {
+            const char *b = json_string_value(json_object_get(json_array_get(devices, j), "run"));
+            struct srv_diff_summary sum;
+            if (i == j) {
+                /* A run against itself: bitwise equal, nothing to compute. */
+                memset(&sum, 0, sizeof sum);
+                sum.layer_found = 1;
+                snprintf(sum.verdict, sizeof sum.verdict, "identical");
+            } else {
+                struct srv_diff_key key;
+                srv_diff_key_default(&key, a, b);
+                rc = diff_summary(req, &key, NULL, &sum);
+                if (rc != 0)
+                    break;
+            }
+            json_array_append_new(
+                row, json_pack("{s:s, s:s, s:o, s:o, s:s, s:o}", "a", a, "b", b, "err",
+                               number_or_null(sum.layer_found ? sum.err : NAN), "max_abs",
+                               number_or_null(sum.layer_found ? sum.max_abs : NAN), "verdict",
+                               sum.layer_found ? sum.verdict : "incomparable", "first_divergent",
+                               sum.has_first ? json_string(sum.first_divergent) : json_null()));
+        }
+    }
+    if (rc != 0) {
+        json_decref(devices);
+        json_decref(cells);
+        return rc;
+    }
+    return srv_reply_json(req, 200,
+                          json_pack("{s:s, s:o, s:o}", "model", model, "devices", devices,
+                                    "cells", cells));
+}
+
+/* The env values history marks changes of; null when the run does not record them. */
+static json_t *
+history_env(json_t *env)
+{
+    static const char *const keys[] = {"driver", "cuda_runtime", "cudnn", "cublas"};
+    json_t *out = json_object();
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = json_object_get(env, keys[i]);
+        json_object_set_new(out, keys[i], json_is_string(v) ? json_incref(v) : json_null());
+    }
+    return out;
+}
+
+int
+srv_models_history(struct srv_req *req)
+{
+    static const char *const known[] = {"layer", "device", "limit", NULL};
+    const char *model = req->params[0];
+    if (srv_req_query_check(req, known) != 0 || check_model(req, model) != 0)
+        return req->err.code;
+    const char *layer = srv_req_query(req, "layer"), *device = srv_req_query(req, "device");
+    const char *limit_text = srv_req_query(req, "limit");
+    int64_t limit = HISTORY_LIMIT;
+    if (layer == NULL)
+        return srv_req_fail(req, SRV_EBADREQ, "layer: the name of a layer is required");
+    if (!srv_is_name(layer, 200, SRV_LAYER_NAME_CHARS))
+        return srv_req_fail(req, SRV_EBADREQ,
+                            "layer: a layer name is 1 to 200 of A-Z a-z 0-9 ._:/-+@#[]");
+    if (device != NULL && (device[0] == '\0' || strlen(device) > DEVICE_KEY_MAX))
+        return srv_req_fail(req, SRV_EBADREQ, "device: a device key of 1 to %d bytes",
+                            DEVICE_KEY_MAX);
+    if (limit_text != NULL && srv_parse_int(limit_text, 1, HISTORY_LIMIT_MAX, &limit) != 0)
+        return srv_req_fail(req, SRV_EBADREQ, "limit: an integer from 1 to %d",
+                            HISTORY_LIMIT_MAX);
+
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        return req->err.code;
+    char baseline[40];
+    int found = 0;
+    json_t *runs = NULL;
+    struct gd_err err;
+    int rc = srv_db_model_baseline(db, model, baseline, &err);
+    if (rc == 0 && baseline[0] == '\0')
+        rc = gd_err_set(&err, SRV_ECONFLICT,
+                        "model %s has no baseline to compare with: pick one with POST "
+                        "/api/v1/models/%s/baseline",
+                        model, model);
+    if (rc == 0)
+        rc = srv_db_layer_named(db, baseline, layer, &found, &err);
+    if (rc == 0 && !found)
+        rc = gd_err_set(&err, SRV_ENOTFOUND, "the baseline run %s of model %s has no layer %s",
+                        baseline, model, layer);
+    if (rc == 0)
+        rc = srv_db_model_history_runs(db, model, device, limit, &runs, &err);
+    srv_req_db_release(req, db);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+
+    json_t *series = json_array(), *points = NULL;
+    const char *series_device = NULL;
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+    {
+        const char *dev = json_string_value(json_object_get(run, "device"));
+        const char *id = json_string_value(json_object_get(run, "run"));
+        if (series_device == NULL || strcmp(series_device, dev) != 0) {
+            points = json_array();
+            json_array_append_new(series, json_pack("{s:s, s:o}", "device", dev, "points", points));
+            series_device = dev;
+        }
+        struct srv_diff_summary sum;
+        if (strcmp(id, baseline) == 0) {
+            memset(&sum, 0, sizeof sum);
+            sum.layer_found = 1;
+            snprintf(sum.verdict, sizeof sum.verdict, "identical");
+        } else {
+            struct srv_diff_key key;
+            srv_diff_key_default(&key, id, baseline);
+            rc = diff_summary(req, &key, layer, &sum);
+            if (rc != 0)
+                break;
+        }
+        json_array_append_new(
+            points, json_pack("{s:s, s:O, s:o, s:o, s:s, s:o}", "run", id, "created_at",
+                              json_object_get(run, "created_at"), "err",
+                              number_or_null(sum.layer_found ? sum.err : NAN), "max_abs",
+                              number_or_null(sum.layer_found ? sum.max_abs : NAN), "verdict",
+                              sum.layer_found ? sum.verdict : "incomparable", "env",
+                              history_env(json_object_get(run, "env"))));
+    }
+    json_decref(runs);
+    if (rc != 0) {
+        json_decref(series);
+        return rc;
+    }
+    return srv_reply_json(req, 200,
+                          json_pack("{s:s, s:s, s:s, s:o}", "model", model, "baseline", baseline,
+                                    "layer", layer, "series", series));
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "compare.h"
 #include "db.h"
 #include "run_doc.h"
 #include "server.h"
@@ -145,6 +146,8 @@ srv_runs_finish(struct srv_req *req)
     if (rc != 0)
         return srv_req_fail_err(req, &err);
     SRV_LOG(GD_LOG_INFO, req, "run %s finished", req->params[0]);
+    /* The comparison with the baseline is the worker's: the answer does not wait for it. */
+    srv_compare_run_finished(req->srv->compare, req->params[0]);
     /* The layer list is what the agent sent: the answer is the summary without it. */
     json_object_del(run, "layers");
     return srv_reply_json(req, 200, run);

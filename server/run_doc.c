@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gpudiff/hash.h"
+#include "compare.h"
 #include "run_doc.h"
 #include "server.h"
 
@@ -89,10 +90,16 @@ check_model(json_t *root, struct srv_run_doc *doc, struct gd_err *err)
     int rc = get_string(model, "name", 1, 128, "model", &doc->model_name, err);
     if (rc == 0 && !srv_is_name(doc->model_name, 128, SRV_MODEL_NAME_CHARS))
         rc = bad(err, "model.name", "must be 1 to 128 of A-Z a-z 0-9 and ._:-+@");
-    if (rc == 0)
-        rc = get_string(model, "sha256", 1, 64, "model", &doc->model_sha256, err);
-    if (rc == 0 && !srv_is_sha256(doc->model_sha256))
-        rc = bad(err, "model.sha256", "must be 64 lowercase hex digits");
+    /* null: a bundle made from another framework's dumps has no model file to hash. */
+    json_t *sha = json_object_get(model, "sha256");
+    if (rc == 0 && sha == NULL)
+        rc = bad(err, "model.sha256", "is required (null when there is no model file)");
+    if (rc == 0 && json_is_null(sha))
+        doc->model_sha256 = "";
+    else if (rc == 0 && (!json_is_string(sha) || !srv_is_sha256(json_string_value(sha))))
+        rc = bad(err, "model.sha256", "must be 64 lowercase hex digits or null");
+    else if (rc == 0)
+        doc->model_sha256 = json_string_value(sha);
     if (rc == 0)
         rc = get_string(model, "file", 0, MAX_TEXT, "model", &file, err);
     return rc;
@@ -277,7 +284,7 @@ check_layer(json_t *rec, int i, uint64_t max_bytes, struct srv_layer_doc *l, str
         rc = bad(err, p, "must be 64 lowercase hex digits");
     }
     if (rc == 0)
-        rc = check_number(rec, "time_us", 0, path, err);
+        rc = check_number(rec, "time_us", 1, path, err);
     if (rc == 0)
         rc = get_string(rec, "algo", 0, 128, path, &s, err);
     if (rc == 0)
@@ -362,6 +369,7 @@ srv_run_doc_fini(struct srv_run_doc *doc)
     }
     free(doc->layers);
     free(doc->meta);
+    free(doc->device);
     json_decref(doc->root);
     memset(doc, 0, sizeof *doc);
 }
@@ -429,8 +437,13 @@ srv_run_doc_parse(const char *text, size_t len, uint64_t max_layer_bytes, struct
         goto done;
     json_object_del(meta, "layers");
     doc.meta = json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
-    if (doc.meta == NULL)
+    struct srv_buf device = {0};
+    if (doc.meta == NULL || srv_device_key(doc.root, &device) != 0) {
+        srv_buf_fini(&device);
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
+        goto done;
+    }
+    doc.device = device.data;
 done:
     free(canon);
     json_decref(meta);

@@ -37,6 +37,7 @@ struct srv_run_doc {
     int64_t created_ts;
     char content_sha256[65]; /* of the whole document in canonical form */
     char *meta;              /* the document without "layers", canonical JSON, owned */
+    char *device;            /* the device key (srv_device_key), owned */
     int n_layers;
     struct srv_layer_doc *layers;
 };

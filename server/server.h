@@ -18,6 +18,7 @@
 
 struct srv_db;
 struct srv_store;
+struct srv_compare;
 
 /* ---- errors ---- */
 
@@ -224,6 +225,7 @@ void srv_buf_fini(struct srv_buf *b);
 struct srv_server {
     struct srv_config cfg;
     struct srv_store *store;
+    struct srv_compare *compare; /* the comparison service (compare.h) */
     struct MHD_Daemon *mhd;
     char web_root[PATH_MAX];  /* realpath of cfg.web_root; "" serves no files */
     char spill_dir[PATH_MAX]; /* where uploads are compressed before their commit */
@@ -315,6 +317,8 @@ int srv_req_query_check(struct srv_req *req, const char *const *known);
 
 /* The response: JSON (steals body), an error from req->err, or one made by the caller. */
 int srv_reply_json(struct srv_req *req, unsigned status, json_t *body);
+/* JSON text made elsewhere (a cached diff), sent as it is; steals text (malloc'd, ends in NUL). */
+int srv_reply_json_text(struct srv_req *req, unsigned status, char *text, size_t len);
 int srv_reply_error(struct srv_req *req);
 int srv_reply(struct srv_req *req, unsigned status, struct MHD_Response *resp);
 
@@ -328,6 +332,9 @@ int srv_health_get(struct srv_req *req);
 int srv_metrics_get(struct srv_req *req);
 int srv_models_list(struct srv_req *req);
 int srv_models_baseline(struct srv_req *req);
+int srv_models_matrix(struct srv_req *req);
+int srv_models_history(struct srv_req *req);
+int srv_diff_get(struct srv_req *req);
 int srv_runs_create(struct srv_req *req);
 int srv_runs_list(struct srv_req *req);
 int srv_runs_get(struct srv_req *req);
@@ -354,6 +361,8 @@ enum srv_counter {
     SRV_M_LAYERS_STORED,
     SRV_M_RUNS_CREATED,
     SRV_M_RUNS_FINISHED,
+    SRV_M_DIFF_HITS,   /* diffs served from the cache */
+    SRV_M_DIFF_MISSES, /* diffs computed because the cache lacked them */
     SRV_M_COUNTER_COUNT
 };
 
@@ -364,7 +373,7 @@ enum srv_counter {
 void srv_metrics_request(int route, unsigned status, double seconds);
 void srv_metrics_add(enum srv_counter c, uint64_t n);
 
-/* For the comparison service: one comparison of two runs took this long. */
+/* The comparison service: computing one diff of two runs took this long. */
 void srv_metrics_observe_compare(double seconds);
 
 /* The Prometheus text exposition; the gauges are read from db. */

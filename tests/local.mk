@@ -82,7 +82,8 @@ tests_engine_check_backend_ops_LDADD = $(TEST_LIBS)
 
 # ---- server: linked against libsrv.la, gpudiffd less its main.c ----
 SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \
-	tests/server/check_db
+	tests/server/check_db tests/server/check_device tests/server/check_db_diffs \
+	tests/server/check_compare
 check_PROGRAMS += $(SERVER_CHECKS)
 TESTS += $(SERVER_CHECKS)
 SERVER_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS) \
@@ -100,6 +101,22 @@ tests_server_check_auth_LDADD = $(SERVER_TEST_LIBS)
 tests_server_check_db_SOURCES = tests/server/check_db.c
 tests_server_check_db_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_db_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_device_SOURCES = tests/server/check_device.c
+tests_server_check_device_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_device_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_db_diffs_SOURCES = tests/server/check_db_diffs.c
+tests_server_check_db_diffs_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_diffs_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_compare_SOURCES = tests/server/check_compare.c
+tests_server_check_compare_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_compare_LDADD = $(SERVER_TEST_LIBS)
+
+# ---- agent: upload.c is compiled into its test (the agent has no library of its own) ----
+check_PROGRAMS += tests/agent/check_upload
+TESTS += tests/agent/check_upload
+tests_agent_check_upload_SOURCES = tests/agent/check_upload.c agent/upload.c agent/upload.h
+tests_agent_check_upload_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent $(CURL_CFLAGS)
+tests_agent_check_upload_LDADD = $(TEST_LIBS) $(CURL_LIBS)
 check_PROGRAMS += tests/engine/check_metrics
 TESTS += tests/engine/check_metrics
 tests_engine_check_metrics_SOURCES = tests/engine/check_metrics.c
@@ -135,14 +152,33 @@ EXTRA_PROGRAMS += tests/bench/bench_metrics
 tests_bench_bench_metrics_SOURCES = tests/bench/bench_metrics.c
 tests_bench_bench_metrics_LDADD = $(GD_ENGINE_LIBS)
 EXTRA_DIST += tests/bench/bench_metrics.py
+# gpudiffd: ingest throughput against writing straight into SQLite, and /api/v1/diff latency
+# under concurrent clients (docs/PERFORMANCE.md). Each starts a daemon of this build.
+BENCH_SERVER_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/server -I$(top_srcdir)/agent \
+	$(SERVER_DEPS_CFLAGS) $(CURL_CFLAGS) -DGD_BUILDDIR=\"$(abs_top_builddir)\"
+BENCH_SERVER_SOURCES = tests/bench/bench_server.c tests/bench/bench_server.h agent/upload.c
+EXTRA_PROGRAMS += tests/bench/bench_ingest tests/bench/bench_diff_latency
+tests_bench_bench_ingest_SOURCES = tests/bench/bench_ingest.c $(BENCH_SERVER_SOURCES)
+tests_bench_bench_ingest_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
+tests_bench_bench_ingest_LDADD = libsrv.la $(GD_ENGINE_LIBS) $(CURL_LIBS)
+tests_bench_bench_diff_latency_SOURCES = tests/bench/bench_diff_latency.c $(BENCH_SERVER_SOURCES)
+tests_bench_bench_diff_latency_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
+tests_bench_bench_diff_latency_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS)
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench
 
 # gpudiffd: each script starts its own daemon (tests/integration/server.sh).
 SERVER_INTEGRATION = tests/integration/server_upload.sh tests/integration/server_bad_input.sh \
-	tests/integration/server_crash.sh tests/integration/server_list.sh
+	tests/integration/server_crash.sh tests/integration/server_list.sh \
+	tests/integration/server_e2e.sh tests/integration/server_crash_agent.sh
 TESTS += $(SERVER_INTEGRATION)
 EXTRA_DIST += tests/integration/server.sh $(SERVER_INTEGRATION)
+
+# ---- the dashboard in headless Chromium (tests/web/README.md) ----
+WEB_TESTS = tests/web/dashboard.sh
+TESTS += $(WEB_TESTS)
+EXTRA_DIST += $(WEB_TESTS) tests/web/dashboard.test.mjs tests/web/package.json \
+	tests/web/package-lock.json
 
 # ---- cuda: TF32 errors in the range of a 10-bit mantissa (skipped without a GPU) ----
 if HAVE_CHECK

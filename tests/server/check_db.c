@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -72,7 +73,7 @@ START_TEST(migrate_from_empty)
     char *tables = query_text(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM "
                                   "sqlite_master WHERE type = 'table' AND name NOT LIKE "
                                   "'sqlite_%' ORDER BY name)");
-    ck_assert_str_eq(tables, "baselines,blobs,diffs,layers,models,runs,tokens");
+    ck_assert_str_eq(tables, "baselines,blobs,diff_layers,diffs,layers,models,runs,tokens");
     free(tables);
 
     /* Again: nothing to do, nothing changed. */
@@ -90,6 +91,80 @@ START_TEST(migrate_from_empty)
         ck_assert_int_eq(srv_migrations[i].version, i + 1);
     ck_assert_str_eq(srv_migrations[0].name, "init");
     drop_db(db);
+}
+END_TEST
+
+/* Migration 002 gives runs stored under schema 1 the device key new runs get at POST. */
+START_TEST(migrate_device_keys)
+{
+    struct srv_db *db = fresh_db(0);
+    struct gd_err err;
+    sqlite3 *c = srv_db_conn(db);
+    ck_assert_int_eq(sqlite3_exec(c, srv_migrations[0].sql, 0, 0, 0), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(c,
+                                  "PRAGMA user_version=1;"
+                                  "INSERT INTO models(id, name, created_at) VALUES(1, 'm', 0);"
+                                  "INSERT INTO runs(id, model_id, model_sha256, backend, "
+                                  "created_at, created_ts, state, received_at, n_layers, "
+                                  "content_sha256, meta) VALUES"
+                                  "('r1', 1, '', 'cuda', '', 0, 'complete', 0, 0, '', "
+                                  "'{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"G\"},"
+                                  "\"knobs\":{\"tf32\":true}}'),"
+                                  "('r2', 1, '', 'cpu', '', 0, 'complete', 0, 0, '', "
+                                  "'{\"backend\":\"cpu\",\"knobs\":{\"emulate\":\"none\"}}'),"
+                                  "('r3', 1, '', 'cpu', '', 0, 'complete', 0, 0, '', 'not json')",
+                                  0, 0, 0),
+                     SQLITE_OK);
+    int from = 0, to = 0;
+    ck_assert_msg(srv_db_migrate(db, &from, &to, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(from, 1);
+    ck_assert_int_eq(to, 2);
+    char *keys = query_text(db, "SELECT group_concat(id || '=' || device, ';') FROM "
+                                "(SELECT id, device FROM runs ORDER BY id)");
+    ck_assert_str_eq(keys, "r1=cuda G tf32=true;r2=cpu;r3=");
+    free(keys);
+    drop_db(db);
+}
+END_TEST
+
+/*
+ * The pool's connections leave checkpoints to the store's checkpointer thread: a commit of
+ * 8 MiB (2048 WAL pages, over the 1000 that call for one) reaches the database file soon
+ * after, with nothing else done.
+ */
+START_TEST(checkpoints_in_the_background)
+{
+    snprintf(db_path, sizeof db_path, "/tmp/check_db.XXXXXX");
+    int fd = mkstemp(db_path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    struct srv_db_opts opts = {1000, 0};
+    struct srv_store *store = NULL;
+    struct srv_db *db = NULL;
+    struct gd_err err;
+    ck_assert_msg(srv_store_open(db_path, &opts, &store, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
+    sqlite3 *c = srv_db_conn(db);
+    ck_assert_int_eq(sqlite3_exec(c, "CREATE TABLE t(b BLOB)", 0, 0, 0), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(c, "INSERT INTO t VALUES(randomblob(8388608))", 0, 0, 0),
+                     SQLITE_OK);
+    srv_store_release(store, db);
+    struct stat sb = {0};
+    for (int i = 0; i < 300; i++) {
+        ck_assert_int_eq(stat(db_path, &sb), 0);
+        if (sb.st_size >= 8388608)
+            break;
+        usleep(10000);
+    }
+    ck_assert_msg(sb.st_size >= 8388608, "the database file is %lld bytes: no checkpoint",
+                  (long long)sb.st_size);
+    srv_store_close(store);
+    char p[80];
+    unlink(db_path);
+    snprintf(p, sizeof p, "%s-wal", db_path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", db_path);
+    unlink(p);
 }
 END_TEST
 
@@ -188,6 +263,9 @@ START_TEST(run_life)
     int created = -1;
     ck_assert_msg(srv_db_run_create(db, &a, 1000, &created, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(created, 1);
+    char *device = query_text(db, "SELECT device FROM runs");
+    ck_assert_str_eq(device, "cpu Test GPU");
+    free(device);
 
     ck_assert_int_eq(srv_db_run_finish(db, RUN_A, 1001, &err), SRV_EINCOMPLETE);
     ck_assert_msg(strstr(err.msg, "2 of 2") != NULL, "%s", err.msg);
@@ -341,7 +419,9 @@ main(void)
     Suite *s = suite_create("db");
     TCase *tc = tcase_create("db");
     tcase_add_test(tc, migrate_from_empty);
+    tcase_add_test(tc, migrate_device_keys);
     tcase_add_test(tc, newer_database_refused);
+    tcase_add_test(tc, checkpoints_in_the_background);
     tcase_add_test(tc, pragmas);
     tcase_add_test(tc, run_life);
     suite_add_tcase(s, tc);

@@ -1,0 +1,93 @@
+/*
+ * upload.h: uploading a run bundle to gpudiffd (docs/SERVER.md, "Uploading a run"): POST
+ * run.json, PUT each layer the server lacks (streamed from its file), POST finish; retried
+ * with exponential backoff and jitter on connection errors, timeouts and 5xx answers, and
+ * resumed from what the server says is missing. Used by `gpudiff-agent push` and `run
+ * --server`, and by tests/bench/bench_ingest.c. Needs libcurl.
+ */
+#ifndef GPUDIFF_AGENT_UPLOAD_H
+#define GPUDIFF_AGENT_UPLOAD_H
+
+#include <stdint.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "gpudiff/error.h"
+#include "agent.h"
+
+/* The environment variable a token may come from, so it is not in the process list. */
+#define AGT_TOKEN_ENV "GPUDIFF_TOKEN"
+
+struct agt_upload_opts {
+    const char *server;   /* base URL: http://host:8470 (a trailing / is fine) */
+    const char *token;    /* an agent token, gd_... */
+    int retries;          /* failed attempts in a row retried before giving up */
+    double retry_time;    /* seconds of failures in a row before giving up */
+    double backoff_first; /* the first wait, doubled after each failure ... */
+    double backoff_max;   /* ... up to this */
+    int progress;         /* a line per layer on stderr */
+    const char *who;      /* starts messages: "push", "run" */
+};
+
+/* The defaults: 10 retries, 300 s, 0.5 s doubling to 30 s, no progress lines. */
+void agt_upload_opts_init(struct agt_upload_opts *o);
+
+/*
+ * Completes opts from the command line: the token from $GPUDIFF_TOKEN when --token was not
+ * given; checks the URL is http:// or https:// and a token is there. 0, or GD_EINVAL with
+ * the message in err (a usage error).
+ */
+int agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err);
+
+struct agt_upload_stats {
+    char run_id[37];
+    int layers;           /* in the bundle */
+    int layers_sent;      /* uploaded by this call */
+    int layers_known;     /* the server had them (an earlier try, or identical data) */
+    uint64_t bytes_sent;  /* layer bodies sent, counting the ones cut and sent again */
+    double seconds;
+    int retries;
+};
+
+/*
+ * Uploads the bundle in dir and finishes the run. Returns an exit code of AGT_EXIT_MAP:
+ * AGT_EXIT_OK; AGT_EXIT_INPUT when the bundle cannot be read; AGT_EXIT_TOKEN when the
+ * server refuses the token (401, 403), at once; AGT_EXIT_UPLOAD when any other failure
+ * lasts beyond the retries or is not worth retrying (a 4xx). err gets the message, naming
+ * the server's error text (err->code is a GD_E* code, the return value the exit code).
+ * stats (may be NULL) is filled as far as the upload went.
+ * Calls curl_global_init(), so it must not run while another thread uses libcurl.
+ */
+int agt_upload_bundle(const char *dir, const struct agt_upload_opts *opts,
+                      struct agt_upload_stats *stats, struct gd_err *err);
+
+/* ---- the pure parts, for tests ---- */
+
+/*
+ * The wait before retry number attempt (0 for the first): min(max, first * 2^attempt)
+ * times (0.5 + 0.5 * jitter), jitter drawn from [0, 1): at least half of the step, so
+ * clients that failed together spread out without ever hammering the server.
+ */
+double agt_backoff_delay(int attempt, double first, double max, double jitter);
+
+enum agt_outcome {
+    AGT_OUTCOME_OK,      /* 2xx */
+    AGT_OUTCOME_RETRY,   /* connection error, timeout, 408, 429, 5xx */
+    AGT_OUTCOME_REFUSED, /* 401, 403: the token */
+    AGT_OUTCOME_FAILED   /* anything else: retrying would change nothing */
+};
+
+/* What an attempt came to, from libcurl's code and (when a response came) the status. */
+enum agt_outcome agt_outcome_of(CURLcode code, long status);
+
+/*
+ * Marks in missing[0..n_layers) the layers the run answer's "layers_missing" lists.
+ * GD_EFORMAT when the answer has no such list or it names a layer out of range.
+ */
+int agt_missing_parse(json_t *run, int n_layers, unsigned char *missing, struct gd_err *err);
+
+/* "CODE: MESSAGE" of a JSON error body, or the body's start when it is not one. */
+void agt_server_error(const char *body, size_t len, char *out, size_t size);
+
+#endif

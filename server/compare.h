@@ -1,0 +1,79 @@
+/*
+ * compare.h: gpudiffd's comparison service: stored runs seen through struct gd_run_view,
+ * compared by the engine (gpudiff/diff.h), the results cached in the diffs table; a worker
+ * thread that compares finished runs with their model's baseline off the request path; and
+ * the device key that groups runs in the matrix and history (docs/SERVER.md, "Comparisons").
+ */
+#ifndef GPUDIFF_SERVER_COMPARE_H
+#define GPUDIFF_SERVER_COMPARE_H
+
+#include <jansson.h>
+
+#include "gpudiff/error.h"
+#include "server.h"
+
+/* The tolerances of the mismatch counts when a request names none (as `gpudiff-agent diff`). */
+#define SRV_DIFF_ATOL 1e-8
+#define SRV_DIFF_RTOL 1e-5
+
+/*
+ * What a cached diff is keyed by. truth is "" for none. engine_version is gd_version() of
+ * the daemon that computed it, so a newer engine computes afresh.
+ */
+struct srv_diff_key {
+    const char *a, *b, *truth;
+    double atol, rtol;
+    const char *engine_version;
+};
+
+/* A key of a against b with the default tolerances, no truth, this engine. */
+void srv_diff_key_default(struct srv_diff_key *key, const char *a, const char *b);
+
+/* ---- device keys (device.c) ---- */
+
+/*
+ * Appends the device key of a run (run.json or the stored meta): the backend, then
+ * env.gpu_name when it is a non-empty string, then the knobs that change numerics when they
+ * are set: " emulate=X" unless knobs.emulate is "none", " tf32=true" when knobs.tf32 is
+ * true, " conv_algo=X", " batch=N" when knobs.batch is not null. "cpu", "cpu64",
+ * "cpu emulate=tf32:gemm", "cuda NVIDIA H200 tf32=true conv_algo=autotune".
+ * Only GD_ENOMEM can fail.
+ */
+int srv_device_key(json_t *run, struct srv_buf *out);
+
+/* ---- the service (compare.c) ---- */
+
+struct srv_compare;
+struct srv_store;
+
+/* Starts the worker thread over store. */
+int srv_compare_start(struct srv_store *store, struct srv_compare **out, struct gd_err *err);
+
+/*
+ * Stops the worker: the diff it is computing ends at its next layer (GD_ECANCELED, nothing
+ * cached), the jobs still queued are dropped (they are computed when first read), and the
+ * thread is joined. Accepts NULL.
+ */
+void srv_compare_stop(struct srv_compare *c);
+
+/* Queues the comparison of a run that just finished with its model's baseline. */
+void srv_compare_run_finished(struct srv_compare *c, const char *run_id);
+
+/* Queues the comparison of the model's complete runs with its new baseline. */
+void srv_compare_baseline_set(struct srv_compare *c, const char *model);
+
+/*
+ * The diff of key as the JSON text GET /api/v1/diff serves (NUL-terminated, owned by the
+ * caller), from the cache or computed now and cached. One computation per key at a time:
+ * callers asking for a key being computed wait for it. *hit says which it was (may be NULL).
+ * SRV_ENOTFOUND for an unknown run, SRV_ECONFLICT for one still uploading, SRV_EGONE when
+ * retention dropped a run's tensors before this was cached.
+ */
+int srv_compare_json(struct srv_compare *c, const struct srv_diff_key *key, char **text,
+                     size_t *len, int *hit, struct gd_err *err);
+
+/* Makes sure the diff of key is cached, computing it if it is not. Errors as above. */
+int srv_compare_ensure(struct srv_compare *c, const struct srv_diff_key *key, int *hit,
+                       struct gd_err *err);
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * check_device.c: server/device.c: the device key of runs as the agent writes them (cpu,
+ * cpu64, emulated TF32, cuda with its knobs), which knobs count and which values leave a
+ * knob out, and documents missing parts.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare.h"
+
+/* The key of a run.json given as text. */
+static char *
+key_of(const char *text)
+{
+    json_error_t jerr;
+    json_t *run = json_loads(text, 0, &jerr);
+    ck_assert_msg(run != NULL, "%s: %s", text, jerr.text);
+    struct srv_buf key = {0};
+    ck_assert_int_eq(srv_device_key(run, &key), 0);
+    json_decref(run);
+    ck_assert_ptr_nonnull(key.data);
+    return key.data;
+}
+
+static void
+check_key(const char *text, const char *want)
+{
+    char *got = key_of(text);
+    ck_assert_msg(strcmp(got, want) == 0, "key of %s: \"%s\", not \"%s\"", text, got, want);
+    free(got);
+}
+
+START_TEST(agent_runs)
+{
+    /* What `gpudiff-agent run` writes for each backend (agent/run.c, knobs_json). */
+    check_key("{\"backend\":\"cpu\",\"env\":{\"host\":\"vm\",\"backend\":\"cpu\"},"
+              "\"knobs\":{\"emulate\":\"none\",\"batch\":null}}",
+              "cpu");
+    check_key("{\"backend\":\"cpu64\",\"knobs\":{\"emulate\":\"none\",\"batch\":null}}", "cpu64");
+    check_key("{\"backend\":\"cpu\",\"knobs\":{\"emulate\":\"tf32:gemm\",\"batch\":null}}",
+              "cpu emulate=tf32:gemm");
+    check_key("{\"backend\":\"cpu\",\"knobs\":{\"emulate\":\"bf16:conv,gemm\",\"batch\":8}}",
+              "cpu emulate=bf16:conv,gemm batch=8");
+    check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\",\"driver\":\"570.1\"},"
+              "\"knobs\":{\"emulate\":\"none\",\"batch\":null,\"conv_algo\":\"autotune\","
+              "\"tf32\":true,\"math_mode\":\"default\",\"workspace_limit\":null}}",
+              "cuda NVIDIA H200 tf32=true conv_algo=autotune");
+    check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\"},"
+              "\"knobs\":{\"emulate\":\"none\",\"batch\":32,\"conv_algo\":\"heuristic\","
+              "\"tf32\":false,\"math_mode\":\"pedantic\",\"workspace_limit\":1048576}}",
+              "cuda NVIDIA H200 conv_algo=heuristic batch=32");
+}
+END_TEST
+
+START_TEST(what_is_left_out)
+{
+    /* A bundle of another framework's dumps: no knobs, an empty GPU name. */
+    check_key("{\"backend\":\"pytorch_gpu\",\"env\":{\"gpu_name\":\"\"},\"knobs\":{}}",
+              "pytorch_gpu");
+    check_key("{\"backend\":\"import\"}", "import");
+    /* The host, the driver and the library versions are not the device. */
+    check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"A\",\"host\":\"h1\",\"cudnn\":\"9.1\"}}",
+              "cuda A");
+    /* tf32 only when true; a fixed algorithm id counts; values of other types do not. */
+    check_key("{\"backend\":\"cuda\",\"knobs\":{\"tf32\":\"yes\",\"conv_algo\":3}}",
+              "cuda conv_algo=3");
+    check_key("{\"backend\":\"cuda\",\"knobs\":{\"conv_algo\":\"\",\"batch\":[1],"
+              "\"emulate\":null}}",
+              "cuda");
+    check_key("{}", "");
+}
+END_TEST
+
+START_TEST(two_runs_one_device)
+{
+    /* Other hosts and dates, the same GPU and knobs: one device of the matrix. */
+    char *a = key_of("{\"backend\":\"cuda\",\"created_at\":\"2026-01-01T00:00:00Z\","
+                     "\"env\":{\"gpu_name\":\"NVIDIA A100\",\"host\":\"a\",\"driver\":\"1\"},"
+                     "\"knobs\":{\"tf32\":true}}");
+    char *b = key_of("{\"backend\":\"cuda\",\"created_at\":\"2026-02-01T00:00:00Z\","
+                     "\"env\":{\"gpu_name\":\"NVIDIA A100\",\"host\":\"b\",\"driver\":\"2\"},"
+                     "\"knobs\":{\"tf32\":true}}");
+    ck_assert_str_eq(a, b);
+    ck_assert_str_eq(a, "cuda NVIDIA A100 tf32=true");
+    free(a);
+    free(b);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("device");
+    TCase *tc = tcase_create("key");
+    tcase_add_test(tc, agent_runs);
+    tcase_add_test(tc, what_is_left_out);
+    tcase_add_test(tc, two_runs_one_device);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,413 @@
+// tests/web/dashboard.test.mjs: the dashboard in headless Chromium (Debian's, driven by
+// playwright-core), against a real gpudiffd that tests/web/dashboard.sh started and seeded.
+// Every step prints "ok" or "FAIL" with what it compared; a screenshot of each view goes to
+// $GD_SHOTS. Exit status 1 when any step failed.
+//
+// Environment (from dashboard.sh): GD_URL, GD_CHROMIUM, GD_TMP, GD_SHOTS, RUN_CPU, RUN_CPU64,
+// RUN_TF32, RUN_XSS1, RUN_XSS2, RUN_GPU_NEW, BUNDLE_CPU, BUNDLE_TF32.
+import {createHash} from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import {createRequire} from 'node:module';
+import {chromium} from 'playwright-core';
+
+const env = process.env;
+const URL0 = env.GD_URL;
+const SHOTS = env.GD_SHOTS;
+const ids = {cpu: env.RUN_CPU, cpu64: env.RUN_CPU64, tf32: env.RUN_TF32, xss1: env.RUN_XSS1,
+             xss2: env.RUN_XSS2, gpuNew: env.RUN_GPU_NEW};
+const XSS = '<script>alert(1)</script>';
+const short = (id) => id.slice(0, 8);
+const require = createRequire(import.meta.url);
+const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+let passed = 0, failed = 0;
+const failures = [];
+
+function check(cond, what) {
+    if (!cond)
+        throw new Error(what);
+    console.log('    ok: ' + what);
+}
+
+// ---- the browser: Debian's Chromium, a fresh profile, no network beyond loopback ----
+fs.mkdirSync(SHOTS, {recursive: true});
+for (const f of fs.readdirSync(SHOTS))
+    if (f.endsWith('.png'))
+        fs.rmSync(path.join(SHOTS, f)); // only this run's pictures
+const profile = fs.mkdtempSync(path.join(env.GD_TMP || '/tmp', 'chromium-'));
+const context = await chromium.launchPersistentContext(profile, {
+    executablePath: env.GD_CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: {width: 1400, height: 900},
+    acceptDownloads: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const page = context.pages()[0] || await context.newPage();
+console.log(`chromium ${context.browser() ? context.browser().version() : '(persistent)'}, ` +
+            `node ${process.version}, dashboard at ${URL0}`);
+
+// Everything the page says or does that a step may have to answer for.
+const events = {console: [], dialogs: [], foreign: []};
+page.on('console', (m) => {
+    if (m.type() === 'error')
+        events.console.push(m.text());
+});
+page.on('pageerror', (e) => events.console.push('uncaught: ' + e.message));
+page.on('dialog', async (d) => {
+    events.dialogs.push(`${d.type()}: ${d.message()}`);
+    await d.dismiss();
+});
+page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(URL0 + '/') && !u.startsWith('blob:') && !u.startsWith('data:'))
+        events.foreign.push(u);
+});
+
+// step(name, fn, {needs, httpErrors}): runs one check; console errors fail it unless the step
+// provokes HTTP errors on purpose (httpErrors: the "Failed to load resource" lines are then
+// expected). needs names what the step depends on, printed with a failure.
+async function step(name, fn, opts = {}) {
+    console.log(`${name}${opts.needs ? ` [needs ${opts.needs}]` : ''}`);
+    events.console.length = 0;
+    try {
+        await fn();
+        const errors = events.console.filter((t) =>
+            !(opts.httpErrors && /Failed to load resource: the server responded with a status of 4\d\d/.test(t)));
+        check(errors.length === 0, `no console errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
+        check(events.dialogs.length === 0, `no dialog opened${events.dialogs.length ? ': ' + events.dialogs.join(' | ') : ''}`);
+        passed++;
+        console.log(`ok - ${name}`);
+    } catch (e) {
+        failed++;
+        failures.push(name + (opts.needs ? ` (needs ${opts.needs})` : ''));
+        console.log(`FAIL - ${name}: ${e.message.split('\n')[0]}`);
+        await shot('FAILED-' + name.replace(/[^a-z0-9]+/gi, '-')).catch(() => {});
+    }
+}
+
+// Opens a route and waits until the view says it has rendered it.
+async function open(hash) {
+    if (page.url().startsWith(URL0 + '/'))
+        await page.evaluate((h) => { location.hash = h; }, hash);
+    else
+        await page.goto(URL0 + '/' + hash);
+    await page.waitForFunction(() => {
+        const v = document.getElementById('view');
+        return v && v.dataset.rendered === location.hash && !v.hasAttribute('aria-busy');
+    }, null, {timeout: 30000});
+}
+
+async function shot(name, fullPage = true) {
+    const file = path.join(SHOTS, name + '.png');
+    await page.screenshot({path: file, fullPage});
+    console.log('    screenshot: ' + file);
+}
+
+// axe-core's WCAG 2 A/AA rules on the page as it is; serious and critical findings fail.
+async function axe(what) {
+    const has = await page.evaluate(() => typeof window.axe !== 'undefined');
+    if (!has)
+        await page.evaluate(AXE_SOURCE); // evaluated by the driver: the page's CSP stays on
+    const res = await page.evaluate(async () => {
+        const r = await window.axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa']}});
+        return r.violations.map((v) => ({id: v.id, impact: v.impact, n: v.nodes.length,
+                                         where: v.nodes.slice(0, 3).map((n) => n.target.join(' ')),
+                                         why: v.nodes[0] && v.nodes[0].failureSummary}));
+    });
+    const bad = res.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    for (const v of res)
+        console.log(`    axe ${v.impact}: ${v.id} x${v.n} at ${v.where.join(', ')}: ${(v.why || '').replace(/\s+/g, ' ')}`);
+    check(bad.length === 0, `axe-core (WCAG 2 A/AA) finds no serious or critical problem in ${what}` +
+          (bad.length ? ': ' + bad.map((v) => v.id).join(', ') : ''));
+}
+
+const text = (sel) => page.locator(sel).first().innerText();
+
+function sha256(buf) {
+    return createHash('sha256').update(buf).digest('hex');
+}
+
+// The data of a .npy file (after its header) and its float32 values.
+function npyData(buf) {
+    const major = buf[6];
+    const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+    return buf.subarray((major === 1 ? 10 : 12) + hlen);
+}
+
+function layerFile(bundle, name) {
+    const run = JSON.parse(fs.readFileSync(path.join(bundle, 'run.json'), 'utf8'));
+    const rec = run.layers.find((l) => l.name === name);
+    return {rec, file: path.join(bundle, rec.file)};
+}
+
+// ---- the steps ----
+
+await step('the page and its files come from gpudiffd, with a CSP', async () => {
+    const resp = await page.goto(URL0 + '/#/runs');
+    await page.waitForFunction(() => document.getElementById('view').dataset.rendered === location.hash);
+    const csp = resp.headers()['content-security-policy'] || '';
+    check(csp.includes("default-src 'self'"), `index.html has Content-Security-Policy "${csp}"`);
+    const css = await page.request.get(URL0 + '/style.css');
+    check(/^text\/css/.test(css.headers()['content-type']), 'style.css is text/css');
+    const js = await page.request.get(URL0 + '/js/app.js');
+    check(/^text\/javascript/.test(js.headers()['content-type']), 'app.js is text/javascript');
+});
+
+await step('runs: the list, paged by the daemon, with status and baseline links', async () => {
+    await open('#/runs');
+    const status = await text('.pager-status');
+    check(/of 10,007\b/.test(status), `the pager counts all 10,007 runs ("${status}")`);
+    check(await page.locator('table.runs tbody tr').count() === 50, '50 runs on the first page');
+    const tf32Link = await page.locator(`tr[data-run="${ids.tf32}"] a.diff-link`).getAttribute('href');
+    check(tf32Link === `#/diff?a=${ids.tf32}&b=${ids.cpu}`, `the tf32 run links to its diff against the baseline (${tf32Link})`);
+    check(await page.locator(`tr[data-run="${ids.cpu}"] .badge.baseline`).count() === 1, 'the baseline run says so');
+    check((await page.locator(`tr[data-run="${ids.cpu}"] .badge.s-complete`).innerText()) === 'complete', 'status complete is shown');
+    await page.waitForFunction((id) => !document.querySelector(`tr[data-run="${id}"] .knobs-cell`).textContent.includes('…'), ids.tf32);
+    const knobs = await page.locator(`tr[data-run="${ids.tf32}"] .knobs-cell`).innerText();
+    check(knobs.includes('emulate=tf32:gemm'), `the tf32 run's knobs are shown (${knobs.replace(/\n/g, ' ')})`);
+    await shot('runs');
+    await axe('the runs view');
+});
+
+await step('runs: filters through the form, and 10,000 runs paged to the last page', async () => {
+    await open('#/runs');
+    await page.selectOption('#f-model', 'lenet-11-821');
+    await page.click('form.filters button[type=submit]');
+    await page.waitForFunction(() => location.hash.includes('model=lenet-11-821') &&
+        document.getElementById('view').dataset.rendered === location.hash);
+    check(/of 5\b/.test(await text('.pager-status')), 'model lenet-11-821: 5 runs');
+    await page.fill('#f-backend', 'cpu64');
+    await page.press('#f-backend', 'Enter');
+    await page.waitForFunction(() => location.hash.includes('backend=cpu64') &&
+        document.getElementById('view').dataset.rendered === location.hash);
+    check(await page.locator('table.runs tbody tr').count() === 1 &&
+          await page.locator(`tr[data-run="${ids.cpu64}"]`).count() === 1, 'backend cpu64: the cpu64 run alone');
+    await open('#/runs?model=bulk');
+    const t0 = Date.now();
+    await page.click('.pager a:has-text("Last")');
+    await page.waitForFunction(() => location.hash.includes('offset=') &&
+        document.getElementById('view').dataset.rendered === location.hash);
+    const ms = Date.now() - t0;
+    const status = await text('.pager-status');
+    check(status.startsWith('Runs 9,951–10,000 of 10,000'), `the last page of 10,000: "${status}"`);
+    check(ms < 3000, `the last page of 10,000 runs rendered in ${ms} ms`);
+    const oldest = await page.locator('table.runs tbody tr').last().getAttribute('data-run');
+    check(oldest === '00000000-0000-4000-8000-000000000000', 'the oldest run is last');
+    await open('#/runs?model=bulk&knob=tf32%3Dtrue');
+    await page.waitForFunction(() => !document.querySelector('.knobs-cell').textContent.includes('…'));
+    const visible = await page.locator('table.runs tbody tr:visible').count();
+    check(visible === 17, `knob tf32=true keeps the 17 of the page's 50 runs that have it (${visible})`);
+});
+
+await step('runs: uploaded strings that are HTML stay text', async () => {
+    await open('#/runs');
+    const gpuCells = await page.locator('table.runs td', {hasText: XSS}).count();
+    check(gpuCells === 2, `the GPU name ${XSS} is shown as text in both of its runs (${gpuCells})`);
+    check(await page.locator('table.runs td', {hasText: '<b>host</b>'}).count() === 2, 'the host <b>host</b> is text');
+    const injected = await page.evaluate(() => ({
+        scripts: document.scripts.length,
+        markup: document.querySelectorAll('main script, main b, main img').length,
+    }));
+    check(injected.scripts === 1 && injected.markup === 0,
+          `no element was made from the strings (scripts ${injected.scripts}, in main ${injected.markup})`);
+});
+
+await step('keyboard: the main controls are reached and used with keys alone', async () => {
+    await open('#/runs?model=lenet-11-821');
+    await page.evaluate(() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); });
+    const reached = new Set();
+    const seen = [];
+    for (let i = 0; i < 60; i++) {
+        await page.keyboard.press('Tab');
+        const f = await page.evaluate(() => {
+            const e = document.activeElement;
+            // A date field's last stop is Chromium's own calendar button, inside the field,
+            // which draws its own ring: the field itself then has no :focus.
+            const vis = e && (getComputedStyle(e).outlineStyle !== 'none' ||
+                              (e.matches('input[type=date]') && !e.matches(':focus')));
+            return e ? {tag: e.tagName.toLowerCase(), id: e.id, name: e.getAttribute('name'),
+                        text: (e.textContent || '').trim().slice(0, 30), nav: e.dataset.nav || '',
+                        outline: vis} : null;
+        });
+        if (!f || f.tag === 'body') // past the last control focus leaves the page for a moment
+            continue;
+        seen.push(f);
+        reached.add(f.nav ? 'nav:' + f.nav : f.id ? '#' + f.id : f.name ? 'name:' + f.name : f.tag + ':' + f.text);
+    }
+    for (const want of ['#skip-link', 'nav:runs', 'nav:diff', 'nav:matrix', 'nav:history', '#f-model',
+                        '#f-backend', '#f-since', 'name:pick-a', 'name:pick-b', 'name:pick-truth'])
+        check(reached.has(want), `Tab reaches ${want}`);
+    const bare = seen.filter((f) => !f.outline).map((f) => f.id || f.name || f.tag + ':' + f.text);
+    check(bare.length === 0, `every focused control shows a focus outline${bare.length ? ' (not: ' + bare.join(', ') + ')' : ''}`);
+    // Pick a = cpu, b = tf32, truth = cpu64 with arrows and space, then Compare with Enter.
+    async function pick(group, id) {
+        await page.focus(`input[name="${group}"]`);
+        for (let i = 0; i < 5; i++) {
+            if (await page.evaluate(() => document.activeElement.value) === id)
+                break;
+            await page.keyboard.press('ArrowDown');
+        }
+        await page.keyboard.press('Space');
+        check(await page.evaluate((g) => (document.querySelector(`input[name="${g}"]:checked`) || {}).value, group) === id,
+              `${group} picked with the keyboard`);
+    }
+    await pick('pick-a', ids.cpu);
+    await pick('pick-b', ids.tf32);
+    await pick('pick-truth', ids.cpu64);
+    for (let i = 0; i < 40; i++) {
+        await page.keyboard.press('Shift+Tab');
+        if (await page.evaluate(() => document.activeElement.textContent === 'Compare'))
+            break;
+    }
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => location.hash.startsWith('#/diff'));
+    const hash = await page.evaluate(() => location.hash);
+    check(hash === `#/diff?a=${ids.cpu}&b=${ids.tf32}&truth=${ids.cpu64}`, `Compare opens ${hash}`);
+});
+
+const SEED_DIFF = `#/diff?a=${ids.cpu}&b=${ids.tf32}&truth=${ids.cpu64}`;
+
+await step('diff: fc1 is the first divergent layer, relu4 (Floor) the amplifier', async () => {
+    await open(SEED_DIFF);
+    const first = await text('#first-divergent');
+    check(first === 'fc1', `the summary names fc1 as the first divergent layer ("${first}")`);
+    const amps = await text('#amplifiers');
+    check(/relu4 \(Floor\)/.test(amps), `the amplifiers are "${amps.replace(/\n/g, ' ')}"`);
+    check(await page.locator('tr.first-divergent[data-layer="fc1"]').count() === 1, 'the table marks fc1 first divergent');
+    check(await page.locator('tr.amplifier[data-layer="relu4"]').count() === 1, 'the table marks relu4 as amplifier');
+    check(await page.locator('tr.first-divergent, tr.amplifier').count() === 2, 'and no other layer');
+    const callouts = await page.locator('svg.layer-chart .callout').allTextContents();
+    check(callouts.length === 2 && callouts[0] === 'first divergent' && callouts[1].startsWith('amplifier'),
+          `the chart marks them (${callouts.join(', ')})`);
+    check(await page.locator('svg.layer-chart polygon.band').count() === 1, 'the chart draws the noise band');
+    const rows = await page.locator('#layer-table tbody tr').count();
+    check(rows === 12, `the table has the 12 layers (${rows})`);
+    const expl = await text('#explanation');
+    check(expl.includes('fc1') && expl.includes('relu4'), 'the explanation is shown');
+    const differs = await page.locator('#env-table tr.differs th').allInnerTexts();
+    check(differs.includes('knobs.emulate'), `the environments mark knobs.emulate as differing (${differs.join(', ')})`);
+    await shot('diff');
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await shot('diff-top', false); // the first screen: docs/img/diff-view.png is a copy
+    await axe('the diff view');
+    // The chart's palette against its white background: text 4.5:1, marks 3:1 (WCAG 1.4.3, 1.4.11).
+    const low = await page.evaluate(() => {
+        const lum = (c) => {
+            const m = c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number).map((v) => v / 255)
+                .map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+            return 0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2];
+        };
+        const ratio = (c) => 1.05 / (lum(c) + 0.05);
+        const out = [];
+        for (const el of document.querySelectorAll('svg.chart text'))
+            if (ratio(getComputedStyle(el).fill) < 4.5)
+                out.push(`text "${el.textContent}" ${getComputedStyle(el).fill}`);
+        for (const el of document.querySelectorAll('svg.chart .pt, svg.chart .value-line, svg.chart .band-edge, svg.chart .ring-first, svg.chart .ring-amp')) {
+            const cs = getComputedStyle(el);
+            const c = el.classList.contains('pt') ? cs.fill : cs.stroke;
+            if (ratio(c) < 3)
+                out.push(`${el.getAttribute('class')} ${c} ${ratio(c).toFixed(2)}`);
+        }
+        return out;
+    });
+    check(low.length === 0, `the chart's colours have enough contrast${low.length ? ': ' + low.join('; ') : ''}`);
+    await page.click('.segmented a:has-text("max ULP")');
+    await page.waitForFunction(() => location.hash.includes('metric=max_ulp') &&
+        document.getElementById('view').dataset.rendered === location.hash);
+    check((await page.locator('svg.layer-chart title').first().textContent()).startsWith('max ULP'), 'the chart switches to max ULP');
+}, {needs: 'server2: GET /api/v1/diff'});
+
+await step('matrix: the three seed runs among the devices; a cell opens that diff', async () => {
+    await open('#/matrix/lenet-11-821');
+    const runsInCells = await page.evaluate(() => [...new Set([...document.querySelectorAll('#matrix td.cell[data-a]')]
+        .map((td) => td.dataset.a))]);
+    for (const k of ['cpu', 'cpu64', 'tf32', 'gpuNew'])
+        check(runsInCells.includes(ids[k]), `the matrix holds the ${k} run`);
+    const n = await page.locator('#matrix tbody tr').count();
+    check(n === 4 && await page.locator('#matrix td.cell').count() === 16,
+          `4 x 4 cells: cpu, cpu64, cpu emulate=tf32:gemm and the GPU device's newest run (${n} rows)`);
+    await shot('matrix');
+    await axe('the matrix view');
+    const cell = page.locator(`#matrix td.cell[data-a="${ids.cpu}"][data-b="${ids.tf32}"] a`);
+    await cell.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => location.hash.startsWith('#/diff') &&
+        document.getElementById('view').dataset.rendered === location.hash);
+    check(await text('#first-divergent') === 'fc1', 'the cell cpu x tf32 opens their diff: fc1 first divergent');
+}, {needs: 'server2: GET /api/v1/models/{m}/matrix and /api/v1/diff'});
+
+await step('history: a layer against the baseline over time, per device', async () => {
+    await open('#/history/lenet-11-821?layer=fc1');
+    check(await page.locator('svg.history-chart').count() === 1, 'the chart is drawn');
+    const table = await text('#history-table');
+    for (const k of ['cpu64', 'tf32'])
+        check(table.includes(short(ids[k])), `the ${k} run is a point`);
+    const changes = await text('#changes');
+    check(changes.includes('driver 550.54.15 → 560.35.03') && changes.includes('cuDNN 9.1.0 → 9.19.0') &&
+          changes.includes('cuda NVIDIA H200'), `the upgrade is listed: "${changes.replace(/\n/g, ' ')}"`);
+    check(await page.locator('svg.history-chart .change-line').count() === 1, 'and marked on the chart');
+    check(await page.locator('.msg-error').count() === 0, 'no error');
+    await shot('history');
+    await axe('the history view');
+}, {needs: 'server2: GET /api/v1/models/{m}/history'});
+
+await step('layer drill-down: histogram, values side by side, downloads equal the uploads', async () => {
+    await open(`#/layer?a=${ids.cpu}&b=${ids.tf32}&truth=${ids.cpu64}&name=fc1`);
+    await page.waitForSelector('#values-table', {timeout: 30000});
+    check(await page.locator('svg.hist-chart rect.bar').count() > 10, 'the ULP histogram has its bins');
+    const where = await text('#where');
+    check(/element \[\d+, \d+\] of shape \[1000, 120\]/.test(where), `where the largest difference sits: "${where.slice(0, 90)}…"`);
+    // The value the page read from the .npy equals numpy's bytes at that index.
+    const {rec, file} = layerFile(env.BUNDLE_CPU, 'fc1');
+    const data = npyData(fs.readFileSync(file));
+    const idx = Number(await page.locator('#values-table tr.max-row').getAttribute('data-index'));
+    const shown = Number(await page.locator('#values-table tr.max-row td').first().innerText());
+    const stored = data.readFloatLE(idx * 4);
+    check(Math.fround(shown) === stored, `value a at flat index ${idx}: page ${shown}, file ${stored}`);
+    for (const [side, bundle] of [['a', env.BUNDLE_CPU], ['b', env.BUNDLE_TF32]]) {
+        const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download-' + side)]);
+        const got = fs.readFileSync(await dl.path());
+        const want = layerFile(bundle, 'fc1');
+        check(got.equals(fs.readFileSync(want.file)), `download ${side} (${dl.suggestedFilename()}) is byte for byte the uploaded .npy`);
+        check(sha256(npyData(got)) === want.rec.sha256, `its data hashes to the run's sha256 ${want.rec.sha256.slice(0, 12)}…`);
+    }
+    void rec;
+    await shot('layer');
+    await axe('the layer view');
+}, {needs: 'server2: GET /api/v1/diff'});
+
+await step('diff of the runs whose strings are HTML: the environments show them as text', async () => {
+    await open(`#/diff?a=${ids.xss1}&b=${ids.xss2}`);
+    const envText = await text('#env-table');
+    check(envText.includes(XSS), 'env.gpu_name <script>alert(1)</script> is text');
+    check(envText.includes('<img src=x onerror=alert(2)>'), 'labels.note <img src=x onerror=alert(2)> is text');
+    check(await page.evaluate(() => document.querySelectorAll('main script, main img, main b').length) === 0,
+          'no element was made from them');
+    await shot('xss-diff');
+}, {needs: 'server2: GET /api/v1/diff'});
+
+await step('names from the address stay text, and unknown things say so', async () => {
+    await open('#/matrix/' + encodeURIComponent('<img src=x onerror=alert(1)>'));
+    check((await text('h1')).includes('<img src=x onerror=alert(1)>'), 'the model name from the URL is shown as text');
+    check(await page.locator('.msg-error').count() === 1, 'with an error message from the daemon');
+    await open('#/runs?model=' + encodeURIComponent(XSS));
+    check(await page.locator('.msg-error').count() >= 1, 'a model filter the daemon refuses is reported');
+    await open('#/history/' + encodeURIComponent(XSS));
+    check((await text('h1')).includes(XSS), 'history: the name is text');
+    check(await page.evaluate(() => document.querySelectorAll('main script, main img').length) === 0,
+          'no element was made from the address');
+    await shot('escaping');
+}, {httpErrors: true});
+
+await step('nothing was asked of another origin, and no dialog ever opened', async () => {
+    check(events.foreign.length === 0, `requests only to gpudiffd${events.foreign.length ? ': ' + events.foreign.join(', ') : ''}`);
+});
+
+await context.close();
+fs.rmSync(profile, {recursive: true, force: true});
+console.log(`${passed} passed, ${failed} failed`);
+if (failed)
+    console.log('failed: ' + failures.join('; '));
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,146 @@
+// api.js: the daemon's public JSON API (schema/openapi.yaml), the only data source of the
+// dashboard. Paths are relative to the page, so the dashboard also works behind a proxy that
+// serves gpudiffd under a prefix. A token (for daemons run with --require-auth-read) is kept
+// for the browser tab only, in sessionStorage.
+
+const TOKEN_KEY = 'gpudiff.token';
+
+export class ApiError extends Error {
+    constructor(status, code, message) {
+        super(message);
+        this.status = status;
+        this.code = code;
+    }
+}
+
+export function getToken() {
+    try {
+        return sessionStorage.getItem(TOKEN_KEY) || '';
+    } catch {
+        return '';
+    }
+}
+
+export function setToken(token) {
+    try {
+        if (token)
+            sessionStorage.setItem(TOKEN_KEY, token);
+        else
+            sessionStorage.removeItem(TOKEN_KEY);
+    } catch {
+        /* storage disabled: the token lasts until the page is reloaded */
+    }
+}
+
+function headers() {
+    const t = getToken();
+    return t ? {Authorization: 'Bearer ' + t} : {};
+}
+
+// The URL of an API path with query parameters (undefined and null left out; an empty
+// string is sent: gpu= asks for CPU runs).
+export function apiUrl(path, params) {
+    const url = new URL('api/v1/' + path.replace(/^\//, ''), document.baseURI);
+    for (const [k, v] of Object.entries(params || {}))
+        if (v !== undefined && v !== null)
+            url.searchParams.set(k, String(v));
+    return url;
+}
+
+// GET a JSON document; errors become ApiError with the daemon's code and message.
+export async function apiGet(path, params, {signal} = {}) {
+    let resp;
+    try {
+        resp = await fetch(apiUrl(path, params), {headers: headers(), signal});
+    } catch (e) {
+        if (e.name === 'AbortError')
+            throw e;
+        throw new ApiError(0, 'network', 'gpudiffd did not answer: ' + e.message);
+    }
+    let body = null;
+    try {
+        body = await resp.json();
+    } catch {
+        /* not JSON: reported below */
+    }
+    if (!resp.ok) {
+        const err = body && body.error;
+        throw new ApiError(resp.status, err ? err.code : 'http_' + resp.status,
+                           err ? err.message : 'HTTP ' + resp.status);
+    }
+    if (body === null)
+        throw new ApiError(resp.status, 'bad_json', 'the answer is not JSON');
+    return body;
+}
+
+// GET binary data (a layer's .npy) as an ArrayBuffer.
+export async function apiGetBytes(path, {signal} = {}) {
+    const resp = await fetch(apiUrl(path), {headers: headers(), signal});
+    if (!resp.ok) {
+        let msg = 'HTTP ' + resp.status, code = 'http_' + resp.status;
+        try {
+            const e = (await resp.json()).error;
+            msg = e.message;
+            code = e.code;
+        } catch {
+            /* keep the status line */
+        }
+        throw new ApiError(resp.status, code, msg);
+    }
+    return resp.arrayBuffer();
+}
+
+// Small caches: a run's record and the model list change rarely within one visit.
+const runCache = new Map();
+
+export function getRun(id) {
+    if (!runCache.has(id)) {
+        const p = apiGet('runs/' + encodeURIComponent(id));
+        p.catch(() => runCache.delete(id));
+        runCache.set(id, p);
+    }
+    return runCache.get(id);
+}
+
+export function getModels() {
+    return apiGet('models').then((r) => r.models);
+}
+
+export function layerNpyPath(runId, index) {
+    return 'runs/' + encodeURIComponent(runId) + '/layers/' + Number(index) + '.npy';
+}
+
+// Runs promises from makers, at most `limit` at a time (the run details of a page).
+export async function pooled(makers, limit = 4) {
+    const results = new Array(makers.length);
+    let next = 0;
+    async function worker() {
+        while (next < makers.length) {
+            const i = next++;
+            try {
+                results[i] = {ok: true, value: await makers[i]()};
+            } catch (e) {
+                results[i] = {ok: false, error: e};
+            }
+        }
+    }
+    await Promise.all(Array.from({length: Math.min(limit, makers.length)}, worker));
+    return results;
+}
+
+// GET /api/v1/diff, remembered for the few last pairs: the layer drill-down opens from the
+// diff view and needs the same document.
+const diffCache = new Map();
+
+export function getDiff({a, b, truth, atol, rtol}, opts) {
+    const key = JSON.stringify([a, b, truth || '', atol || '', rtol || '']);
+    if (!diffCache.has(key)) {
+        const p = apiGet('diff', {a, b, truth: truth || undefined, atol: atol || undefined,
+                                  rtol: rtol || undefined}, opts);
+        p.catch(() => diffCache.delete(key));
+        diffCache.set(key, p);
+        if (diffCache.size > 8)
+            diffCache.delete(diffCache.keys().next().value);
+    }
+    return diffCache.get(key);
+}

@@ -1,0 +1,129 @@
+// dom.js: building the page without HTML strings. Every piece of text that reaches the page
+// goes through textContent (h() with string children), never innerHTML, so names and values
+// from uploads stay text whatever they contain.
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+// Applies attrs to el: "class", "text", "on*" handlers, booleans, dataset, the rest as
+// attributes. Keys starting with "aria" or "data-" are attributes as well.
+function applyAttrs(el, attrs) {
+    for (const [key, value] of Object.entries(attrs || {})) {
+        if (value === undefined || value === null || value === false)
+            continue;
+        if (key === 'text')
+            el.textContent = String(value);
+        else if (key.startsWith('on') && typeof value === 'function')
+            el.addEventListener(key.slice(2), value);
+        else if (value === true)
+            el.setAttribute(key, '');
+        else
+            el.setAttribute(key, String(value));
+    }
+}
+
+function appendChildren(el, children) {
+    for (const child of children.flat(Infinity)) {
+        if (child === undefined || child === null || child === false)
+            continue;
+        el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+}
+
+// h('a', {href: '#/runs'}, 'Runs', child...): an HTML element; strings become text nodes.
+export function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    applyAttrs(el, attrs);
+    appendChildren(el, children);
+    return el;
+}
+
+// s('circle', {cx: 1}): an SVG element, same rules.
+export function s(tag, attrs, ...children) {
+    const el = document.createElementNS(SVG_NS, tag);
+    applyAttrs(el, attrs);
+    appendChildren(el, children);
+    return el;
+}
+
+export function clear(el) {
+    el.replaceChildren();
+    return el;
+}
+
+// ---- formatting ----
+
+// A number in 3 significant digits, exponent form when small or large; "–" for null.
+export function fmtNum(v, digits = 3) {
+    if (v === null || v === undefined || Number.isNaN(v))
+        return '–';
+    if (typeof v !== 'number')
+        return String(v);
+    if (v === 0)
+        return '0';
+    const a = Math.abs(v);
+    if (a >= 1e-3 && a < 1e5)
+        return String(Number(v.toPrecision(digits)));
+    return v.toExponential(digits - 1).replace('e+', 'e');
+}
+
+// An integer with thin group separators (10 000), readable in tables.
+export function fmtInt(v) {
+    if (v === null || v === undefined)
+        return '–';
+    return Number(v).toLocaleString('en-US');
+}
+
+// "2026-11-30 09:25" (":07" more with seconds) from an RFC 3339 time, in UTC (the times
+// runs record).
+export function fmtTime(t, seconds = false) {
+    if (!t)
+        return '–';
+    const d = new Date(t);
+    if (Number.isNaN(d.getTime()))
+        return String(t);
+    return d.toISOString().slice(0, seconds ? 19 : 16).replace('T', ' ');
+}
+
+export function shortId(id) {
+    return id ? String(id).slice(0, 8) : '–';
+}
+
+// A run as one short line: "cpu · NVIDIA H200 · 2026-11-30 09:25 · 432ca1f0".
+export function runLabel(run) {
+    if (!run)
+        return '–';
+    const parts = [run.backend];
+    const gpu = run.gpu ?? (run.env && run.env.gpu_name);
+    if (gpu)
+        parts.push(gpu);
+    if (run.knobs && run.knobs.emulate && run.knobs.emulate !== 'none')
+        parts.push('emulate ' + run.knobs.emulate);
+    parts.push(fmtTime(run.created_at), shortId(run.id));
+    return parts.filter(Boolean).join(' · ');
+}
+
+// ---- verdicts: a word and a class, never colour alone ----
+
+export const VERDICTS = ['identical', 'noise', 'divergent', 'amplified', 'nonfinite',
+                         'incomparable'];
+
+export function verdictBadge(verdict) {
+    const v = VERDICTS.includes(verdict) ? verdict : 'unknown';
+    return h('span', {class: 'badge v-' + v}, verdict || 'unknown');
+}
+
+// A message box: kind "error" is announced by screen readers (role=alert).
+export function message(kind, ...children) {
+    return h('div', {class: 'msg msg-' + kind, role: kind === 'error' ? 'alert' : 'status'},
+             ...children);
+}
+
+// Links inside the app: "#/diff?a=..&b=.." from a route and its parameters.
+export function routeHref(path, params) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params || {}))
+        if (v !== undefined && v !== null && v !== '')
+            q.set(k, String(v));
+    const qs = q.toString();
+    return '#' + path + (qs ? '?' + qs : '');
+}
