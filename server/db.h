@@ -250,8 +250,9 @@ int srv_db_run_baseline(struct srv_db *db, const char *run_id, char baseline[40]
                         struct gd_err *err);
 
 /*
- * The matrix's devices: for each device key of the model's complete runs, its newest run,
- * as [{"key", "run", "backend", "gpu" (null on CPU backends), "created_at"}] ordered by key.
+ * The matrix's devices: for each device key of the model's complete runs whose tensors
+ * retention kept, its newest run, as [{"key", "run", "backend", "gpu" (null on CPU
+ * backends), "created_at"}] ordered by key.
  * SRV_ENOTFOUND when there is no such model.
  */
 int srv_db_model_devices(struct srv_db *db, const char *model, json_t **out, struct gd_err *err);

@@ -21,11 +21,15 @@ static const char SQL_MODEL_BASELINE[] =
 static const char SQL_RUN_BASELINE[] =
     "SELECT b.run_id FROM runs r JOIN baselines b ON b.model_id = r.model_id "
     "WHERE r.id = ?1 AND r.state = 'complete'";
-/* The newest run of each device: one walk of runs_by_device per key. */
+/*
+ * The newest run of each device whose tensors are still there (a matrix compares every pair,
+ * most of them new): one walk of runs_by_device per key.
+ */
 static const char SQL_DEVICES[] =
     "SELECT device, id, backend, gpu, created_at FROM (SELECT device, id, backend, gpu, "
     "created_at, row_number() OVER (PARTITION BY device ORDER BY created_ts DESC, id DESC) AS k "
-    "FROM runs WHERE model_id = ?1 AND state = 'complete') WHERE k = 1 ORDER BY device";
+    "FROM runs WHERE model_id = ?1 AND state = 'complete' AND trimmed_at IS NULL) WHERE k = 1 "
+    "ORDER BY device";
 static const char SQL_HISTORY_RUNS[] =
     "SELECT device, id, created_at, meta FROM (SELECT device, id, created_at, created_ts, meta, "
     "row_number() OVER (PARTITION BY device ORDER BY created_ts DESC, id DESC) AS k FROM runs "
