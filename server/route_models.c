@@ -164,9 +164,8 @@ srv_models_matrix(struct srv_req *req)
         json_decref(cells);
         return rc;
     }
-    return srv_reply_json(req, 200,
-                          json_pack("{s:s, s:o, s:o}", "model", model, "devices", devices,
-                                    "cells", cells));
+    return srv_reply_json(
+        req, 200, json_pack("{s:s, s:o, s:o}", "model", model, "devices", devices, "cells", cells));
 }
 
 /* The env values history marks changes of; null when the run does not record them. */
@@ -201,8 +200,7 @@ srv_models_history(struct srv_req *req)
         return srv_req_fail(req, SRV_EBADREQ, "device: a device key of 1 to %d bytes",
                             DEVICE_KEY_MAX);
     if (limit_text != NULL && srv_parse_int(limit_text, 1, HISTORY_LIMIT_MAX, &limit) != 0)
-        return srv_req_fail(req, SRV_EBADREQ, "limit: an integer from 1 to %d",
-                            HISTORY_LIMIT_MAX);
+        return srv_req_fail(req, SRV_EBADREQ, "limit: an integer from 1 to %d", HISTORY_LIMIT_MAX);
 
     struct srv_db *db = srv_req_db(req);
     if (db == NULL)
@@ -258,13 +256,13 @@ srv_models_history(struct srv_req *req)
             json_array_append_new(series, json_pack("{s:s, s:o}", "device", dev, "points", points));
             series_device = dev;
         }
-        json_array_append_new(
-            points, json_pack("{s:s, s:O, s:o, s:o, s:s, s:o}", "run", id, "created_at",
-                              json_object_get(run, "created_at"), "err",
-                              number_or_null(sum.layer_found ? sum.err : NAN), "max_abs",
-                              number_or_null(sum.layer_found ? sum.max_abs : NAN), "verdict",
-                              sum.layer_found ? sum.verdict : "incomparable", "env",
-                              history_env(json_object_get(run, "env"))));
+        json_array_append_new(points,
+                              json_pack("{s:s, s:O, s:o, s:o, s:s, s:o}", "run", id, "created_at",
+                                        json_object_get(run, "created_at"), "err",
+                                        number_or_null(sum.layer_found ? sum.err : NAN), "max_abs",
+                                        number_or_null(sum.layer_found ? sum.max_abs : NAN),
+                                        "verdict", sum.layer_found ? sum.verdict : "incomparable",
+                                        "env", history_env(json_object_get(run, "env"))));
     }
     json_decref(runs);
     if (rc != 0) {
