@@ -78,12 +78,11 @@ push_usage(FILE *out)
             "Required:\n"
             "  DIR                 the bundle folder\n");
     agt_upload_usage(out);
-    fprintf(out,
-            "\nOptions:\n"
-            "  --progress          a line per layer on stderr (default when stderr is a\n"
-            "                      terminal)\n"
-            "  --json              print the upload's figures as JSON on stdout\n"
-            "  -h, --help          this help\n\n");
+    fprintf(out, "\nOptions:\n"
+                 "  --progress          a line per layer on stderr (default when stderr is a\n"
+                 "                      terminal)\n"
+                 "  --json              print the upload's figures as JSON on stdout\n"
+                 "  -h, --help          this help\n\n");
     agt_print_exit_codes(out);
 }
 
@@ -140,17 +139,17 @@ agt_cmd_push(int argc, char **argv)
     if (code != AGT_EXIT_OK) {
         fprintf(stderr, "gpudiff-agent push: %s\n", err.msg);
         if (code == AGT_EXIT_TOKEN)
-            fprintf(stderr, "gpudiff-agent push: check --token or %s: it must be a live token "
-                            "of role agent or admin on this server\n",
+            fprintf(stderr,
+                    "gpudiff-agent push: check --token or %s: it must be a live token "
+                    "of role agent or admin on this server\n",
                     AGT_TOKEN_ENV);
         return code;
     }
     if (json) {
-        json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:i}", "id", st.run_id,
-                              "server", o.server, "layers", st.layers, "layers_sent",
-                              st.layers_sent, "layers_known", st.layers_known, "bytes_sent",
-                              (json_int_t)st.bytes_sent, "seconds", st.seconds, "retries",
-                              st.retries);
+        json_t *j = json_pack(
+            "{s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:i}", "id", st.run_id, "server", o.server,
+            "layers", st.layers, "layers_sent", st.layers_sent, "layers_known", st.layers_known,
+            "bytes_sent", (json_int_t)st.bytes_sent, "seconds", st.seconds, "retries", st.retries);
         json_dumpf(j, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
         fputc('\n', stdout);
         json_decref(j);

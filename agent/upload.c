@@ -23,7 +23,7 @@
 /* A transfer that moves less than a byte a second for this long has stalled. */
 #define STALL_SECONDS 60L
 /* Answers are run documents: large for runs of many layers, never this large. */
-#define ANSWER_MAX ((size_t)256 << 20)
+#define ANSWER_MAX  ((size_t)256 << 20)
 #define READ_BUFFER (1024L * 1024)
 
 void
@@ -123,8 +123,7 @@ agt_missing_parse(json_t *run, int n_layers, unsigned char *missing, struct gd_e
     json_t *v;
     json_array_foreach(list, i, v)
     {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) >= n_layers)
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= n_layers)
             return gd_err_set(err, GD_EFORMAT,
                               "the server lists a missing layer that the bundle, with %d "
                               "layers, does not have",
@@ -147,8 +146,7 @@ agt_server_error(const char *body, size_t len, char *out, size_t size)
         /* Not gpudiffd's answer (a proxy's page?): its first line, made printable. */
         size_t n = 0;
         for (; n < len && n + 1 < size && n < 200 && body[n] != '\n'; n++)
-            out[n] = (unsigned char)body[n] < 0x20 || (unsigned char)body[n] > 0x7e ? '?'
-                                                                                      : body[n];
+            out[n] = (unsigned char)body[n] < 0x20 || (unsigned char)body[n] > 0x7e ? '?' : body[n];
         out[n] = '\0';
         if (n == 0)
             snprintf(out, size, "(no message)");
@@ -175,7 +173,7 @@ struct client {
     const struct agt_upload_opts *o;
     char base[1024];
     char auth[600];
-    char rid[48];        /* the X-Request-Id of the latest request */
+    char rid[48]; /* the X-Request-Id of the latest request */
     char rid_prefix[16];
     unsigned n_requests;
     struct answer answer;
@@ -346,8 +344,7 @@ read_file(const char *path, char **out, size_t *len, struct gd_err *err)
     return 0;
 }
 
-static void
-say(const struct upload *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct upload *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
 say(const struct upload *u, const char *fmt, ...)
@@ -375,8 +372,8 @@ take_missing(struct upload *u, struct gd_err *err)
 
 /* One step; *status and the answer tell how it went, *what names it for messages. */
 static CURLcode
-do_step(struct upload *u, enum step step, int layer, struct file_src *src, long *status,
-        char *what, size_t what_size, struct gd_err *err)
+do_step(struct upload *u, enum step step, int layer, struct file_src *src, long *status, char *what,
+        size_t what_size, struct gd_err *err)
 {
     char path[256];
     switch (step) {
@@ -459,8 +456,8 @@ run_steps(struct upload *u, struct gd_err *err)
         }
         enum agt_outcome outcome = agt_outcome_of(cc, status);
         if (cc != CURLE_OK)
-            snprintf(why, sizeof why, "%s", u->c.curl_err[0] ? u->c.curl_err
-                                                            : curl_easy_strerror(cc));
+            snprintf(why, sizeof why, "%s",
+                     u->c.curl_err[0] ? u->c.curl_err : curl_easy_strerror(cc));
         else
             agt_server_error(u->c.answer.data, u->c.answer.len, why, sizeof why);
         if (step == STEP_SYNC && status == 404) {
@@ -473,14 +470,14 @@ run_steps(struct upload *u, struct gd_err *err)
             outcome = AGT_OUTCOME_RETRY;
         }
         if (outcome == AGT_OUTCOME_REFUSED) {
-            gd_err_set(err, GD_EINVAL, "%s: the server refused the token (%ld %s)", what,
-                       status, why);
+            gd_err_set(err, GD_EINVAL, "%s: the server refused the token (%ld %s)", what, status,
+                       why);
             return AGT_EXIT_TOKEN;
         }
         if (outcome == AGT_OUTCOME_FAILED) {
             if (status != 0)
-                gd_err_set(err, GD_EIO, "%s: the server answered %ld %s (request %s)",
-                           what, status, why, u->c.rid);
+                gd_err_set(err, GD_EIO, "%s: the server answered %ld %s (request %s)", what, status,
+                           why, u->c.rid);
             else
                 gd_err_set(err, GD_EIO, "%s: %s", what, why);
             return AGT_EXIT_UPLOAD;
@@ -497,12 +494,11 @@ run_steps(struct upload *u, struct gd_err *err)
                 gd_err_set(err, GD_EIO,
                            "%s: %s; gave up after %d attempts in %.0f s (--retries %d, "
                            "--retry-time %.0f)",
-                           what, why, failures, t - streak_start, u->o->retries,
-                           u->o->retry_time);
+                           what, why, failures, t - streak_start, u->o->retries, u->o->retry_time);
                 return AGT_EXIT_UPLOAD;
             }
-            double delay = agt_backoff_delay(failures - 1, u->o->backoff_first,
-                                             u->o->backoff_max, jitter(&u->c));
+            double delay = agt_backoff_delay(failures - 1, u->o->backoff_first, u->o->backoff_max,
+                                             jitter(&u->c));
             say(u, "%s: %s; retry %d of %d in %.1f s", what, why, failures, u->o->retries, delay);
             u->st.retries++;
             sleep_for(delay);

@@ -42,10 +42,10 @@ int agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err);
 
 struct agt_upload_stats {
     char run_id[37];
-    int layers;           /* in the bundle */
-    int layers_sent;      /* uploaded by this call */
-    int layers_known;     /* the server had them (an earlier try, or identical data) */
-    uint64_t bytes_sent;  /* layer bodies sent, counting the ones cut and sent again */
+    int layers;          /* in the bundle */
+    int layers_sent;     /* uploaded by this call */
+    int layers_known;    /* the server had them (an earlier try, or identical data) */
+    uint64_t bytes_sent; /* layer bodies sent, counting the ones cut and sent again */
     double seconds;
     int retries;
 };

@@ -402,8 +402,7 @@ compare_with_baseline(struct srv_compare *c, const char *run, const char *baseli
         SRV_LOG(GD_LOG_INFO, NULL, "run %s compared with baseline %s in %.2f s", run, baseline,
                 srv_clock() - t0);
     else if (rc != 0 && rc != GD_ECANCELED)
-        SRV_LOG(GD_LOG_WARN, NULL, "comparing run %s with baseline %s: %s", run, baseline,
-                err.msg);
+        SRV_LOG(GD_LOG_WARN, NULL, "comparing run %s with baseline %s: %s", run, baseline, err.msg);
 }
 
 static void

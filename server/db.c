@@ -314,8 +314,8 @@ checkpointer(void *arg)
         s->ckpt_wanted = 0;
         pthread_mutex_unlock(&s->mu);
         /* PASSIVE: copies what no reader still needs, never waits for readers or writers. */
-        int rc = sqlite3_wal_checkpoint_v2(s->ckpt_db->conn, NULL, SQLITE_CHECKPOINT_PASSIVE,
-                                           NULL, NULL);
+        int rc = sqlite3_wal_checkpoint_v2(s->ckpt_db->conn, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+                                           NULL);
         if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
             SRV_LOG(GD_LOG_WARN, NULL, "checkpoint: %s", sqlite3_errmsg(s->ckpt_db->conn));
         pthread_mutex_lock(&s->mu);

@@ -250,8 +250,9 @@ int srv_db_run_baseline(struct srv_db *db, const char *run_id, char baseline[40]
                         struct gd_err *err);
 
 /*
- * The matrix's devices: for each device key of the model's complete runs, its newest run,
- * as [{"key", "run", "backend", "gpu" (null on CPU backends), "created_at"}] ordered by key.
+ * The matrix's devices: for each device key of the model's complete runs whose tensors
+ * retention kept, its newest run, as [{"key", "run", "backend", "gpu" (null on CPU
+ * backends), "created_at"}] ordered by key.
  * SRV_ENOTFOUND when there is no such model.
  */
 int srv_db_model_devices(struct srv_db *db, const char *model, json_t **out, struct gd_err *err);
@@ -299,15 +300,15 @@ int srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **t
                      struct gd_err *err);
 
 /* Caches a diff with its layer summaries, in one transaction; a row already there stays. */
-int srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key, const struct srv_diff_row *row,
-                    int64_t now, struct gd_err *err);
+int srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key,
+                    const struct srv_diff_row *row, int64_t now, struct gd_err *err);
 
 struct srv_diff_summary {
-    int has_first;             /* the diff has a first divergent layer */
+    int has_first; /* the diff has a first divergent layer */
     char first_divergent[256];
-    int layer_found;           /* the layer asked for is in the diff */
+    int layer_found; /* the layer asked for is in the diff */
     char verdict[16];
-    double err, max_abs;       /* NaN for null */
+    double err, max_abs; /* NaN for null */
 };
 
 /*

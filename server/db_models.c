@@ -21,19 +21,22 @@ static const char SQL_MODEL_BASELINE[] =
 static const char SQL_RUN_BASELINE[] =
     "SELECT b.run_id FROM runs r JOIN baselines b ON b.model_id = r.model_id "
     "WHERE r.id = ?1 AND r.state = 'complete'";
-/* The newest run of each device: one walk of runs_by_device per key. */
+/*
+ * The newest run of each device whose tensors are still there (a matrix compares every pair,
+ * most of them new): one walk of runs_by_device per key.
+ */
 static const char SQL_DEVICES[] =
     "SELECT device, id, backend, gpu, created_at FROM (SELECT device, id, backend, gpu, "
     "created_at, row_number() OVER (PARTITION BY device ORDER BY created_ts DESC, id DESC) AS k "
-    "FROM runs WHERE model_id = ?1 AND state = 'complete') WHERE k = 1 ORDER BY device";
+    "FROM runs WHERE model_id = ?1 AND state = 'complete' AND trimmed_at IS NULL) WHERE k = 1 "
+    "ORDER BY device";
 static const char SQL_HISTORY_RUNS[] =
     "SELECT device, id, created_at, meta FROM (SELECT device, id, created_at, created_ts, meta, "
     "row_number() OVER (PARTITION BY device ORDER BY created_ts DESC, id DESC) AS k FROM runs "
     "WHERE model_id = ?1 AND state = 'complete' AND (?2 IS NULL OR device = ?2)) "
     "WHERE k <= ?3 ORDER BY device, created_ts, id";
-static const char SQL_RUN_IDS[] =
-    "SELECT id FROM runs WHERE model_id = ?1 AND state = 'complete' "
-    "ORDER BY created_ts DESC, id DESC LIMIT ?2";
+static const char SQL_RUN_IDS[] = "SELECT id FROM runs WHERE model_id = ?1 AND state = 'complete' "
+                                  "ORDER BY created_ts DESC, id DESC LIMIT ?2";
 static const char SQL_LAYER_NAMED[] = "SELECT 1 FROM layers WHERE run_id = ?1 AND name = ?2";
 static const char SQL_BASELINE_SET[] =
     "INSERT INTO baselines(model_id, run_id, set_at, set_by) VALUES(?1, ?2, ?3, ?4) "
@@ -221,8 +224,7 @@ srv_db_model_devices(struct srv_db *db, const char *model, json_t **out, struct 
         json_object_set_new(d, "run", json_string((const char *)sqlite3_column_text(st, 1)));
         json_object_set_new(d, "backend", json_string((const char *)sqlite3_column_text(st, 2)));
         json_object_set_new(d, "gpu", text_or_null(st, 3));
-        json_object_set_new(d, "created_at",
-                            json_string((const char *)sqlite3_column_text(st, 4)));
+        json_object_set_new(d, "created_at", json_string((const char *)sqlite3_column_text(st, 4)));
         json_array_append_new(devices, d);
     }
     srv_db_done(st);
@@ -235,8 +237,8 @@ srv_db_model_devices(struct srv_db *db, const char *model, json_t **out, struct 
 }
 
 int
-srv_db_model_history_runs(struct srv_db *db, const char *model, const char *device,
-                          int64_t limit, json_t **out, struct gd_err *err)
+srv_db_model_history_runs(struct srv_db *db, const char *model, const char *device, int64_t limit,
+                          json_t **out, struct gd_err *err)
 {
     int64_t id = 0;
     int rc = model_id(db, model, &id, err);
@@ -261,8 +263,7 @@ srv_db_model_history_runs(struct srv_db *db, const char *model, const char *devi
         json_t *r = json_object();
         json_object_set_new(r, "device", json_string((const char *)sqlite3_column_text(st, 0)));
         json_object_set_new(r, "run", json_string((const char *)sqlite3_column_text(st, 1)));
-        json_object_set_new(r, "created_at",
-                            json_string((const char *)sqlite3_column_text(st, 2)));
+        json_object_set_new(r, "created_at", json_string((const char *)sqlite3_column_text(st, 2)));
         json_object_set_new(r, "env", json_is_object(env) ? json_incref(env) : json_object());
         json_array_append_new(runs, r);
         json_decref(meta);

@@ -154,8 +154,10 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
         rc = render_histogram(out, "gpudiffd_http_request_duration_seconds",
                               "Time from a request's headers to its answer.", &request_seconds);
     if (rc == 0)
-        rc = render_histogram(out, "gpudiffd_compare_duration_seconds",
-                              "Time to compute one diff of two runs (loading their layers included).", &compare_seconds);
+        rc = render_histogram(
+            out, "gpudiffd_compare_duration_seconds",
+            "Time to compute one diff of two runs (loading their layers included).",
+            &compare_seconds);
     for (int c = 0; rc == 0 && c < SRV_M_COUNTER_COUNT; c++)
         rc = srv_buf_printf(
             out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counter_info[c].name,

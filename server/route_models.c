@@ -80,7 +80,11 @@ check_model(struct srv_req *req, const char *model)
     return 0;
 }
 
-/* The summary of one layer (NULL: the last) of the diff of key, computed if not cached. */
+/*
+ * The summary of one layer (NULL: the last) of the diff of key, computed if not cached.
+ * SRV_EGONE (with req untouched) when it is not cached and cannot be made any more because
+ * retention dropped a run's tensors; any other error fails req.
+ */
 static int
 diff_summary(struct srv_req *req, const struct srv_diff_key *key, const char *layer,
              struct srv_diff_summary *sum)
@@ -97,6 +101,8 @@ diff_summary(struct srv_req *req, const struct srv_diff_key *key, const char *la
         if (rc != SRV_ENOTFOUND || attempt > 0)
             return rc == 0 ? 0 : srv_req_fail_err(req, &err);
         rc = srv_compare_ensure(req->srv->compare, key, NULL, &err);
+        if (rc == SRV_EGONE)
+            return rc;
         if (rc != 0)
             return srv_req_fail_err(req, &err);
     }
@@ -158,9 +164,8 @@ srv_models_matrix(struct srv_req *req)
         json_decref(cells);
         return rc;
     }
-    return srv_reply_json(req, 200,
-                          json_pack("{s:s, s:o, s:o}", "model", model, "devices", devices,
-                                    "cells", cells));
+    return srv_reply_json(
+        req, 200, json_pack("{s:s, s:o, s:o}", "model", model, "devices", devices, "cells", cells));
 }
 
 /* The env values history marks changes of; null when the run does not record them. */
@@ -195,8 +200,7 @@ srv_models_history(struct srv_req *req)
         return srv_req_fail(req, SRV_EBADREQ, "device: a device key of 1 to %d bytes",
                             DEVICE_KEY_MAX);
     if (limit_text != NULL && srv_parse_int(limit_text, 1, HISTORY_LIMIT_MAX, &limit) != 0)
-        return srv_req_fail(req, SRV_EBADREQ, "limit: an integer from 1 to %d",
-                            HISTORY_LIMIT_MAX);
+        return srv_req_fail(req, SRV_EBADREQ, "limit: an integer from 1 to %d", HISTORY_LIMIT_MAX);
 
     struct srv_db *db = srv_req_db(req);
     if (db == NULL)
@@ -230,11 +234,6 @@ srv_models_history(struct srv_req *req)
     {
         const char *dev = json_string_value(json_object_get(run, "device"));
         const char *id = json_string_value(json_object_get(run, "run"));
-        if (series_device == NULL || strcmp(series_device, dev) != 0) {
-            points = json_array();
-            json_array_append_new(series, json_pack("{s:s, s:o}", "device", dev, "points", points));
-            series_device = dev;
-        }
         struct srv_diff_summary sum;
         if (strcmp(id, baseline) == 0) {
             memset(&sum, 0, sizeof sum);
@@ -244,16 +243,26 @@ srv_models_history(struct srv_req *req)
             struct srv_diff_key key;
             srv_diff_key_default(&key, id, baseline);
             rc = diff_summary(req, &key, layer, &sum);
+            if (rc == SRV_EGONE) {
+                /* Never compared before retention dropped its tensors: left out. */
+                rc = 0;
+                continue;
+            }
             if (rc != 0)
                 break;
         }
-        json_array_append_new(
-            points, json_pack("{s:s, s:O, s:o, s:o, s:s, s:o}", "run", id, "created_at",
-                              json_object_get(run, "created_at"), "err",
-                              number_or_null(sum.layer_found ? sum.err : NAN), "max_abs",
-                              number_or_null(sum.layer_found ? sum.max_abs : NAN), "verdict",
-                              sum.layer_found ? sum.verdict : "incomparable", "env",
-                              history_env(json_object_get(run, "env"))));
+        if (series_device == NULL || strcmp(series_device, dev) != 0) {
+            points = json_array();
+            json_array_append_new(series, json_pack("{s:s, s:o}", "device", dev, "points", points));
+            series_device = dev;
+        }
+        json_array_append_new(points,
+                              json_pack("{s:s, s:O, s:o, s:o, s:s, s:o}", "run", id, "created_at",
+                                        json_object_get(run, "created_at"), "err",
+                                        number_or_null(sum.layer_found ? sum.err : NAN), "max_abs",
+                                        number_or_null(sum.layer_found ? sum.max_abs : NAN),
+                                        "verdict", sum.layer_found ? sum.verdict : "incomparable",
+                                        "env", history_env(json_object_get(run, "env"))));
     }
     json_decref(runs);
     if (rc != 0) {

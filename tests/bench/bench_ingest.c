@@ -150,7 +150,8 @@ second_bundle(const char *first, const char *second, struct gd_err *err)
     json_object_set_new(run, "id", json_string("99999999-9999-4999-8999-999999999999"));
     mkdir(second, 0755);
     snprintf(path, sizeof path, "%s/run.json", second);
-    int rc = json_dump_file(run, path, JSON_INDENT(1)) == 0 ? 0 : gd_err_set(err, GD_EIO, "%s", path);
+    int rc =
+        json_dump_file(run, path, JSON_INDENT(1)) == 0 ? 0 : gd_err_set(err, GD_EIO, "%s", path);
     json_decref(run);
     snprintf(path, sizeof path, "%s/layers", second);
     if (realpath(first, target) == NULL)
@@ -165,8 +166,8 @@ second_bundle(const char *first, const char *second, struct gd_err *err)
 #define MAX_ROUNDS 9
 
 struct round_result {
-    double seconds;        /* the push, or the direct writing */
-    double dedup_seconds;  /* the second push */
+    double seconds;               /* the push, or the direct writing */
+    double dedup_seconds;         /* the second push */
     double daemon_cpu, agent_cpu; /* direct: this process's CPU */
     double db_mb;
     struct direct_times steps;
@@ -256,25 +257,33 @@ direct_round(const char *first, const char *dir, int level, int round, struct ro
 static void
 usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: bench_ingest [--dir DIR] [--layers N] [--layer-mb MB] [--level L]\n"
-            "                    [--rounds R] [--gpudiffd PATH | --server URL --token T]\n"
-            "                    [--keep]\n\n"
-            "Times an agent pushing a bundle of N layers of MB MiB (default 64 x 16 = 1 GiB)\n"
-            "to gpudiffd over loopback, pushing the same tensors again as a new run, and\n"
-            "writing the same blobs straight into SQLite (the ceiling). DIR (default: a new\n"
-            "folder in $TMPDIR or /tmp) holds the bundle and the databases; removed unless\n"
-            "--keep. L is the zstd level the daemon uses (default 3, its default). Each of R\n"
-            "rounds (default 3) pushes to a fresh daemon and writes a fresh SQLite file, in\n"
-            "alternating order; the medians are compared. A daemon given with --server keeps\n"
-            "what it was sent, so it takes one round (--rounds 1) on a fresh database.\n");
+    fprintf(out, "Usage: bench_ingest [--dir DIR] [--layers N] [--layer-mb MB] [--level L]\n"
+                 "                    [--rounds R] [--gpudiffd PATH | --server URL --token T]\n"
+                 "                    [--keep]\n\n"
+                 "Times an agent pushing a bundle of N layers of MB MiB (default 64 x 16 = 1 GiB)\n"
+                 "to gpudiffd over loopback, pushing the same tensors again as a new run, and\n"
+                 "writing the same blobs straight into SQLite (the ceiling). DIR (default: a new\n"
+                 "folder in $TMPDIR or /tmp) holds the bundle and the databases; removed unless\n"
+                 "--keep. L is the zstd level the daemon uses (default 3, its default). Each of R\n"
+                 "rounds (default 3) pushes to a fresh daemon and writes a fresh SQLite file, in\n"
+                 "alternating order; the medians are compared. A daemon given with --server keeps\n"
+                 "what it was sent, so it takes one round (--rounds 1) on a fresh database.\n");
 }
 
 int
 main(int argc, char **argv)
 {
-    enum { O_DIR = 256, O_LAYERS, O_LAYER_MB, O_LEVEL, O_GPUDIFFD, O_SERVER, O_TOKEN, O_KEEP,
-           O_ROUNDS };
+    enum {
+        O_DIR = 256,
+        O_LAYERS,
+        O_LAYER_MB,
+        O_LEVEL,
+        O_GPUDIFFD,
+        O_SERVER,
+        O_TOKEN,
+        O_KEEP,
+        O_ROUNDS
+    };
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, O_DIR},
         {"layers", required_argument, NULL, O_LAYERS},

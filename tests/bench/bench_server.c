@@ -104,8 +104,8 @@ bench_cpu_seconds(pid_t pid)
     /* Fields 14 and 15 (utime, stime) follow the command name's closing parenthesis. */
     const char *p = strrchr(buf, ')');
     unsigned long long utime = 0, stime = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                            &utime, &stime) != 2)
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
         return 0;
     return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -144,19 +144,27 @@ bench_bundle_make(const char *dir, const char *model, int n_layers, int64_t rows
         char name[32];
         snprintf(name, sizeof name, "layer%03d", i);
         struct gd_layer layer = {
-            .index = i, .node_index = -1, .name = name, .node_name = NULL,
-            .op = GD_OP_IDENTITY, .value = t, .batch_offset = 0, .batch_total = rows,
-            .time_us = -1, .algo = "", .math = "",
+            .index = i,
+            .node_index = -1,
+            .name = name,
+            .node_name = NULL,
+            .op = GD_OP_IDENTITY,
+            .value = t,
+            .batch_offset = 0,
+            .batch_total = rows,
+            .time_us = -1,
+            .algo = "",
+            .math = "",
         };
         rc = gd_bundle_writer_layer(w, NULL, &layer, err);
     }
     char id[37];
-    snprintf(id, sizeof id, "%08llx-0000-4000-8000-%012llx", (unsigned long long)(seed & 0xffffffff),
+    snprintf(id, sizeof id, "%08llx-0000-4000-8000-%012llx",
+             (unsigned long long)(seed & 0xffffffff),
              (unsigned long long)(salt & 0xffffffffffffull));
     json_t *meta = rc == 0 ? json_pack("{s:s, s:s, s:{s:s, s:n}, s:s, s:{}, s:{}, s:{}}", "id", id,
-                                       "created_at", "2026-01-01T00:00:00Z", "model", "name",
-                                       model, "sha256", "backend", "bench", "env", "knobs",
-                                       "labels")
+                                       "created_at", "2026-01-01T00:00:00Z", "model", "name", model,
+                                       "sha256", "backend", "bench", "env", "knobs", "labels")
                            : NULL;
     if (rc == 0 && meta == NULL)
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");

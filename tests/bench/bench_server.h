@@ -12,7 +12,7 @@
 #include "gpudiff/error.h"
 
 struct bench_daemon {
-    pid_t pid;       /* 0 when the daemon was given, not started here */
+    pid_t pid; /* 0 when the daemon was given, not started here */
     char url[128];
     char token[128];
     char db[1024];

@@ -6,7 +6,9 @@
 # to it; a second read is served from the cache byte for byte. With cpu64 as the baseline,
 # the matrix holds the three devices and 9 cells that agree with /diff, and history of fc2
 # holds the three runs with their env. A run finished after the baseline is compared with
-# it by the worker, unasked. A refused token ends an agent with exit 9 and the server's text.
+# it by the worker, unasked. A run whose tensors retention dropped before it was compared is
+# left out of the matrix and history (410 for a new diff of it), the rest still answers. A
+# refused token ends an agent with exit 9 and the server's text.
 . ./tests/integration/env.sh
 . "$GD_SRCDIR/tests/integration/server.sh"
 need_seed
@@ -192,6 +194,21 @@ expect 200 GET "/api/v1/models/$MODEL/matrix"
 "$AGENT" push "$TMP/pt" --server "$URL" >/dev/null 2>"$TMP/pt.err" ||
     fail "push of a framework bundle: $(cat "$TMP/pt.err")"
 expect_error 409 conflict GET "/api/v1/models/lenet-pytorch/history?layer=output"
+
+# ---- retention: what can no longer be compared is left out, the rest still answers ----
+# The TF32 run loses its tensors and its cached diff against the baseline (another process
+# writing to the database, as a restore of an old copy would leave it).
+sqlite3 "$DB" "UPDATE runs SET trimmed_at = 1 WHERE id = '$TF32';
+               DELETE FROM diffs WHERE run_a = '$TF32' AND run_b = '$CPU64'"
+expect 200 GET "/api/v1/models/$MODEL/history?layer=fc2"
+[ "$(jq -c '[.series[].device]' "$TMP/body")" = '["cpu","cpu64"]' ] ||
+    fail "history with a trimmed run: $(jq -c .series "$TMP/body")"
+expect 200 GET "/api/v1/models/$MODEL/matrix"
+[ "$(jq -c '[.devices[].key]' "$TMP/body")" = '["cpu","cpu64"]' ] ||
+    fail "matrix with a trimmed run: $(jq -c .devices "$TMP/body")"
+[ "$(jq '[.cells[][]] | length' "$TMP/body")" = 4 ] || fail "not 4 cells"
+expect 200 GET "/api/v1/diff?a=$CPU&b=$TF32"
+expect_error 410 gone GET "/api/v1/diff?a=$TF32&b=$CPU&atol=0.5"
 
 # ---- metrics ----
 expect 200 GET /metrics

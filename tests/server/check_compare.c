@@ -54,9 +54,9 @@ commit_layer(struct srv_db *db, const char *id, int index, const float *data)
     srv_blob_enc_free(enc);
     struct srv_blob_spill spill = {fd, "float32", 4, 16, stored, SRV_BLOB_CODEC};
     int was_stored = 0, was_present = 0;
-    ck_assert_msg(srv_db_layer_commit(db, id, index, sha, &spill, 10, &was_stored, &was_present,
-                                      &err) == 0,
-                  "%s", err.msg);
+    ck_assert_msg(
+        srv_db_layer_commit(db, id, index, sha, &spill, 10, &was_stored, &was_present, &err) == 0,
+        "%s", err.msg);
     close(fd);
 }
 
@@ -224,8 +224,9 @@ START_TEST(runs_that_cannot_be_compared)
     /* Retention dropped B's tensors: nothing to compare it with any more. */
     struct srv_db *db = NULL;
     ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
-    ck_assert_int_eq(sqlite3_exec(srv_db_conn(db), "UPDATE runs SET trimmed_at = 1 WHERE id "
-                                                   "LIKE 'bbbb%'",
+    ck_assert_int_eq(sqlite3_exec(srv_db_conn(db),
+                                  "UPDATE runs SET trimmed_at = 1 WHERE id "
+                                  "LIKE 'bbbb%'",
                                   0, 0, 0),
                      SQLITE_OK);
     srv_store_release(store, db);

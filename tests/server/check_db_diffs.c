@@ -116,7 +116,8 @@ START_TEST(json_back_as_stored)
     char *text = NULL;
     size_t len = 0;
     ck_assert_int_eq(srv_db_diff_json(db, &key, &text, &len, &err), SRV_ENOTFOUND);
-    const char *json = "{\"a\":{\"id\":\"x\"},\"layers\":[{\"max_abs\":0.25}],\"\\u00e9\":\"\xc3\xa9\"}";
+    const char *json =
+        "{\"a\":{\"id\":\"x\"},\"layers\":[{\"max_abs\":0.25}],\"\\u00e9\":\"\xc3\xa9\"}";
     put(db, &key, json);
     ck_assert_int_eq(srv_db_diff_json(db, &key, &text, &len, &err), 0);
     ck_assert_uint_eq(len, strlen(json) + 1);
@@ -229,12 +230,10 @@ START_TEST(rows_go_with_their_runs)
     ck_assert_int_eq(count(db, "SELECT count(*) FROM diffs"), 2);
     sqlite3 *c = srv_db_conn(db);
     /* The truth run is no foreign key ('' means none): a trigger removes its diffs. */
-    ck_assert_int_eq(sqlite3_exec(c, "DELETE FROM runs WHERE id LIKE '3333%'", 0, 0, 0),
-                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(c, "DELETE FROM runs WHERE id LIKE '3333%'", 0, 0, 0), SQLITE_OK);
     ck_assert_int_eq(count(db, "SELECT count(*) FROM diffs"), 1);
     ck_assert_int_eq(count(db, "SELECT count(*) FROM diff_layers"), 4);
-    ck_assert_int_eq(sqlite3_exec(c, "DELETE FROM runs WHERE id LIKE '2222%'", 0, 0, 0),
-                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(c, "DELETE FROM runs WHERE id LIKE '2222%'", 0, 0, 0), SQLITE_OK);
     ck_assert_int_eq(count(db, "SELECT count(*) FROM diffs"), 0);
     ck_assert_int_eq(count(db, "SELECT count(*) FROM diff_layers"), 0);
     drop_db(db);

@@ -60,8 +60,9 @@ START_TEST(what_is_left_out)
               "pytorch_gpu");
     check_key("{\"backend\":\"import\"}", "import");
     /* The host, the driver and the library versions are not the device. */
-    check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"A\",\"host\":\"h1\",\"cudnn\":\"9.1\"}}",
-              "cuda A");
+    check_key(
+        "{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"A\",\"host\":\"h1\",\"cudnn\":\"9.1\"}}",
+        "cuda A");
     /* tf32 only when true; a fixed algorithm id counts; values of other types do not. */
     check_key("{\"backend\":\"cuda\",\"knobs\":{\"tf32\":\"yes\",\"conv_algo\":3}}",
               "cuda conv_algo=3");
