@@ -35,12 +35,40 @@ srv_models_list(struct srv_req *req)
     return srv_reply_json(req, 200, out);
 }
 
+/*
+ * The model a request names: the {model} path segment, or ?model= in the query forms
+ * (/api/v1/baseline, /api/v1/matrix, /api/v1/history), which reach any model name, one with
+ * '/' too. NULL, with req failed, when it is missing, given twice or not a model name.
+ */
+static const char *
+model_of(struct srv_req *req)
+{
+    const char *query = srv_req_query(req, "model");
+    const char *model = req->n_params > 0 ? req->params[0] : query;
+    if (req->n_params > 0 && query != NULL) {
+        srv_req_fail(req, SRV_EBADREQ, "model: given in the path, not also in the query");
+        return NULL;
+    }
+    if (model == NULL) {
+        srv_req_fail(req, SRV_EBADREQ, "model: required");
+        return NULL;
+    }
+    if (!srv_is_text(model, SRV_MODEL_NAME_MAX)) {
+        srv_req_fail(req, SRV_EBADREQ, "model: " SRV_MODEL_NAME_RULE);
+        return NULL;
+    }
+    return model;
+}
+
 int
 srv_models_baseline(struct srv_req *req)
 {
-    const char *model = req->params[0];
-    if (!srv_is_name(model, 128, SRV_MODEL_NAME_CHARS))
-        return srv_req_fail(req, SRV_EBADREQ, "a model name is 1 to 128 of A-Z a-z 0-9 ._:-+@");
+    static const char *const known[] = {"model", NULL};
+    if (srv_req_query_check(req, known) != 0)
+        return req->err.code;
+    const char *model = model_of(req);
+    if (model == NULL)
+        return req->err.code;
     json_error_t jerr;
     json_t *body = json_loadb(req->body.data ? req->body.data : "", req->body.len,
                               JSON_REJECT_DUPLICATES, &jerr);
@@ -72,13 +100,7 @@ srv_models_baseline(struct srv_req *req)
     return srv_reply_json(req, 200, json_pack("{s:s,s:s}", "model", model, "baseline", run_id));
 }
 
-static int
-check_model(struct srv_req *req, const char *model)
-{
-    if (!srv_is_name(model, 128, SRV_MODEL_NAME_CHARS))
-        return srv_req_fail(req, SRV_EBADREQ, "a model name is 1 to 128 of A-Z a-z 0-9 ._:-+@");
-    return 0;
-}
+
 
 /*
  * The summary of one layer (NULL: the last) of the diff of key, computed if not cached.
@@ -117,9 +139,9 @@ number_or_null(double v)
 int
 srv_models_matrix(struct srv_req *req)
 {
-    static const char *const known[] = {NULL};
-    const char *model = req->params[0];
-    if (srv_req_query_check(req, known) != 0 || check_model(req, model) != 0)
+    static const char *const known[] = {"model", NULL};
+    const char *model = NULL;
+    if (srv_req_query_check(req, known) != 0 || (model = model_of(req)) == NULL)
         return req->err.code;
     struct srv_db *db = srv_req_db(req);
     if (db == NULL)
@@ -184,9 +206,9 @@ history_env(json_t *env)
 int
 srv_models_history(struct srv_req *req)
 {
-    static const char *const known[] = {"layer", "device", "limit", NULL};
-    const char *model = req->params[0];
-    if (srv_req_query_check(req, known) != 0 || check_model(req, model) != 0)
+    static const char *const known[] = {"model", "layer", "device", "limit", NULL};
+    const char *model = NULL;
+    if (srv_req_query_check(req, known) != 0 || (model = model_of(req)) == NULL)
         return req->err.code;
     const char *layer = srv_req_query(req, "layer"), *device = srv_req_query(req, "device");
     const char *limit_text = srv_req_query(req, "limit");

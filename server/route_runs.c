@@ -79,8 +79,8 @@ srv_runs_list(struct srv_req *req)
     f.since = INT64_MIN;
     f.limit = 50;
     f.offset = 0;
-    if (f.model != NULL && !srv_is_name(f.model, 128, SRV_MODEL_NAME_CHARS))
-        return srv_req_fail(req, SRV_EBADREQ, "model: 1 to 128 of A-Z a-z 0-9 ._:-+@");
+    if (f.model != NULL && !srv_is_text(f.model, SRV_MODEL_NAME_MAX))
+        return srv_req_fail(req, SRV_EBADREQ, "model: " SRV_MODEL_NAME_RULE);
     if (f.backend != NULL && !srv_is_name(f.backend, 64, "._-"))
         return srv_req_fail(req, SRV_EBADREQ, "backend: 1 to 64 of A-Z a-z 0-9 ._-");
     if (f.gpu != NULL && strlen(f.gpu) > 1024)

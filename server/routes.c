@@ -18,6 +18,10 @@ const struct srv_route srv_routes[] = {
      srv_models_matrix},
     {"GET", "/api/v1/models/{model}/history", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL,
      srv_models_history},
+    /* the same three with ?model=, for model names a path segment cannot carry */
+    {"POST", "/api/v1/baseline", SRV_ROLE_ADMIN, SRV_BODY_JSON, NULL, NULL, srv_models_baseline},
+    {"GET", "/api/v1/matrix", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_models_matrix},
+    {"GET", "/api/v1/history", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_models_history},
     {"GET", "/api/v1/diff", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_diff_get},
     {"POST", "/api/v1/runs", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL, srv_runs_create},
     {"GET", "/api/v1/runs", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_runs_list},

@@ -88,8 +88,8 @@ check_model(json_t *root, struct srv_run_doc *doc, struct gd_err *err)
         return bad(err, "model", "must be an object");
     const char *file;
     int rc = get_string(model, "name", 1, 128, "model", &doc->model_name, err);
-    if (rc == 0 && !srv_is_name(doc->model_name, 128, SRV_MODEL_NAME_CHARS))
-        rc = bad(err, "model.name", "must be 1 to 128 of A-Z a-z 0-9 and ._:-+@");
+    if (rc == 0 && !srv_is_text(doc->model_name, SRV_MODEL_NAME_MAX))
+        rc = bad(err, "model.name", "must be " SRV_MODEL_NAME_RULE);
     /* null: a bundle made from another framework's dumps has no model file to hash. */
     json_t *sha = json_object_get(model, "sha256");
     if (rc == 0 && sha == NULL)

@@ -202,13 +202,23 @@ int srv_is_sha256(const char *s);
 
 /*
  * 1 when s is a name gpudiffd accepts: 1..max bytes of [A-Za-z0-9] and the punctuation in
- * `extra`. Layer names get "._:/-+@#[]" (ONNX and framework names), model names "._:-+@"
- * (they are path segments in the API).
+ * `extra`. Layer names get "._:/-+@#[]" (ONNX and framework names; they become file names in
+ * bundles).
  */
 int srv_is_name(const char *s, size_t max, const char *extra);
 
 #define SRV_LAYER_NAME_CHARS "._:/-+@#[]"
-#define SRV_MODEL_NAME_CHARS "._:-+@"
+
+/*
+ * 1 when s is free text gpudiffd accepts as a model name: 1..max bytes of valid UTF-8 with
+ * no control characters. Model names are shown, never used as paths or in SQL text (bound
+ * parameters only), so `<script>` and quotes are data like any other; a name with '/' is
+ * reached through the query forms of the model endpoints.
+ */
+int srv_is_text(const char *s, size_t max);
+
+#define SRV_MODEL_NAME_MAX 128
+#define SRV_MODEL_NAME_RULE "1 to 128 bytes of UTF-8 text without control characters"
 
 /* A growable byte buffer. */
 struct srv_buf {

@@ -137,6 +137,43 @@ srv_is_sha256(const char *s)
 }
 
 int
+srv_is_text(const char *s, size_t max)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    if (n == 0 || n > max)
+        return 0;
+    while (*p != '\0') {
+        unsigned char c = *p;
+        int follow;
+        if (c < 0x20 || c == 0x7f)
+            return 0;
+        if (c < 0x80)
+            follow = 0;
+        else if (c >= 0xc2 && c <= 0xdf)
+            follow = 1;
+        else if (c >= 0xe0 && c <= 0xef)
+            follow = 2;
+        else if (c >= 0xf0 && c <= 0xf4)
+            follow = 3;
+        else
+            return 0;
+        unsigned cp = follow == 0 ? c : (c & (0x3fu >> follow));
+        p++;
+        for (int k = 0; k < follow; k++, p++) {
+            if ((*p & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (*p & 0x3fu);
+        }
+        /* overlong forms, surrogates, beyond U+10FFFF, and C1 controls */
+        if ((follow == 2 && cp < 0x800) || (follow == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0))
+            return 0;
+    }
+    return 1;
+}
+
+int
 srv_is_name(const char *s, size_t max, const char *extra)
 {
     size_t n = 0;

@@ -64,7 +64,11 @@ step; post_run "$NEW | .layers[0].shape[0] = \"1000\"" 400 bad_request
 step; post_run "$NEW | .layers[0].dtype = \"complex64\"" 400 bad_request
 step; post_run "$NEW | .layers[0].sha256 = \"ABC\"" 400 bad_request
 step; post_run "$NEW | .layers[0].file = \"../../etc/passwd\"" 400 bad_request
-step; post_run "$NEW | .model.name = \"m'; DROP TABLE runs; --\"" 400 bad_request
+# SQL-like and HTML strings where names are identifiers (backends, layers: they become file
+# names) are refused; a model's name is free text, stored through bound parameters and shown
+# as text, and only control characters and broken UTF-8 are refused there.
+step; post_run "$NEW | .backend = \"x'; DROP TABLE runs; --\"" 400 bad_request
+step; post_run "$NEW | .model.name = \"line\\nbreak\"" 400 bad_request
 step; post_run "$NEW | .layers[1].name = \"<script>alert(1)</script>\"" 400 bad_request
 step; post_run "$NEW | .env.host = 42" 400 bad_request
 step; post_run "$NEW | .layers[0].shape = [100000, 100000]" 400 out_of_range
@@ -130,7 +134,8 @@ step; expect_error 400 bad_request GET '/api/v1/runs?limit=abc'
 step; expect_error 400 bad_request GET '/api/v1/runs?limit=0'
 step; expect_error 400 bad_request GET '/api/v1/runs?bogus=1'
 step; expect_error 400 bad_request GET '/api/v1/runs?since=last-week'
-step; expect_error 400 bad_request GET "/api/v1/runs?model=x'%20OR%201=1--"
+step; expect_error 400 bad_request GET "/api/v1/runs?backend=x'%20OR%201=1--"
+step; expect_error 400 bad_request GET "/api/v1/runs?model=%ff%fe"
 step; expect_error 404 not_found GET "/api/v1/runs/$ID/layers/0.npy"
 step; expect_error 404 not_found GET /api/v1/nothing
 step; expect_error 405 method_not_allowed DELETE /api/v1/runs

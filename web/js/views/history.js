@@ -1,5 +1,5 @@
 // views/history.js: one layer's divergence from the model's baseline over time, one series
-// per device (GET /api/v1/models/{m}/history), with a marker wherever a run's driver, CUDA
+// per device (GET /api/v1/history?model=), with a marker wherever a run's driver, CUDA
 // runtime, cuDNN or cuBLAS differs from the same device's run before it: that is how a
 // software upgrade that changed the numbers shows.
 import {h, message, fmtNum, fmtTime, shortId, routeHref, verdictBadge} from '../dom.js';
@@ -101,8 +101,9 @@ export async function render(root, ctx) {
     title.append(h('span', {class: 'subtitle'}, ' · ' + q.layer));
     let hist;
     try {
-        hist = await apiGet('models/' + encodeURIComponent(model) + '/history',
-                            {layer: q.layer, device: q.device || undefined, limit: q.limit},
+        // The query form reaches every model name, one holding '/' too.
+        hist = await apiGet('history',
+                            {model, layer: q.layer, device: q.device || undefined, limit: q.limit},
                             {signal: ctx.signal});
     } catch (e) {
         if (e.name === 'AbortError')

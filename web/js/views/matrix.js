@@ -75,7 +75,8 @@ export async function render(root, ctx) {
     }
     let m;
     try {
-        m = await apiGet('models/' + encodeURIComponent(model) + '/matrix', {}, {signal: ctx.signal});
+        // The query form reaches every model name, one holding '/' too.
+        m = await apiGet('matrix', {model}, {signal: ctx.signal});
     } catch (e) {
         if (e.name === 'AbortError')
             throw e;
