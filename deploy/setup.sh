@@ -2,8 +2,10 @@
 # deploy/setup.sh: sets gpudiff up on Debian 12 (run as root): installs the Debian packages
 # it needs, builds it in build/, then does one job:
 #
-#   deploy/setup.sh demo    run the seed case (shared/cases/lenet-11-821) on the CPU
-#                           backends and print each run's per-layer table
+#   deploy/setup.sh demo    the main job (deploy/demo.sh): start gpudiffd with its dashboard,
+#                           run the seed case (shared/cases/lenet-11-821) through agents on
+#                           the CPU backends (and the GPU when there is one), upload every
+#                           run, and print the comparison that explains the seed's report
 #   deploy/setup.sh test    run the whole test suite (make check), then the same suite
 #                           built with AddressSanitizer and UndefinedBehaviorSanitizer
 #   deploy/setup.sh build   only install and build
@@ -70,16 +72,7 @@ build build
 
 case "$job" in
 demo)
-    seed="$top/../shared/cases/lenet-11-821"
-    out=$(mktemp -d "${TMPDIR:-/tmp}/gpudiff-demo.XXXXXX")
-    for backend in cpu cpu64; do
-        echo
-        ./build/gpudiff-agent run --model tests/fixtures/models/lenet-11-821.json \
-            --input "$seed/input.npz" --input-key inp --backend "$backend" \
-            --out "$out/$backend"
-    done
-    echo
-    echo "setup: the bundles are in $out"
+    ./deploy/demo.sh build "$top/../shared"
     ;;
 test)
     make -C build -j"$jobs" check
