@@ -72,6 +72,16 @@ int agt_upload_flag(const char *cmd, int opt, const char *arg, struct agt_upload
 /* The upload flags' lines of --help. */
 void agt_upload_usage(FILE *out);
 
+/* "2026-11-30T08:00:00Z": now, in UTC. */
+void agt_utc_now(char *buf, size_t size);
+
+/*
+ * Commits a bundle with meta as its run.json (the layers added), then prints run.json with
+ * the bundle's folder (as_json) or the per-layer table on stdout.
+ */
+int agt_bundle_commit(struct gd_bundle_writer *w, json_t *meta, const char *dir, int as_json,
+                      struct gd_err *err);
+
 /* Prints the per-layer summary of a bundle being written. */
 void agt_report_table(FILE *out, json_t *run, const char *bundle_dir);
 

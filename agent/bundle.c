@@ -196,11 +196,7 @@ make(struct bundle_opts *o)
         }
     }
     char id[37], now[32];
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    agt_utc_now(now, sizeof now);
     if (gd_uuid_v4(id, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
@@ -210,19 +206,8 @@ make(struct bundle_opts *o)
                      "sha256", "input", "file", o->from, "backend",
                      o->backend ? o->backend : "import", "env", o->env, "knobs", "labels",
                      o->labels);
-    if (gd_bundle_writer_commit(w, meta, &err) != 0) {
+    if (agt_bundle_commit(w, meta, o->out, o->json, &err) != 0)
         code = agt_fail(&err, AGT_PHASE_WRITE);
-        goto done;
-    }
-    json_object_set(meta, "layers", gd_bundle_writer_layers(w));
-    json_object_set_new(meta, "duration_us", json_null());
-    if (o->json) {
-        json_object_set_new(meta, "bundle", json_string(o->out));
-        json_dumpf(meta, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-        fputc('\n', stdout);
-    } else {
-        agt_report_table(stdout, meta, o->out);
-    }
 done:
     json_decref(meta);
     gd_bundle_writer_free(w);

@@ -1,6 +1,7 @@
 /* report.c: the agent's human-readable summaries on stdout. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent.h"
 
@@ -75,4 +76,33 @@ agt_report_table(FILE *out, json_t *run, const char *bundle_dir)
         if (nan || inf)
             fprintf(out, "      (%lld NaN, %lld Inf)\n", (long long)nan, (long long)inf);
     }
+}
+
+void
+agt_utc_now(char *buf, size_t size)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int
+agt_bundle_commit(struct gd_bundle_writer *w, json_t *meta, const char *dir, int as_json,
+                  struct gd_err *err)
+{
+    int rc = gd_bundle_writer_commit(w, meta, err);
+    if (rc != 0)
+        return rc;
+    json_object_set(meta, "layers", gd_bundle_writer_layers(w));
+    if (as_json) {
+        json_object_set_new(meta, "bundle", json_string(dir));
+        json_dumpf(meta, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        fputc('\n', stdout);
+    } else {
+        agt_report_table(stdout, meta, dir);
+    }
+    fflush(stdout);
+    return 0;
 }

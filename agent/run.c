@@ -259,16 +259,6 @@ capture_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
     return rc;
 }
 
-static void
-utc_now(char *buf, size_t size)
-{
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static json_t *
 shape_json(const struct gd_tensor *t)
 {
@@ -317,7 +307,7 @@ run_meta(const struct run_opts *o, const struct gd_graph *g, const struct gd_ten
     char id[37], now[32];
     if (gd_uuid_v4(id, err) != 0)
         return NULL;
-    utc_now(now, sizeof now);
+    agt_utc_now(now, sizeof now);
     json_t *env = json_object();
     const struct gd_env *e = gd_session_env(s);
     for (int i = 0; i < e->n; i++)
@@ -381,19 +371,10 @@ execute(struct run_opts *o)
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
     }
-    if (gd_bundle_writer_commit(w, meta, &err) != 0) {
+    if (agt_bundle_commit(w, meta, o->out, o->json, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
     }
-    json_object_set(meta, "layers", gd_bundle_writer_layers(w));
-    if (o->json) {
-        json_object_set_new(meta, "bundle", json_string(o->out));
-        json_dumpf(meta, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-        fputc('\n', stdout);
-    } else {
-        agt_report_table(stdout, meta, o->out);
-    }
-    fflush(stdout);
     if (o->upload.server != NULL) {
         o->upload.who = "run";
         o->upload.progress = o->progress;
