@@ -106,7 +106,8 @@ def main():
     repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "models",
                          "lenet-11-821.json")
-    out = subprocess.run([os.path.join(build, "tests", "bench", "bench_forward"), model,
+    out = subprocess.run([os.path.join(build, "tests", "bench", "bench_forward"),
+                          "--weights-dir", os.path.join(seed, "initializer"), model,
                           os.path.join(seed, "input.npz"), str(repeats)],
                          check=True, capture_output=True, text=True).stdout
     print(out, end="")
