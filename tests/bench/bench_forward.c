@@ -6,8 +6,8 @@
  * Capture is measured two ways: copying every layer into host memory (what a capture
  * callback costs), and writing the run bundle to disk (what `gpudiff-agent run` does).
  *
- * usage: bench_forward [--hashes] [--weights-dir DIR] SEED_MODEL SEED_INPUT_NPZ [REPEATS]
- *                      [BACKEND]
+ * usage: bench_forward [--hashes] [--only seed|resnet18] [--weights-dir DIR] SEED_MODEL
+ *                      SEED_INPUT_NPZ [REPEATS] [BACKEND]
  * Prints one line per measurement; tests/bench/bench_forward.py adds the numpy peer.
  * --weights-dir is the seed case's initializer folder: the model file's own relative path
  * only resolves from the main checkout.
@@ -352,10 +352,15 @@ int
 main(int argc, char **argv)
 {
     int only_hashes = 0;
+    const char *only = NULL;
     struct gd_model_opts opts = {0};
     while (argc > 1 && strncmp(argv[1], "--", 2) == 0) {
         if (strcmp(argv[1], "--hashes") == 0) {
             only_hashes = 1;
+        } else if (strcmp(argv[1], "--only") == 0 && argc > 2) {
+            only = argv[2];
+            argv++;
+            argc--;
         } else if (strcmp(argv[1], "--weights-dir") == 0 && argc > 2) {
             opts.weights_dir = argv[2];
             argv++;
@@ -368,8 +373,9 @@ main(int argc, char **argv)
         argc--;
     }
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_forward [--hashes] [--weights-dir DIR] SEED_MODEL "
-                        "SEED_INPUT_NPZ [REPEATS] [BACKEND]\n");
+        fprintf(stderr,
+                "usage: bench_forward [--hashes] [--only seed|resnet18] [--weights-dir DIR] "
+                "SEED_MODEL SEED_INPUT_NPZ [REPEATS] [BACKEND]\n");
         return 2;
     }
     int repeats = argc > 3 ? atoi(argv[3]) : 5;
@@ -383,21 +389,25 @@ main(int argc, char **argv)
         die(argv[1], &err);
     if (gd_array_load(argv[2], "inp", &input, &err) != 0)
         die(argv[2], &err);
-    if (only_hashes)
-        hashes("seed", seed, backend, input);
-    else
-        measure("seed", seed, backend, input, repeats);
-    struct gd_graph *resnet = resnet18(8);
-    int64_t shape[4] = {8, 3, 224, 224};
-    struct builder b = {.seed = 777};
-    struct gd_tensor *image = random_tensor(&b, 4, shape, 1.0);
-    if (only_hashes)
-        hashes("resnet18", resnet, backend, image);
-    else
-        measure("resnet18", resnet, backend, image, repeats);
-    gd_tensor_free(image);
+    if (only == NULL || strcmp(only, "seed") == 0) {
+        if (only_hashes)
+            hashes("seed", seed, backend, input);
+        else
+            measure("seed", seed, backend, input, repeats);
+    }
+    if (only == NULL || strcmp(only, "resnet18") == 0) {
+        struct gd_graph *resnet = resnet18(8);
+        int64_t shape[4] = {8, 3, 224, 224};
+        struct builder b = {.seed = 777};
+        struct gd_tensor *image = random_tensor(&b, 4, shape, 1.0);
+        if (only_hashes)
+            hashes("resnet18", resnet, backend, image);
+        else
+            measure("resnet18", resnet, backend, image, repeats);
+        gd_tensor_free(image);
+        gd_graph_free(resnet);
+    }
     gd_tensor_free(input);
     gd_graph_free(seed);
-    gd_graph_free(resnet);
     return 0;
 }
