@@ -48,6 +48,12 @@ struct gd__cpu_ctx {
     struct gd_knobs knobs;
 };
 
+/*
+ * malloc for the backend's tensors and scratch: large blocks come aligned to 2 MiB and
+ * advised to use huge pages (fewer page faults on first touch). Freed with free().
+ */
+void *CPU_FN(mem_alloc)(size_t n);
+
 /* One entry point per op: the names the backend table in backend_cpu.c lists. */
 #define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) \
     int CPU_FN(fn)(struct gd_op_call *c, struct gd_err *err);
