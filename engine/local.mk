@@ -44,6 +44,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/knobs.c \
 	engine/core/log.c \
 	engine/core/ops.c \
+	engine/core/pool.c \
 	engine/core/session.c \
 	engine/core/tensor.c \
 	engine/compare/metrics.c \
