@@ -66,6 +66,7 @@ CPU_SOURCES = \
 	engine/cpu/cpu.h \
 	engine/cpu/backend_cpu.c \
 	engine/cpu/emulate.c \
+	engine/cpu/gemm_kernel.c \
 	engine/cpu/op_act.c \
 	engine/cpu/op_conv.c \
 	engine/cpu/op_eltwise.c \

@@ -21,10 +21,11 @@
 void *
 CPU_FN(mem_alloc)(size_t n)
 {
-    if (n < HUGE_PAGE)
-        return malloc(n ? n : 1);
-    size_t rounded = (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     void *p = NULL;
+    /* 64 bytes: the vector tiles of gemm_kernel.c load their buffers aligned. */
+    if (n < HUGE_PAGE)
+        return posix_memalign(&p, 64, n ? n : 1) == 0 ? p : NULL;
+    size_t rounded = (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     if (posix_memalign(&p, HUGE_PAGE, rounded) != 0)
         return NULL;
 #ifdef MADV_HUGEPAGE
@@ -45,11 +46,23 @@ cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd
     if (GD_CPU_F64 && knobs->emulate != GD_EMULATE_NONE)
         return gd_err_set(err, GD_ENOTSUP,
                           "cpu64 is the float64 reference: emulation applies to cpu only");
+    if (knobs->threads < 0 || knobs->threads > GD__POOL_MAX)
+        return gd_err_set(err, GD_EINVAL, "threads must be 0 (one per core) to %d, not %d",
+                          GD__POOL_MAX, knobs->threads);
     struct gd__cpu_ctx *c = calloc(1, sizeof *c);
     if (c == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     c->knobs = *knobs;
+    c->simd = CPU_FN(simd_pick)();
+    c->threads = knobs->threads > 0 ? knobs->threads : gd__pool_threads_default();
+    int rc = c->threads > 1 ? gd__pool_new(c->threads, &c->pool, err) : 0;
+    if (rc != 0) {
+        free(c);
+        return rc;
+    }
     gd_env_set(env, "compute_dtype", "%s", gd_dtype_name(GD_CPU_DTYPE));
+    gd_env_set(env, "cpu_simd", "%s", CPU_FN(simd_name)(c->simd));
+    gd_env_set(env, "cpu_threads", "%d", c->threads);
     *ctx = c;
     return 0;
 }
@@ -57,7 +70,11 @@ cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd
 static void
 cpu_close(void *ctx)
 {
-    free(ctx);
+    struct gd__cpu_ctx *c = ctx;
+    gd__pool_free(c->pool);
+    for (int w = 0; w < GD__POOL_MAX; w++)
+        free(c->scratch[w].data);
+    free(c);
 }
 
 static int
