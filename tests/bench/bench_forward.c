@@ -6,11 +6,12 @@
  * Capture is measured two ways: copying every layer into host memory (what a capture
  * callback costs), and writing the run bundle to disk (what `gpudiff-agent run` does).
  *
- * usage: bench_forward [--hashes] [--only seed|resnet18] [--weights-dir DIR] SEED_MODEL
- *                      SEED_INPUT_NPZ [REPEATS] [BACKEND]
+ * usage: bench_forward [--hashes] [--only seed|resnet18] [--threads N] [--weights-dir DIR]
+ *                      SEED_MODEL SEED_INPUT_NPZ [REPEATS] [BACKEND]
  * Prints one line per measurement; tests/bench/bench_forward.py adds the numpy peer.
  * --weights-dir is the seed case's initializer folder: the model file's own relative path
- * only resolves from the main checkout.
+ * only resolves from the main checkout. --threads sets the CPU backends' thread count (the
+ * knob; default: one per core).
  * With --hashes it times nothing: it runs each model once and prints the SHA-256 of every
  * layer's bytes, so two builds can be shown to give the same bits (the ResNet-18-shaped
  * graph's layers are too large to keep as files for every build compared).
@@ -41,6 +42,9 @@ cmp_double(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+
+/* knobs.threads for every session */
+static int threads;
 
 static void
 die(const char *what, const struct gd_err *err)
@@ -100,6 +104,7 @@ hashes(const char *name, struct gd_graph *g, const char *backend, const struct g
     struct gd_err err = {0};
     struct gd_knobs knobs;
     gd_knobs_init(&knobs);
+    knobs.threads = threads;
     struct gd_session *s = gd_session_new(g, backend, &knobs, &err);
     if (s == NULL)
         die("session", &err);
@@ -132,6 +137,7 @@ run_once(struct gd_graph *g, const char *backend, const struct gd_tensor *input,
     struct gd_err err = {0};
     struct gd_knobs knobs;
     gd_knobs_init(&knobs);
+    knobs.threads = threads;
     struct gd_session *s = gd_session_new(g, backend, &knobs, &err);
     if (s == NULL)
         die("session", &err);
@@ -361,6 +367,10 @@ main(int argc, char **argv)
             only = argv[2];
             argv++;
             argc--;
+        } else if (strcmp(argv[1], "--threads") == 0 && argc > 2) {
+            threads = atoi(argv[2]);
+            argv++;
+            argc--;
         } else if (strcmp(argv[1], "--weights-dir") == 0 && argc > 2) {
             opts.weights_dir = argv[2];
             argv++;
@@ -374,8 +384,8 @@ main(int argc, char **argv)
     }
     if (argc < 3) {
         fprintf(stderr,
-                "usage: bench_forward [--hashes] [--only seed|resnet18] [--weights-dir DIR] "
-                "SEED_MODEL SEED_INPUT_NPZ [REPEATS] [BACKEND]\n");
+                "usage: bench_forward [--hashes] [--only seed|resnet18] [--threads N] "
+                "[--weights-dir DIR] SEED_MODEL SEED_INPUT_NPZ [REPEATS] [BACKEND]\n");
         return 2;
     }
     int repeats = argc > 3 ? atoi(argv[3]) : 5;
