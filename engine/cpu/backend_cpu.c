@@ -18,6 +18,12 @@
  */
 #define HUGE_PAGE ((size_t)2 << 20)
 
+static size_t
+huge_rounded(size_t n)
+{
+    return (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+}
+
 void *
 CPU_FN(mem_alloc)(size_t n)
 {
@@ -25,7 +31,7 @@ CPU_FN(mem_alloc)(size_t n)
     /* 64 bytes: the vector tiles of gemm_kernel.c load their buffers aligned. */
     if (n < HUGE_PAGE)
         return posix_memalign(&p, 64, n ? n : 1) == 0 ? p : NULL;
-    size_t rounded = (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    size_t rounded = huge_rounded(n);
     if (posix_memalign(&p, HUGE_PAGE, rounded) != 0)
         return NULL;
 #ifdef MADV_HUGEPAGE
@@ -74,16 +80,35 @@ cpu_close(void *ctx)
     gd__pool_free(c->pool);
     for (int w = 0; w < GD__POOL_MAX; w++)
         free(c->scratch[w].data);
+    free(c->packed_a.data);
+    for (int i = 0; i < c->n_cached; i++)
+        free(c->cache[i].data);
     free(c);
 }
 
+/*
+ * Large tensors' memory is kept for reuse when released: a network's layers repeat a few
+ * shapes, and reused memory is already mapped, where fresh memory costs the kernel a page
+ * fault and a page clear on first touch (docs/PERFORMANCE.md). Blocks are matched by size
+ * rounded to the huge page; the oldest is freed when the cache is full. Ops write every
+ * element of their outputs, so what the memory held before never shows.
+ */
 static int
 cpu_alloc(void *ctx, struct gd_tensor *t, struct gd_err *err)
 {
-    (void)ctx;
+    struct gd__cpu_ctx *c = ctx;
     size_t n = gd_tensor_nbytes(t);
-    t->data = CPU_FN(mem_alloc)(n);
-    if (t->data == NULL)
+    t->data = NULL;
+    for (int i = 0; n >= HUGE_PAGE && i < c->n_cached; i++) {
+        if (c->cache[i].bytes == huge_rounded(n)) {
+            t->data = c->cache[i].data;
+            memmove(c->cache + i, c->cache + i + 1,
+                    (size_t)(c->n_cached - i - 1) * sizeof c->cache[0]);
+            c->n_cached--;
+            break;
+        }
+    }
+    if (t->data == NULL && (t->data = CPU_FN(mem_alloc)(n)) == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory for %zu bytes", n);
     t->owns_data = 0;
     t->device = 0;
@@ -93,8 +118,19 @@ cpu_alloc(void *ctx, struct gd_tensor *t, struct gd_err *err)
 static void
 cpu_release(void *ctx, struct gd_tensor *t)
 {
-    (void)ctx;
-    free(t->data);
+    struct gd__cpu_ctx *c = ctx;
+    size_t n = gd_tensor_nbytes(t);
+    if (n >= HUGE_PAGE) {
+        if (c->n_cached == GD_CPU_CACHE_SLOTS) {
+            free(c->cache[0].data);
+            memmove(c->cache, c->cache + 1, (GD_CPU_CACHE_SLOTS - 1) * sizeof c->cache[0]);
+            c->n_cached--;
+        }
+        c->cache[c->n_cached].data = t->data;
+        c->cache[c->n_cached++].bytes = huge_rounded(n);
+    } else {
+        free(t->data);
+    }
     t->data = NULL;
 }
 

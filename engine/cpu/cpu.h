@@ -43,6 +43,25 @@ gd__nchw_of(const struct gd_tensor *t)
     return g;
 }
 
+/* Floor division for a possibly negative numerator and a positive divisor. */
+static inline int64_t
+gd__floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* Indices i in [0, n) with 0 <= i*s + off < lim: [*lo, *hi). */
+static inline void
+gd__tap_range(int64_t n, int64_t s, int64_t off, int64_t lim, int64_t *lo, int64_t *hi)
+{
+    int64_t a = off >= 0 ? 0 : gd__floor_div(-off + s - 1, s);
+    int64_t b = gd__floor_div(lim - 1 - off, s) + 1;
+    if (b > n)
+        b = n;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
 /*
  * The vector code the tiled product may use (gemm_kernel.c), from the best the processor
  * has down to none. GPUDIFF_CPU_SIMD=off|portable|avx2|avx512 caps it, for the tests that
@@ -56,11 +75,19 @@ enum gd__cpu_simd {
     GD_CPU_SIMD_AVX512
 };
 
-/* Scratch memory of one worker thread, kept across ops. */
+/* Scratch memory kept across ops (and grown as needed). */
 struct gd__cpu_scratch {
     real *data;
     size_t cap; /* in reals */
 };
+
+/* A released tensor's memory, kept for the next tensor of the same rounded size. */
+struct gd__cpu_block {
+    void *data;
+    size_t bytes;
+};
+
+#define GD_CPU_CACHE_SLOTS 16
 
 /* The CPU backends' session context. */
 struct gd__cpu_ctx {
@@ -68,7 +95,10 @@ struct gd__cpu_ctx {
     enum gd__cpu_simd simd;
     struct gd__pool *pool; /* NULL with one thread */
     int threads;
-    struct gd__cpu_scratch scratch[GD__POOL_MAX];
+    struct gd__cpu_scratch scratch[GD__POOL_MAX]; /* one per worker thread */
+    struct gd__cpu_scratch packed_a;              /* the tiled product's packed A */
+    struct gd__cpu_block cache[GD_CPU_CACHE_SLOTS];
+    int n_cached;
 };
 
 /* The best level this processor runs, capped by GPUDIFF_CPU_SIMD. */
@@ -77,8 +107,8 @@ enum gd__cpu_simd CPU_FN(simd_pick)(void);
 /* "off", "portable", "avx2", "avx512". */
 const char *CPU_FN(simd_name)(enum gd__cpu_simd simd);
 
-/* Worker `worker`'s scratch, at least n reals, aligned to 64 bytes; NULL when out of memory. */
-real *CPU_FN(scratch)(struct gd__cpu_ctx *ctx, int worker, size_t n);
+/* s's memory, grown to at least n reals, aligned to 64 bytes; NULL when out of memory. */
+real *CPU_FN(scratch)(struct gd__cpu_scratch *s, size_t n);
 
 /*
  * C = A B with every element of C summed as the reference loops do: from +0, adding

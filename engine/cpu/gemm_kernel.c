@@ -139,9 +139,8 @@ CPU_FN(simd_pick)(void)
 }
 
 real *
-CPU_FN(scratch)(struct gd__cpu_ctx *ctx, int worker, size_t n)
+CPU_FN(scratch)(struct gd__cpu_scratch *s, size_t n)
 {
-    struct gd__cpu_scratch *s = &ctx->scratch[worker];
     if (s->cap >= n)
         return s->data;
     free(s->data);
@@ -249,7 +248,7 @@ CPU_FN(mm_run)(struct gd__cpu_ctx *ctx, const struct gd__cpu_mm *mm, struct gd_e
         i0 += blocks[b].mr;
         a_len += blocks[b].mr * mm->k;
     }
-    real *ap = CPU_FN(mem_alloc)((size_t)(a_len > 0 ? a_len : 1) * sizeof *ap);
+    real *ap = CPU_FN(scratch)(&ctx->packed_a, (size_t)(a_len > 0 ? a_len : 1));
     if (ap == NULL) {
         free(blocks);
         return gd_err_set(err, GD_ENOMEM, "out of memory for a matrix product");
@@ -281,7 +280,7 @@ CPU_FN(mm_run)(struct gd__cpu_ctx *ctx, const struct gd__cpu_mm *mm, struct gd_e
     }
     int rc = 0;
     for (int w = 0; w < threads && rc == 0; w++)
-        if (CPU_FN(scratch)(ctx, w, (size_t)(c_rows + KC) * NC) == NULL)
+        if (CPU_FN(scratch)(&ctx->scratch[w], (size_t)(c_rows + KC) * NC) == NULL)
             rc = gd_err_set(err, GD_ENOMEM, "out of memory for a matrix product");
     if (rc == 0) {
         struct mm_job job = {.ctx = ctx, .mm = mm, .kern = kern, .ap = ap, .blocks = blocks,
@@ -289,7 +288,6 @@ CPU_FN(mm_run)(struct gd__cpu_ctx *ctx, const struct gd__cpu_mm *mm, struct gd_e
                              .col_blocks = col_blocks, .c_rows = c_rows};
         gd__cpu_parallel(ctx, parts * col_blocks, mm_task, &job);
     }
-    free(ap);
     free(blocks);
     return rc;
 }
