@@ -26,25 +26,6 @@
 
 #include "cpu.h"
 
-/* Floor division for a possibly negative numerator and a positive divisor. */
-static int64_t
-floor_div(int64_t a, int64_t b)
-{
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-/* Indices i in [0, n) with 0 <= i*s + off < lim: [*lo, *hi). */
-static void
-tap_range(int64_t n, int64_t s, int64_t off, int64_t lim, int64_t *lo, int64_t *hi)
-{
-    int64_t a = off >= 0 ? 0 : floor_div(-off + s - 1, s);
-    int64_t b = floor_div(lim - 1 - off, s) + 1;
-    if (b > n)
-        b = n;
-    *lo = a;
-    *hi = b > a ? b : a;
-}
-
 static void
 add_bias(real *plane, int64_t len, const real *bias, int64_t m)
 {
@@ -79,12 +60,12 @@ conv_plane(const struct conv_geom *g, int64_t n, int64_t m)
         const real *wp = g->w + (m * g->cg + ci) * g->kh * g->kw;
         for (int64_t ki = 0; ki < g->kh; ki++) {
             int64_t oh_lo, oh_hi;
-            tap_range(yg.h, g->sh, ki * g->dh - g->ph, xg.h, &oh_lo, &oh_hi);
+            gd__tap_range(yg.h, g->sh, ki * g->dh - g->ph, xg.h, &oh_lo, &oh_hi);
             for (int64_t kj = 0; kj < g->kw; kj++) {
                 real wv = wp[ki * g->kw + kj];
                 int64_t off_w = kj * g->dw - g->pw;
                 int64_t ow_lo, ow_hi;
-                tap_range(yg.w, g->sw, off_w, xg.w, &ow_lo, &ow_hi);
+                gd__tap_range(yg.w, g->sw, off_w, xg.w, &ow_lo, &ow_hi);
                 for (int64_t oh = oh_lo; oh < oh_hi; oh++) {
                     const real *xr = xp + (oh * g->sh + ki * g->dh - g->ph) * xg.w;
                     real *orow = o + oh * yg.w;
@@ -117,12 +98,12 @@ conv_transpose_plane(const struct conv_geom *g, int64_t n, int64_t m)
         for (int64_t ki = 0; ki < g->kh; ki++) {
             int64_t off_h = ki * g->dh - g->ph;
             int64_t ih_lo, ih_hi;
-            tap_range(xg.h, g->sh, off_h, yg.h, &ih_lo, &ih_hi);
+            gd__tap_range(xg.h, g->sh, off_h, yg.h, &ih_lo, &ih_hi);
             for (int64_t kj = 0; kj < g->kw; kj++) {
                 real wv = wp[ki * g->kw + kj];
                 int64_t off_w = kj * g->dw - g->pw;
                 int64_t iw_lo, iw_hi;
-                tap_range(xg.w, g->sw, off_w, yg.w, &iw_lo, &iw_hi);
+                gd__tap_range(xg.w, g->sw, off_w, yg.w, &iw_lo, &iw_hi);
                 for (int64_t ih = ih_lo; ih < ih_hi; ih++) {
                     const real *xr = xp + ih * xg.w;
                     real *orow = o + (ih * g->sh + off_h) * yg.w;
@@ -170,86 +151,115 @@ zero(real *d, int64_t n)
 }
 
 /*
- * B's row k = (ci, ki, kj), columns [q0, q0 + len) of output row r of image n, into d:
- * the input value each tap reads, or 0 for a tap in the padding (or, for ConvTranspose, a
- * tap that reaches no input pixel).
+ * A run of B's columns that lie in one output row (image n, row r) and one strip of the
+ * packed block: output columns [q0, q0 + len), written at dst + kk * nr for row kk.
+ */
+struct segment {
+    const real *xn; /* image n's first channel of the group */
+    int64_t r, q0, len, dst;
+};
+
+/*
+ * Conv: row k = (ci, ki, kj) of B over a segment is input row r * sh - ph + ki * dh of
+ * channel ci, read at columns q * sw + kj * dw - pw; 0 where that falls in the padding.
  */
 static void
-gather_row(const struct conv_group *cg, const real *xn, int64_t r, int64_t q0, int64_t len,
-           int64_t ci, int64_t ki, int64_t kj, real *d)
+gather_conv(const struct conv_group *cg, const struct segment *sg, int64_t ci, int64_t ki,
+            int64_t kj, real *d)
 {
     const struct conv_geom *g = cg->g;
-    const real *xc = xn + ci * g->xg.h * g->xg.w;
-    int64_t q1 = q0 + len;
-    if (!g->transposed) {
-        int64_t ih = r * g->sh - g->ph + ki * g->dh;
-        if (ih < 0 || ih >= g->xg.h) {
-            zero(d, len);
-            return;
-        }
-        const real *row = xc + ih * g->xg.w;
-        int64_t off = kj * g->dw - g->pw;
-        /* [a, b): the segment's columns that read the input, clamped into [q0, q1] */
-        int64_t a = cg->col_lo[kj] > q0 ? cg->col_lo[kj] : q0;
-        int64_t b = cg->col_hi[kj] < q1 ? cg->col_hi[kj] : q1;
-        if (a > q1)
-            a = q1;
-        if (b < a)
-            b = a;
-        zero(d, a - q0);
-        if (g->sw == 1)
-            for (int64_t q = a; q < b; q++)
-                d[q - q0] = row[q + off];
-        else
-            for (int64_t q = a; q < b; q++)
-                d[q - q0] = row[q * g->sw + off];
-        zero(d + (b - q0), q1 - b);
+    int64_t ih = sg->r * g->sh - g->ph + ki * g->dh, q0 = sg->q0, q1 = q0 + sg->len;
+    if (ih < 0 || ih >= g->xg.h) {
+        zero(d, sg->len);
         return;
     }
-    /* ConvTranspose: output (r, q) takes input (th / sh, tw / sw) where both divide. */
-    int64_t th = r + g->ph - ki * g->dh;
+    const real *row = sg->xn + (ci * g->xg.h + ih) * g->xg.w;
+    int64_t off = kj * g->dw - g->pw;
+    /* [a, b): the segment's columns that read the input, clamped into [q0, q1] */
+    int64_t a = cg->col_lo[kj] > q0 ? cg->col_lo[kj] : q0;
+    int64_t b = cg->col_hi[kj] < q1 ? cg->col_hi[kj] : q1;
+    if (a > q1)
+        a = q1;
+    if (b < a)
+        b = a;
+    zero(d, a - q0);
+    if (g->sw == 1)
+        for (int64_t q = a; q < b; q++)
+            d[q - q0] = row[q + off];
+    else
+        for (int64_t q = a; q < b; q++)
+            d[q - q0] = row[q * g->sw + off];
+    zero(d + (b - q0), q1 - b);
+}
+
+/*
+ * ConvTranspose: output (r, q) takes input (th / sh, tw / sw), th = r + ph - ki * dh and
+ * tw = q + pw - kj * dw, where both divide exactly and land inside the input; else 0.
+ */
+static void
+gather_conv_transpose(const struct conv_group *cg, const struct segment *sg, int64_t ci,
+                      int64_t ki, int64_t kj, real *d)
+{
+    const struct conv_geom *g = cg->g;
+    int64_t th = sg->r + g->ph - ki * g->dh;
     if (th < 0 || th % g->sh != 0 || th / g->sh >= g->xg.h) {
-        zero(d, len);
+        zero(d, sg->len);
         return;
     }
-    const real *row = xc + th / g->sh * g->xg.w;
+    const real *row = sg->xn + (ci * g->xg.h + th / g->sh) * g->xg.w;
     int64_t off = g->pw - kj * g->dw;
-    for (int64_t q = q0; q < q1; q++) {
+    for (int64_t q = sg->q0; q < sg->q0 + sg->len; q++) {
         int64_t tw = q + off;
-        d[q - q0] = tw >= 0 && tw % g->sw == 0 && tw / g->sw < g->xg.w ? row[tw / g->sw] : 0;
+        d[q - sg->q0] = tw >= 0 && tw % g->sw == 0 && tw / g->sw < g->xg.w ? row[tw / g->sw] : 0;
     }
 }
 
-/* gd__cpu_pack_b_fn: the strips of B, gathered one output-row segment at a time. */
+/*
+ * gd__cpu_pack_b_fn: the columns are cut into segments once, then each row k of B is
+ * gathered segment by segment.
+ */
 static void
 pack_conv(const void *user, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, real *dst)
 {
     const struct conv_group *cg = user;
     const struct conv_geom *g = cg->g;
     int64_t plane = g->yg.h * g->yg.w, khw = g->kh * g->kw;
+    /* a segment ends at each output row and each strip: at most nc + nc / nr + 1 */
+    struct segment segs[nc + nc / nr + 1];
+    int64_t n_segs = 0;
     for (int64_t s0 = 0; s0 < nc; s0 += nr) {
-        real *d = dst + s0 * kc;
         int64_t end = j0 + s0 + (nc - s0 < nr ? nc - s0 : nr), lane = 0;
         for (int64_t j = j0 + s0; j < end;) {
-            int64_t n = j / plane, r = j % plane / g->yg.w, q0 = j % g->yg.w;
-            int64_t len = g->yg.w - q0 < end - j ? g->yg.w - q0 : end - j;
-            const real *xn = g->x + (n * g->xg.c + cg->grp * g->cg) * g->xg.h * g->xg.w;
-            int64_t ci = k0 / khw, ki = k0 / g->kw % g->kh, kj = k0 % g->kw;
-            for (int64_t kk = 0; kk < kc; kk++) {
-                gather_row(cg, xn, r, q0, len, ci, ki, kj, d + kk * nr + lane);
-                if (++kj == g->kw) {
-                    kj = 0;
-                    if (++ki == g->kh) {
-                        ki = 0;
-                        ci++;
-                    }
-                }
-            }
-            j += len;
-            lane += len;
+            struct segment *sg = &segs[n_segs++];
+            int64_t n = j / plane;
+            sg->xn = g->x + (n * g->xg.c + cg->grp * g->cg) * g->xg.h * g->xg.w;
+            sg->r = j % plane / g->yg.w;
+            sg->q0 = j % g->yg.w;
+            sg->len = g->yg.w - sg->q0 < end - j ? g->yg.w - sg->q0 : end - j;
+            sg->dst = s0 * kc + lane;
+            j += sg->len;
+            lane += sg->len;
         }
+        /* the strip's lanes past nc stay zero */
         for (int64_t kk = 0; kk < kc; kk++)
-            zero(d + kk * nr + lane, nr - lane);
+            zero(dst + s0 * kc + kk * nr + lane, nr - lane);
+    }
+    int64_t ci = k0 / khw, ki = k0 / g->kw % g->kh, kj = k0 % g->kw;
+    for (int64_t kk = 0; kk < kc; kk++) {
+        real *drow = dst + kk * nr;
+        for (int64_t i = 0; i < n_segs; i++) {
+            if (g->transposed)
+                gather_conv_transpose(cg, &segs[i], ci, ki, kj, drow + segs[i].dst);
+            else
+                gather_conv(cg, &segs[i], ci, ki, kj, drow + segs[i].dst);
+        }
+        if (++kj == g->kw) {
+            kj = 0;
+            if (++ki == g->kh) {
+                ki = 0;
+                ci++;
+            }
+        }
     }
 }
 
@@ -294,7 +304,7 @@ conv_tiled(struct gd__cpu_ctx *ctx, const struct conv_geom *g, struct gd_err *er
         goto done;
     }
     for (int64_t kj = 0; kj < g->kw; kj++)
-        tap_range(g->yg.w, g->sw, kj * g->dw - g->pw, g->xg.w, &cols[kj], &cols[g->kw + kj]);
+        gd__tap_range(g->yg.w, g->sw, kj * g->dw - g->pw, g->xg.w, &cols[kj], &cols[g->kw + kj]);
     for (int64_t grp = 0; grp < g->groups && rc == 0; grp++) {
         struct conv_group cg = {.g = g, .grp = grp, .col_lo = cols, .col_hi = cols + g->kw};
         const real *a = g->w + grp * g->mg * k;
