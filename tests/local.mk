@@ -130,6 +130,7 @@ endif
 
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
 INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh \
+	tests/integration/seed_threads.sh \
 	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh \
 	tests/integration/agent_bad_input.sh
 TESTS += $(INTEGRATION_TESTS)
