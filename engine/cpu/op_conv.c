@@ -183,9 +183,13 @@ gather_conv(const struct conv_group *cg, const struct segment *sg, int64_t ci, i
     if (b < a)
         b = a;
     zero(d, a - q0);
+    /* constant strides, so the compiler can vectorize the reads */
     if (g->sw == 1)
         for (int64_t q = a; q < b; q++)
             d[q - q0] = row[q + off];
+    else if (g->sw == 2)
+        for (int64_t q = a; q < b; q++)
+            d[q - q0] = row[2 * q + off];
     else
         for (int64_t q = a; q < b; q++)
             d[q - q0] = row[q * g->sw + off];
@@ -194,24 +198,40 @@ gather_conv(const struct conv_group *cg, const struct segment *sg, int64_t ci, i
 
 /*
  * ConvTranspose: output (r, q) takes input (th / sh, tw / sw), th = r + ph - ki * dh and
- * tw = q + pw - kj * dw, where both divide exactly and land inside the input; else 0.
+ * tw = q + pw - kj * dw, where both divide exactly and land inside the input; else 0. The
+ * columns that read the input are every sw-th from the first, found without a division per
+ * column.
  */
 static void
 gather_conv_transpose(const struct conv_group *cg, const struct segment *sg, int64_t ci,
                       int64_t ki, int64_t kj, real *d)
 {
     const struct conv_geom *g = cg->g;
-    int64_t th = sg->r + g->ph - ki * g->dh;
+    int64_t th = sg->r + g->ph - ki * g->dh, q0 = sg->q0, q1 = q0 + sg->len;
     if (th < 0 || th % g->sh != 0 || th / g->sh >= g->xg.h) {
         zero(d, sg->len);
         return;
     }
     const real *row = sg->xn + (ci * g->xg.h + th / g->sh) * g->xg.w;
     int64_t off = g->pw - kj * g->dw;
-    for (int64_t q = sg->q0; q < sg->q0 + sg->len; q++) {
-        int64_t tw = q + off;
-        d[q - sg->q0] = tw >= 0 && tw % g->sw == 0 && tw / g->sw < g->xg.w ? row[tw / g->sw] : 0;
+    /* columns q with 0 <= q + off < sw * W, the first of them with (q + off) % sw == 0 */
+    int64_t end = g->sw * g->xg.w - off;
+    int64_t a = -off > q0 ? -off : q0, b = end < q1 ? end : q1;
+    if (a > q1)
+        a = q1;
+    if (b < a)
+        b = a;
+    if (g->sw == 1) {
+        zero(d, a - q0);
+        for (int64_t q = a; q < b; q++)
+            d[q - q0] = row[q + off];
+        zero(d + (b - q0), q1 - b);
+        return;
     }
+    zero(d, sg->len);
+    int64_t first = a + (g->sw - (a + off) % g->sw) % g->sw;
+    for (int64_t q = first, iw = (first + off) / g->sw; q < b; q += g->sw, iw++)
+        d[q - q0] = row[iw];
 }
 
 /*
