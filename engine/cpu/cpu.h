@@ -43,6 +43,17 @@ gd__nchw_of(const struct gd_tensor *t)
     return g;
 }
 
+/*
+ * A function compiled for AVX-512, AVX2 and the baseline, the best picked at load time
+ * (GCC's ifunc clones): for the copying loops around the tiled product (gathering a
+ * convolution's taps), where wider vectors only move the same values faster.
+ */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__)
+#define GD_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GD_CPU_CLONES
+#endif
+
 /* Floor division for a possibly negative numerator and a positive divisor. */
 static inline int64_t
 gd__floor_div(int64_t a, int64_t b)
@@ -119,13 +130,12 @@ real *CPU_FN(scratch)(struct gd__cpu_scratch *s, size_t n);
  *
  * A is read as a[i * a_rs + k * a_cs]. B is gathered by pack_b, so that a convolution's
  * B (the taps of its input, im2col) is never built whole: pack_b writes B[k0 + kk, j0 + jj]
- * for kk < kc, jj < nc into dst[(jj / nr) * kc * nr + kk * nr + jj % nr], zeros for
- * jj >= nc up to the next multiple of nr. store receives the finished C[i0 .. i0 + mc,
- * j0 .. j0 + nc] as c[(i - i0) * ldc + (j - j0)]. Both are called from worker threads, for
- * disjoint blocks.
+ * for kk < kc, jj < nc into dst[kk * ldb + jj], and zeros for nc <= jj < ncp. store
+ * receives the finished C[i0 .. i0 + mc, j0 .. j0 + nc] as c[(i - i0) * ldc + (j - j0)].
+ * Both are called from worker threads, for disjoint blocks.
  */
 typedef void (*gd__cpu_pack_b_fn)(const void *user, int64_t k0, int64_t kc, int64_t j0,
-                                  int64_t nc, int nr, real *dst);
+                                  int64_t nc, int64_t ncp, int64_t ldb, real *dst);
 typedef void (*gd__cpu_store_fn)(const void *user, int64_t i0, int64_t mc, int64_t j0,
                                  int64_t nc, const real *c, int64_t ldc);
 
@@ -148,7 +158,7 @@ struct gd__cpu_strided {
     int64_t rs, cs;
 };
 void CPU_FN(pack_b_strided)(const void *user, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
-                            int nr, real *dst);
+                            int64_t ncp, int64_t ldb, real *dst);
 
 /* Runs fn over n_tasks tasks on the session's threads (engine/core/pool.c). */
 static inline void

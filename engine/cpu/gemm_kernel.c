@@ -13,9 +13,10 @@
  * past n and rows past m are padded with zeros and computed, but never stored.
  *
  * Blocking (after Goto and van de Geijn's layered GEMM): C is cut into blocks of NC
- * columns; per block, B is packed KC rows at a time into strips of NR columns that a tile
- * reads with aligned loads, and A is packed once per call into panels of MR rows. The
- * blocks are the thread pool's tasks.
+ * columns; per block, B is packed KC rows at a time into a row-major block that tiles read
+ * NR columns at a time with aligned loads, and A is packed once per call into panels of MR
+ * rows. B's block is kept row-major, not in strips of NR columns, so that a convolution
+ * gathers it in runs as long as an output row. The blocks are the thread pool's tasks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +29,12 @@
 #define TARGET_AVX512 __attribute__((target("avx512f")))
 #endif
 
-/* k rows per packed block of B (KC x NC reals stay in L2) and columns per task. */
+/* k rows per packed block of B (KC x LDB reals stay in L2) and columns per task. */
 #define KC 256
 #define NC 256
+/* B's row length in the block: NC and one cache line more, so that a tile's loads down a
+ * column of rows fall in different cache sets. */
+#define LDB (NC + 64 / (int)sizeof(real))
 
 /* Vectors of 16, 32 and 64 bytes; may_alias: they read and write arrays of `real`. */
 typedef real v16 __attribute__((vector_size(16), may_alias));
@@ -41,7 +45,7 @@ typedef real v64 __attribute__((vector_size(64), may_alias));
 
 /*
  * A tile: c[r * ldc + j] for r < MR, j < NR = NV lanes-worth of vectors, over kc values of
- * k: ap[kk * MR + r] is a[r, kk], bp[kk * NR + j] is b[kk, j]. With first, the sums start
+ * k: ap[kk * MR + r] is a[r, kk], bp[kk * LDB + j] is b[kk, j]. With first, the sums start
  * at +0 (the reference's memset); otherwise they continue from c. `acc + a * b` is written
  * in the reference loops' operand order.
  */
@@ -49,13 +53,13 @@ typedef real v64 __attribute__((vector_size(64), may_alias));
     attr static void name(int64_t kc, const real *restrict ap, const real *restrict bp,         \
                           real *restrict c, int64_t ldc, int first)                             \
     {                                                                                           \
-        enum { VL = (int)(sizeof(vt) / sizeof(real)), NR = NV * VL };                           \
+        enum { VL = (int)(sizeof(vt) / sizeof(real)) };                                         \
         vt acc[MR][NV];                                                                         \
         _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++)                                  \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] =                   \
                 first ? (vt){0} : *(const vt *)(c + r * ldc + v * VL);                          \
         for (int64_t kk = 0; kk < kc; kk++) {                                                   \
-            const vt *b = (const vt *)(bp + kk * NR);                                           \
+            const vt *b = (const vt *)(bp + kk * LDB);                                          \
             _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++)                              \
             {                                                                                   \
                 real a = ap[kk * MR + r];                                                       \
@@ -151,25 +155,21 @@ CPU_FN(scratch)(struct gd__cpu_scratch *s, size_t n)
 }
 
 void
-CPU_FN(pack_b_strided)(const void *user, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr,
-                       real *dst)
+CPU_FN(pack_b_strided)(const void *user, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                       int64_t ncp, int64_t ldb, real *dst)
 {
     const struct gd__cpu_strided *s = user;
-    for (int64_t s0 = 0; s0 < nc; s0 += nr) {
-        int64_t w = nc - s0 < nr ? nc - s0 : nr;
-        real *d = dst + s0 * kc;
-        for (int64_t kk = 0; kk < kc; kk++) {
-            const real *src = s->b + (k0 + kk) * s->rs + (j0 + s0) * s->cs;
-            int64_t jj = 0;
-            if (s->cs == 1)
-                for (; jj < w; jj++)
-                    d[kk * nr + jj] = src[jj];
-            else
-                for (; jj < w; jj++)
-                    d[kk * nr + jj] = src[jj * s->cs];
-            for (; jj < nr; jj++)
-                d[kk * nr + jj] = 0;
-        }
+    for (int64_t kk = 0; kk < kc; kk++) {
+        const real *src = s->b + (k0 + kk) * s->rs + j0 * s->cs;
+        real *d = dst + kk * ldb;
+        if (s->cs == 1)
+            for (int64_t jj = 0; jj < nc; jj++)
+                d[jj] = src[jj];
+        else
+            for (int64_t jj = 0; jj < nc; jj++)
+                d[jj] = src[jj * s->cs];
+        for (int64_t jj = nc; jj < ncp; jj++)
+            d[jj] = 0;
     }
 }
 
@@ -208,13 +208,13 @@ mm_task(void *arg, int64_t task, int worker)
     real *cbuf = job->ctx->scratch[worker].data, *bbuf = cbuf + job->c_rows * NC;
     for (int64_t k0 = 0; k0 == 0 || k0 < mm->k; k0 += KC) {
         int64_t kc = mm->k - k0 < KC ? mm->k - k0 : KC;
-        mm->pack_b(mm->b_user, k0, kc, j0, nc, nr, bbuf);
+        mm->pack_b(mm->b_user, k0, kc, j0, nc, strips * nr, LDB, bbuf);
         for (int64_t b = b0; b < b1; b++) {
             const struct row_block *rb = &job->blocks[b];
             const real *ap = job->ap + rb->a_off + k0 * rb->mr;
             real *crow = cbuf + (rb->i0 - i0) * NC;
             for (int64_t s = 0; s < strips; s++)
-                rb->fn(kc, ap, bbuf + s * kc * nr, crow + s * nr, NC, k0 == 0);
+                rb->fn(kc, ap, bbuf + s * nr, crow + s * nr, NC, k0 == 0);
         }
     }
     int64_t i_end = job->blocks[b1 - 1].i0 + job->blocks[b1 - 1].mr;
@@ -280,7 +280,7 @@ CPU_FN(mm_run)(struct gd__cpu_ctx *ctx, const struct gd__cpu_mm *mm, struct gd_e
     }
     int rc = 0;
     for (int w = 0; w < threads && rc == 0; w++)
-        if (CPU_FN(scratch)(&ctx->scratch[w], (size_t)(c_rows + KC) * NC) == NULL)
+        if (CPU_FN(scratch)(&ctx->scratch[w], (size_t)c_rows * NC + (size_t)KC * LDB) == NULL)
             rc = gd_err_set(err, GD_ENOMEM, "out of memory for a matrix product");
     if (rc == 0) {
         struct mm_job job = {.ctx = ctx, .mm = mm, .kern = kern, .ap = ap, .blocks = blocks,

@@ -143,7 +143,11 @@ struct conv_group {
     const int64_t *col_lo, *col_hi;
 };
 
-static void
+/*
+ * The gathering helpers are always inlined: pack_conv is compiled once per instruction set
+ * (GD_CPU_CLONES), and a call out of a clone would run the baseline code.
+ */
+static inline __attribute__((always_inline)) void
 zero(real *d, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
@@ -151,8 +155,8 @@ zero(real *d, int64_t n)
 }
 
 /*
- * A run of B's columns that lie in one output row (image n, row r) and one strip of the
- * packed block: output columns [q0, q0 + len), written at dst + kk * nr for row kk.
+ * A run of B's columns that lie in one output row (image n, row r): output columns
+ * [q0, q0 + len), at dst in each row of the packed block.
  */
 struct segment {
     const real *xn; /* image n's first channel of the group */
@@ -163,7 +167,7 @@ struct segment {
  * Conv: row k = (ci, ki, kj) of B over a segment is input row r * sh - ph + ki * dh of
  * channel ci, read at columns q * sw + kj * dw - pw; 0 where that falls in the padding.
  */
-static void
+static inline __attribute__((always_inline)) void
 gather_conv(const struct conv_group *cg, const struct segment *sg, int64_t ci, int64_t ki,
             int64_t kj, real *d)
 {
@@ -202,7 +206,7 @@ gather_conv(const struct conv_group *cg, const struct segment *sg, int64_t ci, i
  * columns that read the input are every sw-th from the first, found without a division per
  * column.
  */
-static void
+static inline __attribute__((always_inline)) void
 gather_conv_transpose(const struct conv_group *cg, const struct segment *sg, int64_t ci,
                       int64_t ki, int64_t kj, real *d)
 {
@@ -235,44 +239,39 @@ gather_conv_transpose(const struct conv_group *cg, const struct segment *sg, int
 }
 
 /*
- * gd__cpu_pack_b_fn: the columns are cut into segments once, then each row k of B is
- * gathered segment by segment.
+ * gd__cpu_pack_b_fn: the block's columns are cut into output-row segments once, then each
+ * row k of B is gathered segment by segment.
  */
-static void
-pack_conv(const void *user, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, real *dst)
+GD_CPU_CLONES static void
+pack_conv(const void *user, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t ncp,
+          int64_t ldb, real *dst)
 {
     const struct conv_group *cg = user;
     const struct conv_geom *g = cg->g;
     int64_t plane = g->yg.h * g->yg.w, khw = g->kh * g->kw;
-    /* a segment ends at each output row and each strip: at most nc + nc / nr + 1 */
-    struct segment segs[nc + nc / nr + 1];
+    /* a segment ends at each output row: at most nc of them */
+    struct segment segs[nc];
     int64_t n_segs = 0;
-    for (int64_t s0 = 0; s0 < nc; s0 += nr) {
-        int64_t end = j0 + s0 + (nc - s0 < nr ? nc - s0 : nr), lane = 0;
-        for (int64_t j = j0 + s0; j < end;) {
-            struct segment *sg = &segs[n_segs++];
-            int64_t n = j / plane;
-            sg->xn = g->x + (n * g->xg.c + cg->grp * g->cg) * g->xg.h * g->xg.w;
-            sg->r = j % plane / g->yg.w;
-            sg->q0 = j % g->yg.w;
-            sg->len = g->yg.w - sg->q0 < end - j ? g->yg.w - sg->q0 : end - j;
-            sg->dst = s0 * kc + lane;
-            j += sg->len;
-            lane += sg->len;
-        }
-        /* the strip's lanes past nc stay zero */
-        for (int64_t kk = 0; kk < kc; kk++)
-            zero(dst + s0 * kc + kk * nr + lane, nr - lane);
+    for (int64_t j = j0; j < j0 + nc;) {
+        struct segment *sg = &segs[n_segs++];
+        int64_t n = j / plane;
+        sg->xn = g->x + (n * g->xg.c + cg->grp * g->cg) * g->xg.h * g->xg.w;
+        sg->r = j % plane / g->yg.w;
+        sg->q0 = j % g->yg.w;
+        sg->len = g->yg.w - sg->q0 < j0 + nc - j ? g->yg.w - sg->q0 : j0 + nc - j;
+        sg->dst = j - j0;
+        j += sg->len;
     }
     int64_t ci = k0 / khw, ki = k0 / g->kw % g->kh, kj = k0 % g->kw;
     for (int64_t kk = 0; kk < kc; kk++) {
-        real *drow = dst + kk * nr;
+        real *drow = dst + kk * ldb;
         for (int64_t i = 0; i < n_segs; i++) {
             if (g->transposed)
                 gather_conv_transpose(cg, &segs[i], ci, ki, kj, drow + segs[i].dst);
             else
                 gather_conv(cg, &segs[i], ci, ki, kj, drow + segs[i].dst);
         }
+        zero(drow + nc, ncp - nc);
         if (++kj == g->kw) {
             kj = 0;
             if (++ki == g->kh) {
