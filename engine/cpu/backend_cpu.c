@@ -16,12 +16,12 @@
  * benchmarks ran on a 24 MB output paid about 80 ms in faults with 4 KiB pages and under
  * 2 ms with huge pages (docs/PERFORMANCE.md).
  */
-#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_PAGE GD_CPU_HUGE_PAGE
 
 static size_t
-huge_rounded(size_t n)
+round_up(size_t n, size_t step)
 {
-    return (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    return (n + step - 1) / step * step;
 }
 
 void *
@@ -31,7 +31,7 @@ CPU_FN(mem_alloc)(size_t n)
     /* 64 bytes: the vector tiles of gemm_kernel.c load their buffers aligned. */
     if (n < HUGE_PAGE)
         return posix_memalign(&p, 64, n ? n : 1) == 0 ? p : NULL;
-    size_t rounded = huge_rounded(n);
+    size_t rounded = round_up(n, HUGE_PAGE);
     if (posix_memalign(&p, HUGE_PAGE, rounded) != 0)
         return NULL;
 #ifdef MADV_HUGEPAGE
@@ -87,25 +87,39 @@ cpu_close(void *ctx)
 }
 
 /*
- * Large tensors' memory is kept for reuse when released: a network's layers repeat a few
- * shapes, and reused memory is already mapped, where fresh memory costs the kernel a page
- * fault and a page clear on first touch (docs/PERFORMANCE.md). Blocks are matched by size
- * rounded to the huge page; the oldest is freed when the cache is full. Ops write every
+ * Tensors of CACHE_MIN bytes or more keep their memory for reuse when released: a
+ * network's layers repeat a few shapes, and reused memory is already mapped, where fresh
+ * memory costs the kernel a page fault and a page clear on first touch (docs/PERFORMANCE.md).
+ * Blocks are allocated and matched by size class (64 KiB steps, 2 MiB from 2 MiB on); the
+ * oldest are freed when the cache would pass its slots or CACHE_MAX bytes. Ops write every
  * element of their outputs, so what the memory held before never shows.
  */
+#define CACHE_MIN ((size_t)256 << 10)
+#define CACHE_MAX ((size_t)512 << 20)
+
+static size_t
+size_class(size_t n)
+{
+    return n >= HUGE_PAGE ? round_up(n, HUGE_PAGE) : round_up(n, (size_t)64 << 10);
+}
+
 static int
 cpu_alloc(void *ctx, struct gd_tensor *t, struct gd_err *err)
 {
     struct gd__cpu_ctx *c = ctx;
     size_t n = gd_tensor_nbytes(t);
     t->data = NULL;
-    for (int i = 0; n >= HUGE_PAGE && i < c->n_cached; i++) {
-        if (c->cache[i].bytes == huge_rounded(n)) {
-            t->data = c->cache[i].data;
-            memmove(c->cache + i, c->cache + i + 1,
-                    (size_t)(c->n_cached - i - 1) * sizeof c->cache[0]);
-            c->n_cached--;
-            break;
+    if (n >= CACHE_MIN) {
+        n = size_class(n);
+        for (int i = 0; i < c->n_cached; i++) {
+            if (c->cache[i].bytes == n) {
+                t->data = c->cache[i].data;
+                c->cached_bytes -= n;
+                memmove(c->cache + i, c->cache + i + 1,
+                        (size_t)(c->n_cached - i - 1) * sizeof c->cache[0]);
+                c->n_cached--;
+                break;
+            }
         }
     }
     if (t->data == NULL && (t->data = CPU_FN(mem_alloc)(n)) == NULL)
@@ -120,17 +134,22 @@ cpu_release(void *ctx, struct gd_tensor *t)
 {
     struct gd__cpu_ctx *c = ctx;
     size_t n = gd_tensor_nbytes(t);
-    if (n >= HUGE_PAGE) {
-        if (c->n_cached == GD_CPU_CACHE_SLOTS) {
-            free(c->cache[0].data);
-            memmove(c->cache, c->cache + 1, (GD_CPU_CACHE_SLOTS - 1) * sizeof c->cache[0]);
-            c->n_cached--;
-        }
-        c->cache[c->n_cached].data = t->data;
-        c->cache[c->n_cached++].bytes = huge_rounded(n);
-    } else {
+    if (n < CACHE_MIN || size_class(n) > CACHE_MAX) {
         free(t->data);
+        t->data = NULL;
+        return;
     }
+    n = size_class(n);
+    while (c->n_cached > 0 &&
+           (c->n_cached == GD_CPU_CACHE_SLOTS || c->cached_bytes + n > CACHE_MAX)) {
+        free(c->cache[0].data);
+        c->cached_bytes -= c->cache[0].bytes;
+        memmove(c->cache, c->cache + 1, (size_t)(c->n_cached - 1) * sizeof c->cache[0]);
+        c->n_cached--;
+    }
+    c->cache[c->n_cached].data = t->data;
+    c->cache[c->n_cached++].bytes = n;
+    c->cached_bytes += n;
     t->data = NULL;
 }
 

@@ -98,7 +98,7 @@ struct gd__cpu_block {
     size_t bytes;
 };
 
-#define GD_CPU_CACHE_SLOTS 16
+#define GD_CPU_CACHE_SLOTS 32
 
 /* The CPU backends' session context. */
 struct gd__cpu_ctx {
@@ -108,8 +108,9 @@ struct gd__cpu_ctx {
     int threads;
     struct gd__cpu_scratch scratch[GD__POOL_MAX]; /* one per worker thread */
     struct gd__cpu_scratch packed_a;              /* the tiled product's packed A */
-    struct gd__cpu_block cache[GD_CPU_CACHE_SLOTS];
+    struct gd__cpu_block cache[GD_CPU_CACHE_SLOTS]; /* released tensors' memory, oldest first */
     int n_cached;
+    size_t cached_bytes;
 };
 
 /* The best level this processor runs, capped by GPUDIFF_CPU_SIMD. */
@@ -168,9 +169,11 @@ gd__cpu_parallel(struct gd__cpu_ctx *ctx, int64_t n_tasks, gd__task_fn fn, void 
 }
 
 /*
- * malloc for the backend's tensors and scratch: large blocks come aligned to 2 MiB and
- * advised to use huge pages (fewer page faults on first touch). Freed with free().
+ * malloc for the backend's tensors and scratch: blocks of GD_CPU_HUGE_PAGE bytes or more
+ * come aligned to it and advised to use huge pages (fewer page faults on first touch, fewer
+ * TLB misses), smaller ones aligned to 64 bytes. Freed with free().
  */
+#define GD_CPU_HUGE_PAGE ((size_t)2 << 20)
 void *CPU_FN(mem_alloc)(size_t n);
 
 /* One entry point per op: the names the backend table in backend_cpu.c lists. */
