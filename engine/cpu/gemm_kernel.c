@@ -29,9 +29,11 @@
 #define TARGET_AVX512 __attribute__((target("avx512f")))
 #endif
 
-/* k rows per packed block of B (KC x LDB reals stay in L2) and columns per task. */
+/* k rows per packed block of B (KC x LDB reals stay in L2), columns per task, and about
+ * the most rows of C a task holds (NC x MC reals of scratch). */
 #define KC 256
 #define NC 256
+#define MC 768
 /* B's row length in the block: NC and one cache line more, so that a tile's loads down a
  * column of rows fall in different cache sets. */
 #define LDB (NC + 64 / (int)sizeof(real))
@@ -262,11 +264,12 @@ CPU_FN(mm_run)(struct gd__cpu_ctx *ctx, const struct gd__cpu_mm *mm, struct gd_e
                 dst[kk * mr + r] = i < mm->m ? mm->a[i * mm->a_rs + kk * mm->a_cs] : 0;
             }
     }
-    /* Tasks: column blocks, and when there are too few of them to keep every thread busy,
-     * row parts too (each part packs its own B: the price of the extra parallelism). */
+    /* Tasks: column blocks, and row parts when there are too few column blocks to keep
+     * every thread busy or a part would pass MC rows (each part packs its own B: the price
+     * of the extra parallelism, and of a C scratch that stays in cache). */
     int threads = gd__pool_size(ctx->pool);
-    int64_t col_blocks = (mm->n + NC - 1) / NC, parts = 1;
-    if (threads > 1 && col_blocks < 2 * threads)
+    int64_t col_blocks = (mm->n + NC - 1) / NC, parts = (mm->m + MC - 1) / MC;
+    if (threads > 1 && col_blocks * parts < 2 * threads)
         parts = (2 * threads + col_blocks - 1) / col_blocks;
     if (parts > n_blocks)
         parts = n_blocks;

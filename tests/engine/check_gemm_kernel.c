@@ -66,13 +66,16 @@ static const struct order_case cases[] = {
      NULL, 1, 0},
     {"convt_1d", "ConvTranspose", 2, {3, 3}, {{2, 3, 10}, {3, 4, 3}}, 2u,
      "{\"strides\": [2]}", 0, 0},
-    /* Gemm: every transpose, alpha and beta, C broadcast both ways, k past 256 */
+    /* Gemm: every transpose, alpha and beta, C broadcast both ways, k past 256, m past the
+     * rows one task holds */
     {"gemm", "Gemm", 2, {2, 2}, {{37, 300}, {300, 50}}, 2u, NULL, 1, 0},
     {"gemm_trans_a", "Gemm", 3, {2, 2, 1}, {{300, 37}, {300, 50}, {50}}, 6u,
      "{\"transA\": 1, \"alpha\": 0.5, \"beta\": 2.0}", 0, 0},
     {"gemm_trans_b", "Gemm", 3, {2, 2, 2}, {{13, 20}, {700, 20}, {13, 1}}, 6u,
      "{\"transB\": 1, \"beta\": -1.5}", 1, 0},
     {"gemm_row", "Gemm", 3, {2, 2, 1}, {{1, 9}, {9, 3}, {3}}, 4u, NULL, 0, 1},
+    {"gemm_tall", "Gemm", 3, {2, 2, 1}, {{1000, 20}, {7, 20}, {7}}, 6u, "{\"transB\": 1}", 1,
+     0},
     /* MatMul: broadcast batches, the 1-D forms, more columns than one block of 256 */
     {"matmul_batch", "MatMul", 2, {4, 3}, {{2, 1, 13, 70}, {3, 70, 29}}, 0u, NULL, 1, 0},
     {"matmul_vector", "MatMul", 2, {1, 2}, {{70}, {70, 5}}, 2u, NULL, 0, 0},
