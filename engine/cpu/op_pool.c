@@ -4,8 +4,8 @@
  * Windows are walked row by row, column by column. MaxPool propagates NaN (once a NaN is
  * seen it stays), as PyTorch and cuDNN's NaN-propagating mode do. AveragePool sums in that
  * order and divides once: by the window's element count inside the input, or with
- * count_include_pad by its count inside the padded input. Each (n, c) plane is a task of
- * the thread pool; a MaxPool plane without NaN takes a loop that vectorizes across outputs
+ * count_include_pad by its count inside the padded input. Runs of (n, c) planes are the
+ * thread pool's tasks; a MaxPool plane without NaN takes a loop that vectorizes across outputs
  * (max_plane_fast), visiting each output's taps in the same order.
  */
 #include "cpu.h"
@@ -25,13 +25,37 @@ window(int64_t o, int64_t s, int64_t d, int64_t k, int64_t pad, int64_t in, int6
     *hi = t1;
 }
 
-/* One (n, c) plane of a pooling op: what the thread pool's tasks share. */
+/* A pooling op's planes: what the thread pool's tasks share. */
 struct pool_job {
     const struct gd_params *p;
     struct gd__nchw xg, yg;
     const real *x;
     real *y;
+    void (*plane)(const struct pool_job *job, int64_t nc);
+    int64_t per_task; /* planes per task */
 };
+
+static void
+pool_task(void *arg, int64_t task, int worker)
+{
+    const struct pool_job *job = arg;
+    int64_t planes = job->xg.n * job->xg.c;
+    int64_t end = (task + 1) * job->per_task < planes ? (task + 1) * job->per_task : planes;
+    for (int64_t nc = task * job->per_task; nc < end; nc++)
+        job->plane(job, nc);
+}
+
+/* Runs plane() over every (n, c) plane, about 32K input values a task. */
+static void
+pool_run(struct gd_op_call *c, void (*plane)(const struct pool_job *job, int64_t nc))
+{
+    struct pool_job job = {.p = c->params, .xg = gd__nchw_of(c->in[0]),
+                           .yg = gd__nchw_of(c->out[0]), .x = c->in[0]->data,
+                           .y = c->out[0]->data, .plane = plane};
+    job.per_task = 32768 / (job.xg.h * job.xg.w > 0 ? job.xg.h * job.xg.w : 1) + 1;
+    int64_t planes = job.xg.n * job.xg.c;
+    gd__cpu_parallel(c->ctx, (planes + job.per_task - 1) / job.per_task, pool_task, &job);
+}
 
 /* MaxPool as first written: the order, and the NaN rule, that the fast loop matches. */
 static void
@@ -105,9 +129,8 @@ max_plane_fast(const struct pool_job *job, const real *xp, real *yp)
 }
 
 static void
-max_pool_task(void *arg, int64_t nc, int worker)
+max_pool_plane(const struct pool_job *job, int64_t nc)
 {
-    const struct pool_job *job = arg;
     int64_t in_len = job->xg.h * job->xg.w;
     const real *xp = job->x + nc * in_len;
     real *yp = job->y + nc * job->yg.h * job->yg.w;
@@ -123,10 +146,7 @@ max_pool_task(void *arg, int64_t nc, int worker)
 int
 CPU_FN(max_pool)(struct gd_op_call *c, struct gd_err *err)
 {
-    struct pool_job job = {.p = c->params, .xg = gd__nchw_of(c->in[0]),
-                           .yg = gd__nchw_of(c->out[0]), .x = c->in[0]->data,
-                           .y = c->out[0]->data};
-    gd__cpu_parallel(c->ctx, job.xg.n * job.xg.c, max_pool_task, &job);
+    pool_run(c, max_pool_plane);
     return 0;
 }
 
@@ -144,9 +164,8 @@ padded_count(int64_t o, int64_t s, int64_t k, int64_t pad_b, int64_t pad_e, int6
 
 /* AveragePool of one (n, c) plane. */
 static void
-average_pool_task(void *arg, int64_t nc, int worker)
+average_pool_plane(const struct pool_job *job, int64_t nc)
 {
-    const struct pool_job *job = arg;
     const struct gd_params *p = job->p;
     struct gd__nchw xg = job->xg, yg = job->yg;
     const real *xp = job->x + nc * xg.h * xg.w;
@@ -177,10 +196,7 @@ average_pool_task(void *arg, int64_t nc, int worker)
 int
 CPU_FN(average_pool)(struct gd_op_call *c, struct gd_err *err)
 {
-    struct pool_job job = {.p = c->params, .xg = gd__nchw_of(c->in[0]),
-                           .yg = gd__nchw_of(c->out[0]), .x = c->in[0]->data,
-                           .y = c->out[0]->data};
-    gd__cpu_parallel(c->ctx, job.xg.n * job.xg.c, average_pool_task, &job);
+    pool_run(c, average_pool_plane);
     return 0;
 }
 
