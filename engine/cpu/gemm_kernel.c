@@ -85,7 +85,7 @@ struct kernel {
     tile_fn narrow;
 };
 
-/* 16-byte vectors: 12 accumulators of the 16 registers SSE2 and NEON have. */
+/* 16-byte vectors: 12 accumulators, which the 16 registers of SSE2 hold (NEON has 32). */
 TILE_FN(tile_portable_6, , v16, 6, 2)
 TILE_FN(tile_portable_2, , v16, 2, 2)
 static const struct kernel kernel_portable = {6, 2 * 16 / (int)sizeof(real), tile_portable_6, 2,
