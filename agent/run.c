@@ -68,6 +68,8 @@ run_usage(FILE *out)
             "                      reduced format before accumulating in float32: tf32, bf16\n"
             "                      or fp16, optionally :CLASSES, a comma list of gemm and conv\n"
             "                      (default gemm), e.g. tf32:conv,gemm\n"
+            "  --threads N         cpu and cpu64: worker threads (default: one per core); the\n"
+            "                      results are the same bits for any N\n"
             "  --conv-algo HOW     cuda: how each convolution's algorithm is chosen: heuristic\n"
             "                      (cuDNN's first heuristic choice; default), autotune (the\n"
             "                      fastest measured), deterministic (the fastest deterministic\n"
@@ -107,7 +109,7 @@ static int
 parse_args(int argc, char **argv, struct run_opts *o)
 {
     enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
-           O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE };
+           O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -122,6 +124,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
         {"tf32", required_argument, NULL, O_TF32},
         {"math-mode", required_argument, NULL, O_MATH_MODE},
         {"workspace-limit", required_argument, NULL, O_WORKSPACE},
+        {"threads", required_argument, NULL, O_THREADS},
         {"replace", no_argument, NULL, O_REPLACE},
         {"json", no_argument, NULL, O_JSON},
         {"progress", no_argument, NULL, O_PROGRESS},
@@ -218,6 +221,13 @@ parse_args(int argc, char **argv, struct run_opts *o)
             }
             o->knobs.workspace_limit = v;
             break;
+        case O_THREADS:
+            if (parse_int(optarg, 1, &v) != 0 || v > 256) {
+                fprintf(stderr, "gpudiff-agent run: --threads needs 1 to 256, not %s\n", optarg);
+                return -1;
+            }
+            o->knobs.threads = (int)v;
+            break;
         case O_REPLACE:
             o->replace = 1;
             break;
@@ -252,6 +262,12 @@ parse_args(int argc, char **argv, struct run_opts *o)
         fprintf(stderr, "gpudiff-agent run: %s\n", err.msg);
         return -1;
     }
+    /* A knob that a backend would ignore is refused, as the backends refuse each other's. */
+    if (o->knobs.threads > 0 && o->backend != NULL && strcmp(o->backend, "cpu") != 0 &&
+        strcmp(o->backend, "cpu64") != 0) {
+        fprintf(stderr, "gpudiff-agent run: --threads is for the cpu and cpu64 backends\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -280,7 +296,7 @@ shape_json(const struct gd_tensor *t)
 }
 
 static json_t *
-knobs_json(const struct run_opts *o)
+knobs_json(const struct run_opts *o, struct gd_session *s)
 {
     json_t *k = json_object();
     char emulate[64] = "none";
@@ -295,6 +311,11 @@ knobs_json(const struct run_opts *o)
     json_object_set_new(k, "emulate", json_string(emulate));
     json_object_set_new(k, "batch", o->knobs.batch > 0 ? json_integer(o->knobs.batch)
                                                         : json_null());
+    /* The CPU backends' thread count as resolved (0 asks for one per core); it changes no
+     * result, and is here because it changes the time. */
+    const char *threads = gd_env_get(gd_session_env(s), "cpu_threads");
+    if (threads != NULL)
+        json_object_set_new(k, "threads", json_integer(atoi(threads)));
     /* The GPU knobs as the backend resolved them (env holds them for cuda). */
     const char *backend = o->backend ? o->backend : "cpu";
     if (strcmp(backend, "cuda") == 0) {
@@ -331,7 +352,7 @@ run_meta(const struct run_opts *o, const struct gd_graph *g, const struct gd_ten
                      "dtype", gd_dtype_name(input->dtype), "shape", shape_json(input),
                      "backend", gd_session_backend(s),
                      "env", env,
-                     "knobs", knobs_json(o),
+                     "knobs", knobs_json(o, s),
                      "labels", json_incref(o->labels),
                      "duration_us", duration_us);
 }

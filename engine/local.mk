@@ -44,6 +44,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/knobs.c \
 	engine/core/log.c \
 	engine/core/ops.c \
+	engine/core/pool.c \
 	engine/core/session.c \
 	engine/core/tensor.c \
 	engine/compare/metrics.c \
@@ -65,6 +66,7 @@ CPU_SOURCES = \
 	engine/cpu/cpu.h \
 	engine/cpu/backend_cpu.c \
 	engine/cpu/emulate.c \
+	engine/cpu/gemm_kernel.c \
 	engine/cpu/op_act.c \
 	engine/cpu/op_conv.c \
 	engine/cpu/op_eltwise.c \
@@ -73,11 +75,19 @@ CPU_SOURCES = \
 	engine/cpu/op_pool.c \
 	engine/cpu/op_reduce.c \
 	engine/cpu/op_shape.c
+# The loops run over output elements, each an independent sequential sum, so the vectorizer
+# may take them whole: GCC never vectorizes a floating-point reduction without
+# -fassociative-math, and -ffp-contract=off keeps products and sums apart. These flags
+# override the -O2 default cost model (which skips any loop needing a scalar remainder)
+# wherever they stand on the command line.
+CPU_VECTOR_CFLAGS = -ftree-vectorize -fvect-cost-model=dynamic
 noinst_LTLIBRARIES += libgd_cpu32.la libgd_cpu64.la
 libgd_cpu32_la_SOURCES = $(CPU_SOURCES)
 libgd_cpu32_la_CPPFLAGS = $(AM_CPPFLAGS) -DGD_CPU_F64=0
+libgd_cpu32_la_CFLAGS = $(AM_CFLAGS) $(CPU_VECTOR_CFLAGS)
 libgd_cpu64_la_SOURCES = $(CPU_SOURCES)
 libgd_cpu64_la_CPPFLAGS = $(AM_CPPFLAGS) -DGD_CPU_F64=1
+libgd_cpu64_la_CFLAGS = $(AM_CFLAGS) $(CPU_VECTOR_CFLAGS)
 
 # ---- the cuda backend (when configure found CUDA) ----
 # Automake has no CUDA support of its own: .cu files go through nvcc by a suffix rule into a

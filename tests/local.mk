@@ -43,7 +43,8 @@ OP_TESTS = tests/engine/check_op_conv \
 	tests/engine/check_op_shape \
 	tests/engine/check_infer_errors \
 	tests/engine/check_emulate \
-	tests/engine/check_backend_ops
+	tests/engine/check_backend_ops \
+	tests/engine/check_gemm_kernel
 check_PROGRAMS += $(OP_TESTS)
 TESTS += $(OP_TESTS)
 tests_engine_check_op_conv_SOURCES = tests/engine/check_op_conv.c $(OP_TEST_SOURCES)
@@ -76,6 +77,9 @@ tests_engine_check_infer_errors_LDADD = $(TEST_LIBS)
 tests_engine_check_emulate_SOURCES = tests/engine/check_emulate.c $(OP_TEST_SOURCES)
 tests_engine_check_emulate_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_emulate_LDADD = $(TEST_LIBS)
+tests_engine_check_gemm_kernel_SOURCES = tests/engine/check_gemm_kernel.c $(OP_TEST_SOURCES)
+tests_engine_check_gemm_kernel_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_gemm_kernel_LDADD = $(TEST_LIBS)
 tests_engine_check_backend_ops_SOURCES = tests/engine/check_backend_ops.c $(OP_TEST_SOURCES)
 tests_engine_check_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_backend_ops_LDADD = $(TEST_LIBS)
@@ -126,6 +130,7 @@ endif
 
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
 INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh \
+	tests/integration/seed_threads.sh \
 	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh \
 	tests/integration/agent_bad_input.sh
 TESTS += $(INTEGRATION_TESTS)

@@ -201,6 +201,34 @@ int gd__pathf(char *out, size_t size, struct gd_err *err, const char *fmt, ...)
 /* Duplicates a string; NULL on allocation failure. */
 char *gd__strdup(const char *s);
 
+/* ---- a pool of worker threads (pool.c) ---- */
+
+#define GD__POOL_MAX 256
+
+struct gd__pool;
+
+/* One task of a job; worker is 0 for the calling thread, 1 .. size - 1 for the workers. */
+typedef void (*gd__task_fn)(void *arg, int64_t task, int worker);
+
+/* The number of online processors, at least 1 and at most GD__POOL_MAX. */
+int gd__pool_threads_default(void);
+
+/* Starts threads - 1 workers (the caller is the last thread). GD_EINVAL, GD_ENOMEM. */
+int gd__pool_new(int threads, struct gd__pool **out, struct gd_err *err);
+
+/* Stops and joins the workers. Accepts NULL. */
+void gd__pool_free(struct gd__pool *p);
+
+/* Threads that take tasks (1 for NULL). */
+int gd__pool_size(const struct gd__pool *p);
+
+/*
+ * Runs fn(arg, t, worker) for every t in [0, n_tasks) on the pool's threads, the caller's
+ * included, and returns when all have finished. Tasks run in no fixed order or thread.
+ * p may be NULL: then the caller runs them all, in order.
+ */
+void gd__pool_run(struct gd__pool *p, int64_t n_tasks, gd__task_fn fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,8 +5,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cpu.h"
+
+/*
+ * Large buffers are aligned to 2 MiB and offered to transparent huge pages: a fresh 4 KiB
+ * page costs a fault on first touch, and an op's output is always fresh memory (tensors of
+ * tens of MB are mmap'ed by malloc and unmapped on release). On the virtual machines the
+ * benchmarks ran on a 24 MB output paid about 80 ms in faults with 4 KiB pages and under
+ * 2 ms with huge pages (docs/PERFORMANCE.md).
+ */
+#define HUGE_PAGE GD_CPU_HUGE_PAGE
+
+static size_t
+round_up(size_t n, size_t step)
+{
+    return (n + step - 1) / step * step;
+}
+
+void *
+CPU_FN(mem_alloc)(size_t n)
+{
+    void *p = NULL;
+    /* 64 bytes: the vector tiles of gemm_kernel.c load their buffers aligned. */
+    if (n < HUGE_PAGE)
+        return posix_memalign(&p, 64, n ? n : 1) == 0 ? p : NULL;
+    size_t rounded = round_up(n, HUGE_PAGE);
+    if (posix_memalign(&p, HUGE_PAGE, rounded) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    /* Only advice: where THP is off or unavailable the buffer keeps small pages. */
+    (void)madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    return p;
+}
 
 static int
 cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd_err *err)
@@ -19,11 +52,23 @@ cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd
     if (GD_CPU_F64 && knobs->emulate != GD_EMULATE_NONE)
         return gd_err_set(err, GD_ENOTSUP,
                           "cpu64 is the float64 reference: emulation applies to cpu only");
+    if (knobs->threads < 0 || knobs->threads > GD__POOL_MAX)
+        return gd_err_set(err, GD_EINVAL, "threads must be 0 (one per core) to %d, not %d",
+                          GD__POOL_MAX, knobs->threads);
     struct gd__cpu_ctx *c = calloc(1, sizeof *c);
     if (c == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     c->knobs = *knobs;
+    c->simd = CPU_FN(simd_pick)();
+    c->threads = knobs->threads > 0 ? knobs->threads : gd__pool_threads_default();
+    int rc = c->threads > 1 ? gd__pool_new(c->threads, &c->pool, err) : 0;
+    if (rc != 0) {
+        free(c);
+        return rc;
+    }
     gd_env_set(env, "compute_dtype", "%s", gd_dtype_name(GD_CPU_DTYPE));
+    gd_env_set(env, "cpu_simd", "%s", CPU_FN(simd_name)(c->simd));
+    gd_env_set(env, "cpu_threads", "%d", c->threads);
     *ctx = c;
     return 0;
 }
@@ -31,16 +76,53 @@ cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd
 static void
 cpu_close(void *ctx)
 {
-    free(ctx);
+    struct gd__cpu_ctx *c = ctx;
+    gd__pool_free(c->pool);
+    for (int w = 0; w < GD__POOL_MAX; w++)
+        free(c->scratch[w].data);
+    free(c->packed_a.data);
+    for (int i = 0; i < c->n_cached; i++)
+        free(c->cache[i].data);
+    free(c);
+}
+
+/*
+ * Tensors of CACHE_MIN bytes or more keep their memory for reuse when released: a
+ * network's layers repeat a few shapes, and reused memory is already mapped, where fresh
+ * memory costs the kernel a page fault and a page clear on first touch (docs/PERFORMANCE.md).
+ * Blocks are allocated and matched by size class (64 KiB steps, 2 MiB from 2 MiB on); the
+ * oldest are freed when the cache would pass its slots or CACHE_MAX bytes. Ops write every
+ * element of their outputs, so what the memory held before never shows.
+ */
+#define CACHE_MIN ((size_t)256 << 10)
+#define CACHE_MAX ((size_t)512 << 20)
+
+static size_t
+size_class(size_t n)
+{
+    return n >= HUGE_PAGE ? round_up(n, HUGE_PAGE) : round_up(n, (size_t)64 << 10);
 }
 
 static int
 cpu_alloc(void *ctx, struct gd_tensor *t, struct gd_err *err)
 {
-    (void)ctx;
+    struct gd__cpu_ctx *c = ctx;
     size_t n = gd_tensor_nbytes(t);
-    t->data = malloc(n ? n : 1);
-    if (t->data == NULL)
+    t->data = NULL;
+    if (n >= CACHE_MIN) {
+        n = size_class(n);
+        for (int i = 0; i < c->n_cached; i++) {
+            if (c->cache[i].bytes == n) {
+                t->data = c->cache[i].data;
+                c->cached_bytes -= n;
+                memmove(c->cache + i, c->cache + i + 1,
+                        (size_t)(c->n_cached - i - 1) * sizeof c->cache[0]);
+                c->n_cached--;
+                break;
+            }
+        }
+    }
+    if (t->data == NULL && (t->data = CPU_FN(mem_alloc)(n)) == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory for %zu bytes", n);
     t->owns_data = 0;
     t->device = 0;
@@ -50,8 +132,24 @@ cpu_alloc(void *ctx, struct gd_tensor *t, struct gd_err *err)
 static void
 cpu_release(void *ctx, struct gd_tensor *t)
 {
-    (void)ctx;
-    free(t->data);
+    struct gd__cpu_ctx *c = ctx;
+    size_t n = gd_tensor_nbytes(t);
+    if (n < CACHE_MIN || size_class(n) > CACHE_MAX) {
+        free(t->data);
+        t->data = NULL;
+        return;
+    }
+    n = size_class(n);
+    while (c->n_cached > 0 &&
+           (c->n_cached == GD_CPU_CACHE_SLOTS || c->cached_bytes + n > CACHE_MAX)) {
+        free(c->cache[0].data);
+        c->cached_bytes -= c->cache[0].bytes;
+        memmove(c->cache, c->cache + 1, (size_t)(c->n_cached - 1) * sizeof c->cache[0]);
+        c->n_cached--;
+    }
+    c->cache[c->n_cached].data = t->data;
+    c->cache[c->n_cached++].bytes = n;
+    c->cached_bytes += n;
     t->data = NULL;
 }
 

@@ -1,6 +1,11 @@
 /*
  * op_eltwise.c: binary and variadic pointwise ops with numpy broadcasting on the CPU.
  * Max and Min propagate NaN (numpy's maximum/minimum); comparisons with NaN are false.
+ *
+ * The output is walked row by row (its last axis); each op has its own row loop for the
+ * common stride patterns (both operands contiguous, or one a broadcast scalar), which the
+ * compiler vectorizes, and blocks of rows are the thread pool's tasks. Each element is
+ * binop_apply() of its two operands whichever loop computes it.
  */
 #include "cpu.h"
 
@@ -45,9 +50,8 @@ binop_apply(enum binop op, real a, real b)
 }
 
 /*
- * Walks the output in order: the last axis in the inner loop, the others by counters. The
- * callback style would cost a call per element; instead `body` is a switch the compiler
- * hoists, called once per row.
+ * The output's rows (its last axis) and, per axis, each operand's stride in elements (0
+ * where it broadcasts).
  */
 struct walk {
     int nd;
@@ -66,23 +70,95 @@ walk_init(struct walk *w, const struct gd_tensor *a, const struct gd_tensor *b,
     bcast_strides(b, y, w->sb);
 }
 
-static void
-binary_rows(const struct walk *w, enum binop op, const real *a, const real *b, real *y)
+/*
+ * One row: y[j] = a[j * ia] op b[j * ib]. `op` is a constant wherever this is inlined
+ * (row_for_op), so each op gets loops of its own; the strides 1 and 0 get loops with
+ * constant strides, which vectorize.
+ */
+static inline void
+row_apply(enum binop op, const real *a, int64_t ia, const real *b, int64_t ib, real *y,
+          int64_t len)
 {
-    int nd = w->nd;
-    int64_t len = nd > 0 ? w->shape[nd - 1] : 1;
-    int64_t ia = nd > 0 ? w->sa[nd - 1] : 0, ib = nd > 0 ? w->sb[nd - 1] : 0;
-    int64_t rows = 1;
-    for (int i = 0; i + 1 < nd; i++)
-        rows *= w->shape[i];
-    if (len == 0)
-        return;
-    int64_t idx[GD_MAX_DIMS] = {0};
-    int64_t oa = 0, ob = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        real *yr = y + r * len;
+    if (ia == 1 && ib == 1) {
         for (int64_t j = 0; j < len; j++)
-            yr[j] = binop_apply(op, a[oa + j * ia], b[ob + j * ib]);
+            y[j] = binop_apply(op, a[j], b[j]);
+    } else if (ia == 1 && ib == 0) {
+        real bv = b[0];
+        for (int64_t j = 0; j < len; j++)
+            y[j] = binop_apply(op, a[j], bv);
+    } else if (ia == 0 && ib == 1) {
+        real av = a[0];
+        for (int64_t j = 0; j < len; j++)
+            y[j] = binop_apply(op, av, b[j]);
+    } else {
+        for (int64_t j = 0; j < len; j++)
+            y[j] = binop_apply(op, a[j * ia], b[j * ib]);
+    }
+}
+
+static void
+row_for_op(enum binop op, const real *a, int64_t ia, const real *b, int64_t ib, real *y,
+           int64_t len)
+{
+    switch (op) {
+    case B_ADD:
+        row_apply(B_ADD, a, ia, b, ib, y, len);
+        break;
+    case B_SUB:
+        row_apply(B_SUB, a, ia, b, ib, y, len);
+        break;
+    case B_MUL:
+        row_apply(B_MUL, a, ia, b, ib, y, len);
+        break;
+    case B_DIV:
+        row_apply(B_DIV, a, ia, b, ib, y, len);
+        break;
+    case B_POW:
+        row_apply(B_POW, a, ia, b, ib, y, len);
+        break;
+    case B_MAX:
+        row_apply(B_MAX, a, ia, b, ib, y, len);
+        break;
+    case B_MIN:
+        row_apply(B_MIN, a, ia, b, ib, y, len);
+        break;
+    case B_PRELU:
+        row_apply(B_PRELU, a, ia, b, ib, y, len);
+        break;
+    }
+}
+
+/* Rows per task: about this many elements. */
+#define ELTWISE_BLOCK 32768
+
+struct binary_job {
+    const struct walk *w;
+    enum binop op;
+    const real *a, *b;
+    real *y;
+    int64_t len, rows, rows_per_task;
+};
+
+static void
+binary_task(void *arg, int64_t task, int worker)
+{
+    const struct binary_job *job = arg;
+    const struct walk *w = job->w;
+    int nd = w->nd;
+    int64_t ia = nd > 0 ? w->sa[nd - 1] : 0, ib = nd > 0 ? w->sb[nd - 1] : 0;
+    int64_t r0 = task * job->rows_per_task, r1 = r0 + job->rows_per_task;
+    if (r1 > job->rows)
+        r1 = job->rows;
+    /* the counters and offsets of row r0 */
+    int64_t idx[GD_MAX_DIMS] = {0}, oa = 0, ob = 0, rest = r0;
+    for (int i = nd - 2; i >= 0; i--) {
+        idx[i] = rest % w->shape[i];
+        rest /= w->shape[i];
+        oa += idx[i] * w->sa[i];
+        ob += idx[i] * w->sb[i];
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        row_for_op(job->op, job->a + oa, ia, job->b + ob, ib, job->y + r * job->len, job->len);
         for (int i = nd - 2; i >= 0; i--) {
             oa += w->sa[i];
             ob += w->sb[i];
@@ -95,12 +171,28 @@ binary_rows(const struct walk *w, enum binop op, const real *a, const real *b, r
     }
 }
 
+static void
+binary_rows(struct gd__cpu_ctx *ctx, const struct walk *w, enum binop op, const real *a,
+            const real *b, real *y)
+{
+    int nd = w->nd;
+    struct binary_job job = {.w = w, .op = op, .a = a, .b = b, .y = y,
+                             .len = nd > 0 ? w->shape[nd - 1] : 1, .rows = 1};
+    for (int i = 0; i + 1 < nd; i++)
+        job.rows *= w->shape[i];
+    if (job.len == 0 || job.rows == 0)
+        return;
+    job.rows_per_task = ELTWISE_BLOCK / job.len + 1;
+    gd__cpu_parallel(ctx, (job.rows + job.rows_per_task - 1) / job.rows_per_task, binary_task,
+                     &job);
+}
+
 static int
 binary(struct gd_op_call *c, enum binop op)
 {
     struct walk w;
     walk_init(&w, c->in[0], c->in[1], c->out[0]);
-    binary_rows(&w, op, c->in[0]->data, c->in[1]->data, c->out[0]->data);
+    binary_rows(c->ctx, &w, op, c->in[0]->data, c->in[1]->data, c->out[0]->data);
     return 0;
 }
 
@@ -112,13 +204,13 @@ variadic(struct gd_op_call *c, enum binop op)
     struct walk w;
     walk_init(&w, c->in[0], c->n_in > 1 ? c->in[1] : c->in[0], y);
     if (c->n_in == 1) {
-        binary_rows(&w, op, c->in[0]->data, c->in[0]->data, y->data);
+        binary_rows(c->ctx, &w, op, c->in[0]->data, c->in[0]->data, y->data);
         return 0;
     }
-    binary_rows(&w, op, c->in[0]->data, c->in[1]->data, y->data);
+    binary_rows(c->ctx, &w, op, c->in[0]->data, c->in[1]->data, y->data);
     for (int i = 2; i < c->n_in; i++) {
         walk_init(&w, y, c->in[i], y);
-        binary_rows(&w, op, y->data, c->in[i]->data, y->data);
+        binary_rows(c->ctx, &w, op, y->data, c->in[i]->data, y->data);
     }
     return 0;
 }

@@ -3,8 +3,10 @@
  *
  * Summation order: each output element starts at +0 and adds a[i,k] * b[k,j] for k
  * ascending. Gemm then computes alpha * acc and adds beta * C (each product rounded, no
- * fused multiply-add). Rows of the output are built with k in the outer loop and j in the
- * inner one, which vectorizes across j without changing any element's order.
+ * fused multiply-add). The product runs in gemm_kernel.c's register tiles, vector lanes
+ * across j and k ascending in each lane; with GPUDIFF_CPU_SIMD=off, in matmul_rows(): rows
+ * of the output built with k in the outer loop and j in the inner one. Neither changes any
+ * element's order, so both give the same bits.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,38 @@ matmul_rows(const real *a, const real *b, real *out, int64_t m, int64_t k, int64
                 o[j] += av * br[j];
         }
     }
+}
+
+/* The tiled product's store: C rows into the row-major (m x n) output. */
+struct rows_out {
+    real *y;
+    int64_t n;
+};
+
+static void
+store_rows(const void *user, int64_t i0, int64_t mc, int64_t j0, int64_t nc, const real *c,
+           int64_t ldc)
+{
+    const struct rows_out *o = user;
+    for (int64_t i = 0; i < mc; i++)
+        memcpy(o->y + (i0 + i) * o->n + j0, c + i * ldc, (size_t)nc * sizeof *c);
+}
+
+/*
+ * out (m x n) = A B, A read as a[i * a_rs + k * a_cs], B as b[k * b_rs + j * b_cs]: through
+ * the tiled product, or (SIMD off) matmul_rows on row-major copies made by the caller.
+ */
+static int
+product(struct gd_op_call *c, const real *a, int64_t a_rs, int64_t a_cs, const real *b,
+        int64_t b_rs, int64_t b_cs, real *out, int64_t m, int64_t k, int64_t n,
+        struct gd_err *err)
+{
+    struct gd__cpu_strided bs = {b, b_rs, b_cs};
+    struct rows_out o = {out, n};
+    struct gd__cpu_mm mm = {.m = m, .n = n, .k = k, .a = a, .a_rs = a_rs, .a_cs = a_cs,
+                            .pack_b = CPU_FN(pack_b_strided), .b_user = &bs,
+                            .store = store_rows, .store_user = &o};
+    return CPU_FN(mm_run)(c->ctx, &mm, err);
 }
 
 /* A row-major copy of the (rows x cols) matrix src transposed. */
@@ -58,21 +92,30 @@ CPU_FN(gemm)(struct gd_op_call *c, struct gd_err *err)
         rc = CPU_FN(emulated_input)(c, GD_CLASS_GEMM, bt, &b, &b_copy, err);
     if (rc != 0)
         goto done;
-    if (p->trans_a) {
-        if ((a_t = transposed(a, k, m, err)) == NULL) {
-            rc = GD_ENOMEM;
+    struct gd__cpu_ctx *ctx = c->ctx;
+    if (ctx->simd != GD_CPU_SIMD_OFF) {
+        /* The tiles read a transposed operand through its strides: no copy. */
+        rc = product(c, a, p->trans_a ? 1 : k, p->trans_a ? m : 1, b, p->trans_b ? 1 : n,
+                     p->trans_b ? k : 1, y, m, k, n, err);
+        if (rc != 0)
             goto done;
+    } else {
+        if (p->trans_a) {
+            if ((a_t = transposed(a, k, m, err)) == NULL) {
+                rc = GD_ENOMEM;
+                goto done;
+            }
+            a = a_t;
         }
-        a = a_t;
-    }
-    if (p->trans_b) {
-        if ((b_t = transposed(b, n, k, err)) == NULL) {
-            rc = GD_ENOMEM;
-            goto done;
+        if (p->trans_b) {
+            if ((b_t = transposed(b, n, k, err)) == NULL) {
+                rc = GD_ENOMEM;
+                goto done;
+            }
+            b = b_t;
         }
-        b = b_t;
+        matmul_rows(a, b, y, m, k, n);
     }
-    matmul_rows(a, b, y, m, k, n);
     real alpha = (real)p->alpha, beta = (real)p->beta;
     const real *cv = ct ? ct->data : NULL;
     /* C broadcasts to (m, n): its strides are 0 along size-1 or missing axes. */
@@ -138,7 +181,11 @@ CPU_FN(matmul)(struct gd_op_call *c, struct gd_err *err)
             oa += idx[i] * sa[i];
             ob += idx[i] * sb[i];
         }
-        matmul_rows(a + oa * m * k, b + ob * k * n, y + t * m * n, m, k, n);
+        const real *am = a + oa * m * k, *bm = b + ob * k * n;
+        if (((struct gd__cpu_ctx *)c->ctx)->simd == GD_CPU_SIMD_OFF)
+            matmul_rows(am, bm, y + t * m * n, m, k, n);
+        else if ((rc = product(c, am, k, 1, bm, n, 1, y + t * m * n, m, k, n, err)) != 0)
+            goto done;
         for (int i = nb - 1; i >= 0; i--) {
             if (++idx[i] < batch_shape[i])
                 break;

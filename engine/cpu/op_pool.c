@@ -4,7 +4,9 @@
  * Windows are walked row by row, column by column. MaxPool propagates NaN (once a NaN is
  * seen it stays), as PyTorch and cuDNN's NaN-propagating mode do. AveragePool sums in that
  * order and divides once: by the window's element count inside the input, or with
- * count_include_pad by its count inside the padded input.
+ * count_include_pad by its count inside the padded input. Runs of (n, c) planes are the
+ * thread pool's tasks; a MaxPool plane without NaN takes a loop that vectorizes across outputs
+ * (max_plane_fast), visiting each output's taps in the same order.
  */
 #include "cpu.h"
 
@@ -23,40 +25,128 @@ window(int64_t o, int64_t s, int64_t d, int64_t k, int64_t pad, int64_t in, int6
     *hi = t1;
 }
 
-int
-CPU_FN(max_pool)(struct gd_op_call *c, struct gd_err *err)
+/* A pooling op's planes: what the thread pool's tasks share. */
+struct pool_job {
+    const struct gd_params *p;
+    struct gd__nchw xg, yg;
+    const real *x;
+    real *y;
+    void (*plane)(const struct pool_job *job, int64_t nc);
+    int64_t per_task; /* planes per task */
+};
+
+static void
+pool_task(void *arg, int64_t task, int worker)
 {
-    const struct gd_params *p = c->params;
-    struct gd__nchw xg = gd__nchw_of(c->in[0]), yg = gd__nchw_of(c->out[0]);
-    const real *x = c->in[0]->data;
-    real *y = c->out[0]->data;
-    for (int64_t nc = 0; nc < xg.n * xg.c; nc++) {
-        const real *xp = x + nc * xg.h * xg.w;
-        real *yp = y + nc * yg.h * yg.w;
-        for (int64_t oh = 0; oh < yg.h; oh++) {
-            int64_t kh0, kh1;
-            window(oh, p->strides[0], p->dilations[0], p->kernel[0], p->pads[0], xg.h, &kh0,
-                   &kh1);
-            for (int64_t ow = 0; ow < yg.w; ow++) {
-                int64_t kw0, kw1;
-                window(ow, p->strides[1], p->dilations[1], p->kernel[1], p->pads[1], xg.w, &kw0,
-                       &kw1);
-                real m = -INFINITY;
-                for (int64_t ki = kh0; ki < kh1; ki++) {
-                    int64_t ih = oh * p->strides[0] - p->pads[0] + ki * p->dilations[0];
-                    for (int64_t kj = kw0; kj < kw1; kj++) {
-                        real v = xp[ih * xg.w + ow * p->strides[1] - p->pads[1] +
-                                    kj * p->dilations[1]];
-                        if (v > m || isnan(v))
-                            m = v;
-                        if (isnan(m))
-                            break;
-                    }
+    const struct pool_job *job = arg;
+    int64_t planes = job->xg.n * job->xg.c;
+    int64_t end = (task + 1) * job->per_task < planes ? (task + 1) * job->per_task : planes;
+    for (int64_t nc = task * job->per_task; nc < end; nc++)
+        job->plane(job, nc);
+}
+
+/* Runs plane() over every (n, c) plane, about 32K input values a task. */
+static void
+pool_run(struct gd_op_call *c, void (*plane)(const struct pool_job *job, int64_t nc))
+{
+    struct pool_job job = {.p = c->params, .xg = gd__nchw_of(c->in[0]),
+                           .yg = gd__nchw_of(c->out[0]), .x = c->in[0]->data,
+                           .y = c->out[0]->data, .plane = plane};
+    job.per_task = 32768 / (job.xg.h * job.xg.w > 0 ? job.xg.h * job.xg.w : 1) + 1;
+    int64_t planes = job.xg.n * job.xg.c;
+    gd__cpu_parallel(c->ctx, (planes + job.per_task - 1) / job.per_task, pool_task, &job);
+}
+
+/* MaxPool as first written: the order, and the NaN rule, that the fast loop matches. */
+static void
+max_plane_scalar(const struct pool_job *job, const real *xp, real *yp)
+{
+    const struct gd_params *p = job->p;
+    struct gd__nchw xg = job->xg, yg = job->yg;
+    for (int64_t oh = 0; oh < yg.h; oh++) {
+        int64_t kh0, kh1;
+        window(oh, p->strides[0], p->dilations[0], p->kernel[0], p->pads[0], xg.h, &kh0, &kh1);
+        for (int64_t ow = 0; ow < yg.w; ow++) {
+            int64_t kw0, kw1;
+            window(ow, p->strides[1], p->dilations[1], p->kernel[1], p->pads[1], xg.w, &kw0,
+                   &kw1);
+            real m = -INFINITY;
+            for (int64_t ki = kh0; ki < kh1; ki++) {
+                int64_t ih = oh * p->strides[0] - p->pads[0] + ki * p->dilations[0];
+                for (int64_t kj = kw0; kj < kw1; kj++) {
+                    real v = xp[ih * xg.w + ow * p->strides[1] - p->pads[1] +
+                                kj * p->dilations[1]];
+                    if (v > m || isnan(v))
+                        m = v;
+                    if (isnan(m))
+                        break;
                 }
-                yp[oh * yg.w + ow] = m;
+            }
+            yp[oh * yg.w + ow] = m;
+        }
+    }
+}
+
+/*
+ * MaxPool over a plane without NaN: the NaN rule never fires, and each output is
+ * m = v > m ? v : m over its window's taps, rows then columns, from -inf (so of two equal
+ * zeros the first stays). The loops run a whole output row per tap, which vectorizes
+ * across outputs; each output still sees its taps in the same order.
+ */
+static void
+max_plane_fast(const struct pool_job *job, const real *xp, real *yp)
+{
+    const struct gd_params *p = job->p;
+    struct gd__nchw xg = job->xg, yg = job->yg;
+    int64_t sw = p->strides[1], kw = p->kernel[1];
+    int64_t lo[kw], hi[kw];
+    for (int64_t kj = 0; kj < kw; kj++)
+        gd__tap_range(yg.w, sw, kj * p->dilations[1] - p->pads[1], xg.w, &lo[kj], &hi[kj]);
+    for (int64_t oh = 0; oh < yg.h; oh++) {
+        real *yr = yp + oh * yg.w;
+        for (int64_t ow = 0; ow < yg.w; ow++)
+            yr[ow] = -INFINITY;
+        int64_t kh0, kh1;
+        window(oh, p->strides[0], p->dilations[0], p->kernel[0], p->pads[0], xg.h, &kh0, &kh1);
+        for (int64_t ki = kh0; ki < kh1; ki++) {
+            const real *xr = xp + (oh * p->strides[0] - p->pads[0] + ki * p->dilations[0]) * xg.w;
+            for (int64_t kj = 0; kj < kw; kj++) {
+                const real *xs = xr + kj * p->dilations[1] - p->pads[1];
+                /* constant strides, so the compiler can vectorize the strided reads */
+                if (sw == 1) {
+                    for (int64_t ow = lo[kj]; ow < hi[kj]; ow++)
+                        yr[ow] = xs[ow] > yr[ow] ? xs[ow] : yr[ow];
+                } else if (sw == 2) {
+                    for (int64_t ow = lo[kj]; ow < hi[kj]; ow++)
+                        yr[ow] = xs[2 * ow] > yr[ow] ? xs[2 * ow] : yr[ow];
+                } else {
+                    for (int64_t ow = lo[kj]; ow < hi[kj]; ow++)
+                        yr[ow] = xs[ow * sw] > yr[ow] ? xs[ow * sw] : yr[ow];
+                }
             }
         }
     }
+}
+
+static void
+max_pool_plane(const struct pool_job *job, int64_t nc)
+{
+    int64_t in_len = job->xg.h * job->xg.w;
+    const real *xp = job->x + nc * in_len;
+    real *yp = job->y + nc * job->yg.h * job->yg.w;
+    int has_nan = 0;
+    for (int64_t i = 0; i < in_len; i++)
+        has_nan |= isnan(xp[i]) != 0;
+    if (has_nan)
+        max_plane_scalar(job, xp, yp);
+    else
+        max_plane_fast(job, xp, yp);
+}
+
+int
+CPU_FN(max_pool)(struct gd_op_call *c, struct gd_err *err)
+{
+    pool_run(c, max_pool_plane);
     return 0;
 }
 
@@ -72,54 +162,75 @@ padded_count(int64_t o, int64_t s, int64_t k, int64_t pad_b, int64_t pad_e, int6
     return end - start;
 }
 
+/* AveragePool of one (n, c) plane. */
+static void
+average_pool_plane(const struct pool_job *job, int64_t nc)
+{
+    const struct gd_params *p = job->p;
+    struct gd__nchw xg = job->xg, yg = job->yg;
+    const real *xp = job->x + nc * xg.h * xg.w;
+    real *yp = job->y + nc * yg.h * yg.w;
+    for (int64_t oh = 0; oh < yg.h; oh++) {
+        int64_t kh0, kh1;
+        window(oh, p->strides[0], 1, p->kernel[0], p->pads[0], xg.h, &kh0, &kh1);
+        for (int64_t ow = 0; ow < yg.w; ow++) {
+            int64_t kw0, kw1;
+            window(ow, p->strides[1], 1, p->kernel[1], p->pads[1], xg.w, &kw0, &kw1);
+            real sum = 0;
+            for (int64_t ki = kh0; ki < kh1; ki++) {
+                const real *row = xp + (oh * p->strides[0] - p->pads[0] + ki) * xg.w;
+                for (int64_t kj = kw0; kj < kw1; kj++)
+                    sum += row[ow * p->strides[1] - p->pads[1] + kj];
+            }
+            int64_t count = (kh1 - kh0) * (kw1 - kw0);
+            if (p->count_include_pad)
+                count = padded_count(oh, p->strides[0], p->kernel[0], p->pads[0], p->pads[2],
+                                     xg.h) *
+                        padded_count(ow, p->strides[1], p->kernel[1], p->pads[1], p->pads[3],
+                                     xg.w);
+            yp[oh * yg.w + ow] = sum / (real)count;
+        }
+    }
+}
+
 int
 CPU_FN(average_pool)(struct gd_op_call *c, struct gd_err *err)
 {
-    const struct gd_params *p = c->params;
-    struct gd__nchw xg = gd__nchw_of(c->in[0]), yg = gd__nchw_of(c->out[0]);
-    const real *x = c->in[0]->data;
-    real *y = c->out[0]->data;
-    for (int64_t nc = 0; nc < xg.n * xg.c; nc++) {
-        const real *xp = x + nc * xg.h * xg.w;
-        real *yp = y + nc * yg.h * yg.w;
-        for (int64_t oh = 0; oh < yg.h; oh++) {
-            int64_t kh0, kh1;
-            window(oh, p->strides[0], 1, p->kernel[0], p->pads[0], xg.h, &kh0, &kh1);
-            for (int64_t ow = 0; ow < yg.w; ow++) {
-                int64_t kw0, kw1;
-                window(ow, p->strides[1], 1, p->kernel[1], p->pads[1], xg.w, &kw0, &kw1);
-                real sum = 0;
-                for (int64_t ki = kh0; ki < kh1; ki++) {
-                    const real *row = xp + (oh * p->strides[0] - p->pads[0] + ki) * xg.w;
-                    for (int64_t kj = kw0; kj < kw1; kj++)
-                        sum += row[ow * p->strides[1] - p->pads[1] + kj];
-                }
-                int64_t count = (kh1 - kh0) * (kw1 - kw0);
-                if (p->count_include_pad)
-                    count = padded_count(oh, p->strides[0], p->kernel[0], p->pads[0],
-                                         p->pads[2], xg.h) *
-                            padded_count(ow, p->strides[1], p->kernel[1], p->pads[1],
-                                         p->pads[3], xg.w);
-                yp[oh * yg.w + ow] = sum / (real)count;
-            }
-        }
-    }
+    pool_run(c, average_pool_plane);
     return 0;
+}
+
+/* GlobalAveragePool: planes of len values, a task per block of them. */
+struct gap_job {
+    const real *x;
+    real *y;
+    int64_t planes, len, per_task;
+};
+
+static void
+global_average_pool_task(void *arg, int64_t task, int worker)
+{
+    const struct gap_job *job = arg;
+    int64_t end = (task + 1) * job->per_task < job->planes ? (task + 1) * job->per_task
+                                                           : job->planes;
+    for (int64_t i = task * job->per_task; i < end; i++) {
+        real sum = 0;
+        for (int64_t k = 0; k < job->len; k++)
+            sum += job->x[i * job->len + k];
+        job->y[i] = sum / (real)job->len;
+    }
 }
 
 int
 CPU_FN(global_average_pool)(struct gd_op_call *c, struct gd_err *err)
 {
     const struct gd_tensor *xt = c->in[0];
-    int64_t planes = xt->shape[0] * xt->shape[1];
-    int64_t len = planes > 0 ? gd_tensor_numel(xt) / planes : 0;
-    const real *x = xt->data;
-    real *y = c->out[0]->data;
-    for (int64_t i = 0; i < planes; i++) {
-        real sum = 0;
-        for (int64_t k = 0; k < len; k++)
-            sum += x[i * len + k];
-        y[i] = sum / (real)len;
-    }
+    struct gap_job job = {.x = xt->data, .y = c->out[0]->data,
+                          .planes = xt->shape[0] * xt->shape[1]};
+    job.len = job.planes > 0 ? gd_tensor_numel(xt) / job.planes : 0;
+    /* about 64K values a task, so that small planes do not cost a task each */
+    job.per_task = job.len > 0 ? 65536 / job.len + 1 : job.planes + 1;
+    gd__cpu_parallel(c->ctx, (job.planes + job.per_task - 1) / job.per_task,
+                     global_average_pool_task, &job);
     return 0;
 }

@@ -156,12 +156,59 @@ file_name(int index, const char *name, char *out, size_t size)
     snprintf(out, size, "layers/%04d-%s.npy", index, clean);
 }
 
+/*
+ * The stats of n values of one float type, folded into lo in element order: min and max by
+ * strict comparison (of equal zeros the first stays) and the sum added one value at a time
+ * in double, so the mean is the same number however the layer arrives. A loop per type
+ * instead of gd_tensor_get_f64() per element: the capture of a large run pays this on every
+ * value.
+ */
+#define STATS_LOOP(name, type)                                                                  \
+    static void name(struct layer_out *lo, const type *v, int64_t n)                            \
+    {                                                                                           \
+        double lo_v = INFINITY, hi_v = -INFINITY, sum = lo->sum;                                \
+        int64_t nan = 0, inf = 0;                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            double d = v[i];                                                                    \
+            if (isnan(d)) {                                                                     \
+                nan++;                                                                          \
+            } else if (isinf(d)) {                                                              \
+                inf++;                                                                          \
+            } else {                                                                            \
+                lo_v = d < lo_v ? d : lo_v;                                                     \
+                hi_v = d > hi_v ? d : hi_v;                                                     \
+                sum += d;                                                                       \
+            }                                                                                   \
+        }                                                                                       \
+        struct gd_layer_stats *s = &lo->stats;                                                  \
+        s->nan_count += nan;                                                                    \
+        s->inf_count += inf;                                                                    \
+        lo->sum = sum;                                                                          \
+        if (n - nan - inf > 0) {                                                                \
+            if (isnan(s->min) || lo_v < s->min)                                                 \
+                s->min = lo_v;                                                                  \
+            if (isnan(s->max) || hi_v > s->max)                                                 \
+                s->max = hi_v;                                                                  \
+        }                                                                                       \
+    }
+
+STATS_LOOP(stats_f32, float)
+STATS_LOOP(stats_f64, double)
+
 static void
 stats_update(struct layer_out *lo, const struct gd_tensor *t)
 {
     int64_t n = gd_tensor_numel(t);
     struct gd_layer_stats *s = &lo->stats;
     s->count += n;
+    if (t->dtype == GD_F32) {
+        stats_f32(lo, t->data, n);
+        return;
+    }
+    if (t->dtype == GD_F64) {
+        stats_f64(lo, t->data, n);
+        return;
+    }
     if (!gd_dtype_is_float(t->dtype) && t->dtype != GD_BOOL && t->dtype != GD_I64 &&
         t->dtype != GD_I32)
         return;

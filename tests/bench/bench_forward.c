@@ -6,8 +6,15 @@
  * Capture is measured two ways: copying every layer into host memory (what a capture
  * callback costs), and writing the run bundle to disk (what `gpudiff-agent run` does).
  *
- * usage: bench_forward SEED_MODEL SEED_INPUT_NPZ [REPEATS] [BACKEND]
+ * usage: bench_forward [--hashes] [--only seed|resnet18] [--threads N] [--weights-dir DIR]
+ *                      SEED_MODEL SEED_INPUT_NPZ [REPEATS] [BACKEND]
  * Prints one line per measurement; tests/bench/bench_forward.py adds the numpy peer.
+ * --weights-dir is the seed case's initializer folder: the model file's own relative path
+ * only resolves from the main checkout. --threads sets the CPU backends' thread count (the
+ * knob; default: one per core).
+ * With --hashes it times nothing: it runs each model once and prints the SHA-256 of every
+ * layer's bytes, so two builds can be shown to give the same bits (the ResNet-18-shaped
+ * graph's layers are too large to keep as files for every build compared).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +23,7 @@
 #include <unistd.h>
 
 #include "gpudiff/bundle.h"
+#include "gpudiff/hash.h"
 #include "gpudiff/io.h"
 #include "gpudiff/model.h"
 #include "gpudiff/run.h"
@@ -34,6 +42,9 @@ cmp_double(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+
+/* knobs.threads for every session */
+static int threads;
 
 static void
 die(const char *what, const struct gd_err *err)
@@ -74,6 +85,35 @@ mem_release(struct mem_capture *mc)
     mc->n = 0;
 }
 
+/* ---- the hash of every layer ---- */
+
+static int
+print_hash(void *user, const struct gd_layer *layer, struct gd_err *err)
+{
+    const char *model = user;
+    char hex[GD_SHA256_HEX_LEN + 1];
+    int rc = gd_sha256_hex(layer->value->data, gd_tensor_nbytes(layer->value), hex, err);
+    if (rc == 0)
+        printf("%-10s %4d %-16s %s\n", model, layer->index, layer->name, hex);
+    return rc;
+}
+
+static void
+hashes(const char *name, struct gd_graph *g, const char *backend, const struct gd_tensor *input)
+{
+    struct gd_err err = {0};
+    struct gd_knobs knobs;
+    gd_knobs_init(&knobs);
+    knobs.threads = threads;
+    struct gd_session *s = gd_session_new(g, backend, &knobs, &err);
+    if (s == NULL)
+        die("session", &err);
+    const struct gd_tensor *inputs[1] = {input};
+    if (gd_session_run(s, 1, inputs, print_hash, (void *)name, &err) != 0)
+        die("run", &err);
+    gd_session_free(s);
+}
+
 /* ---- capture into a bundle ---- */
 
 struct disk_capture {
@@ -97,6 +137,7 @@ run_once(struct gd_graph *g, const char *backend, const struct gd_tensor *input,
     struct gd_err err = {0};
     struct gd_knobs knobs;
     gd_knobs_init(&knobs);
+    knobs.threads = threads;
     struct gd_session *s = gd_session_new(g, backend, &knobs, &err);
     if (s == NULL)
         die("session", &err);
@@ -316,8 +357,35 @@ resnet18(int64_t batch)
 int
 main(int argc, char **argv)
 {
+    int only_hashes = 0;
+    const char *only = NULL;
+    struct gd_model_opts opts = {0};
+    while (argc > 1 && strncmp(argv[1], "--", 2) == 0) {
+        if (strcmp(argv[1], "--hashes") == 0) {
+            only_hashes = 1;
+        } else if (strcmp(argv[1], "--only") == 0 && argc > 2) {
+            only = argv[2];
+            argv++;
+            argc--;
+        } else if (strcmp(argv[1], "--threads") == 0 && argc > 2) {
+            threads = atoi(argv[2]);
+            argv++;
+            argc--;
+        } else if (strcmp(argv[1], "--weights-dir") == 0 && argc > 2) {
+            opts.weights_dir = argv[2];
+            argv++;
+            argc--;
+        } else {
+            argc = 0; /* an unknown option: print the usage */
+            break;
+        }
+        argv++;
+        argc--;
+    }
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_forward SEED_MODEL SEED_INPUT_NPZ [REPEATS] [BACKEND]\n");
+        fprintf(stderr,
+                "usage: bench_forward [--hashes] [--only seed|resnet18] [--threads N] "
+                "[--weights-dir DIR] SEED_MODEL SEED_INPUT_NPZ [REPEATS] [BACKEND]\n");
         return 2;
     }
     int repeats = argc > 3 ? atoi(argv[3]) : 5;
@@ -327,19 +395,29 @@ main(int argc, char **argv)
     struct gd_err err = {0};
     struct gd_graph *seed = NULL;
     struct gd_tensor *input = NULL;
-    if (gd_model_load(argv[1], NULL, &seed, &err) != 0)
+    if (gd_model_load(argv[1], &opts, &seed, &err) != 0)
         die(argv[1], &err);
     if (gd_array_load(argv[2], "inp", &input, &err) != 0)
         die(argv[2], &err);
-    measure("seed", seed, backend, input, repeats);
-    struct gd_graph *resnet = resnet18(8);
-    int64_t shape[4] = {8, 3, 224, 224};
-    struct builder b = {.seed = 777};
-    struct gd_tensor *image = random_tensor(&b, 4, shape, 1.0);
-    measure("resnet18", resnet, backend, image, repeats);
-    gd_tensor_free(image);
+    if (only == NULL || strcmp(only, "seed") == 0) {
+        if (only_hashes)
+            hashes("seed", seed, backend, input);
+        else
+            measure("seed", seed, backend, input, repeats);
+    }
+    if (only == NULL || strcmp(only, "resnet18") == 0) {
+        struct gd_graph *resnet = resnet18(8);
+        int64_t shape[4] = {8, 3, 224, 224};
+        struct builder b = {.seed = 777};
+        struct gd_tensor *image = random_tensor(&b, 4, shape, 1.0);
+        if (only_hashes)
+            hashes("resnet18", resnet, backend, image);
+        else
+            measure("resnet18", resnet, backend, image, repeats);
+        gd_tensor_free(image);
+        gd_graph_free(resnet);
+    }
     gd_tensor_free(input);
     gd_graph_free(seed);
-    gd_graph_free(resnet);
     return 0;
 }

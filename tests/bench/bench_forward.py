@@ -2,10 +2,10 @@
 """Runs bench_forward (the engine's CPU forward, with and without capture) and, in the same
 run, a numpy float32 forward of the same two graph shapes as the peer, then prints one table.
 
-usage: bench_forward.py BUILD_DIR SEED_DIR [REPEATS]
+usage: bench_forward.py BUILD_DIR SEED_DIR [REPEATS] [THREADS]
 The numpy peer uses numpy's BLAS (multi-threaded where the BLAS is) and im2col; the engine's
-`cpu` backend is single-threaded with a fixed summation order, so the ratio is the price of
-a reproducible reference, not of a slow implementation of the same thing.
+`cpu` backend keeps a fixed summation order per element and runs on THREADS threads (default:
+one per core, like the BLAS), so the ratio is the price of a reproducible reference.
 """
 import os
 import subprocess
@@ -104,9 +104,11 @@ def resnet18_numpy():
 def main():
     build, seed = sys.argv[1], sys.argv[2]
     repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    threads = ["--threads", sys.argv[4]] if len(sys.argv) > 4 else []
     model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "models",
                          "lenet-11-821.json")
-    out = subprocess.run([os.path.join(build, "tests", "bench", "bench_forward"), model,
+    out = subprocess.run([os.path.join(build, "tests", "bench", "bench_forward")] + threads +
+                         ["--weights-dir", os.path.join(seed, "initializer"), model,
                           os.path.join(seed, "input.npz"), str(repeats)],
                          check=True, capture_output=True, text=True).stdout
     print(out, end="")

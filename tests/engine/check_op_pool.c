@@ -1,9 +1,11 @@
 /* check_op_pool.c: MaxPool, AveragePool, GlobalAveragePool (engine/cpu/op_pool.c). */
+#include <math.h>
 #include <stdlib.h>
 
 #include <check.h>
 
 #include "op_fixture.h"
+#include "op_harness.h"
 
 /* clang-format off */
 static const char *const maxpool_cases[] = {
@@ -43,6 +45,50 @@ START_TEST(test_global_average_pool)
 }
 END_TEST
 
+/*
+ * MaxPool's rule is m = v if v > m (or v is NaN), from -inf, taps row by row: of equal
+ * zeros the first one stays. Planes without NaN take a vectorized loop (op_pool.c), which
+ * must keep that: windows of mixed zeros, all -inf, and the same with the NaN loop (a NaN
+ * in the second plane), on both backends and with several threads.
+ */
+START_TEST(test_max_pool_zero_ties)
+{
+    /* two planes of 2 x 6, windows 2 x 2 at stride 2: three windows each */
+    static const float x[24] = {-0.0f, 0.0f,  0.0f, -0.0f, -INFINITY, -INFINITY,
+                                -0.0f, -0.0f, 0.0f, 0.0f,  -INFINITY, -INFINITY,
+                                -0.0f, 0.0f,  0.0f, -0.0f, NAN,       1.0f,
+                                -0.0f, -0.0f, 0.0f, 0.0f,  2.0f,      NAN};
+    static const int want_neg[6] = {1, 0, 1, 1, 0, 0}; /* sign bits; the last two NaN */
+    static const float want[6] = {-0.0f, 0.0f, -INFINITY, -0.0f, 0.0f, NAN};
+    int64_t shape[4] = {1, 2, 2, 6};
+    struct gd_tensor *in = oh_f32(4, shape, x);
+    const char *backends[2] = {"cpu", "cpu64"};
+    for (int b = 0; b < 2; b++) {
+        struct gd_knobs knobs;
+        gd_knobs_init(&knobs);
+        knobs.threads = 2;
+        struct gd_tensor *out = NULL;
+        struct gd_err err = {0};
+        int rc = oh_run(backends[b], "MaxPool", 1, &in, 0u,
+                        "{\"kernel_shape\": [2, 2], \"strides\": [2, 2]}", 1, &out, &knobs,
+                        &err);
+        ck_assert_msg(rc == 0, "%s: %s", backends[b], err.msg);
+        for (int i = 0; i < 6; i++) {
+            double got = gd_tensor_get_f64(out, i);
+            if (isnan(want[i]))
+                ck_assert_msg(isnan(got), "%s: window %d: got %g, want NaN", backends[b], i,
+                              got);
+            else
+                ck_assert_msg(got == want[i] && (signbit(got) != 0) == want_neg[i],
+                              "%s: window %d: got %g (sign %d), want %g (sign %d)", backends[b],
+                              i, got, signbit(got) != 0, (double)want[i], want_neg[i]);
+        }
+        gd_tensor_free(out);
+    }
+    gd_tensor_free(in);
+}
+END_TEST
+
 START_TEST(test_listing)
 {
     of_check_listing("MaxPool", maxpool_cases);
@@ -60,6 +106,7 @@ main(void)
     tcase_add_loop_test(tc, test_max_pool, 0, of_count(maxpool_cases));
     tcase_add_loop_test(tc, test_average_pool, 0, of_count(avgpool_cases));
     tcase_add_loop_test(tc, test_global_average_pool, 0, of_count(gap_cases));
+    tcase_add_test(tc, test_max_pool_zero_ties);
     tcase_add_test(tc, test_listing);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

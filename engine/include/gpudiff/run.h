@@ -30,7 +30,7 @@ struct gd_knobs {
     enum gd_emulate emulate;     /* cpu: round GEMM/conv inputs to this format */
     unsigned emulate_classes;    /* GD_CLASS_* bits the emulation applies to */
     int64_t batch;               /* run dim 0 in slices of this size; 0 = whole input */
-    int threads;                 /* cpu worker threads; 0 = one */
+    int threads;                 /* cpu worker threads; 0 = one per online core */
     char conv_algo[32];          /* cuda: heuristic, autotune, deterministic, fixed:N; "" unset */
     int tf32;                    /* cuda: 0 off, 1 on; -1 unset */
     char math_mode[32];          /* cuda: cuBLAS math mode; "" unset */
