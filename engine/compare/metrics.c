@@ -148,22 +148,6 @@ struct tol {
     float atol_f, rtol_f; /* float32: (float)atol; float16 and bfloat16: rounded to those */
 };
 
-/* float64 to float32 rounding to odd, so a second rounding to a 16-bit format is correct. */
-static float
-f64_to_f32_odd(double d)
-{
-    float f = (float)d;
-    if (isnan(d) || isinf(f) || (double)f == d)
-        return f;
-    if (fabs((double)f) > fabs(d))
-        f = nextafterf(f, 0.0f);
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    bits |= 1u;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 /* Rounds a float32 result to the dtype's precision (identity for float32). */
 static float
 round_to(enum gd_dtype dtype, float x)
@@ -175,18 +159,24 @@ round_to(enum gd_dtype dtype, float x)
     return x;
 }
 
+/* A tolerance as numpy holds it in the dtype: rounded once from the float64 given. */
+static float
+tol_in(enum gd_dtype dtype, double v)
+{
+    if (dtype == GD_F16)
+        return gd_f16_to_f32(gd_f64_to_f16(v));
+    if (dtype == GD_BF16)
+        return gd_bf16_to_f32(gd_f64_to_bf16(v));
+    return (float)v;
+}
+
 static void
 tol_make(enum gd_dtype dtype, double atol, double rtol, struct tol *t)
 {
     t->atol = atol;
     t->rtol = rtol;
-    if (dtype == GD_F16 || dtype == GD_BF16) {
-        t->atol_f = round_to(dtype, f64_to_f32_odd(atol));
-        t->rtol_f = round_to(dtype, f64_to_f32_odd(rtol));
-    } else {
-        t->atol_f = (float)atol;
-        t->rtol_f = (float)rtol;
-    }
+    t->atol_f = tol_in(dtype, atol);
+    t->rtol_f = tol_in(dtype, rtol);
 }
 
 /*

@@ -283,6 +283,18 @@ f64_to_f32_odd(double d)
     return f;
 }
 
+uint16_t
+gd_f64_to_f16(double d)
+{
+    return gd_f32_to_f16(f64_to_f32_odd(d));
+}
+
+uint16_t
+gd_f64_to_bf16(double d)
+{
+    return gd_f32_to_bf16(f64_to_f32_odd(d));
+}
+
 /* ---- element access and casts ---- */
 
 double
@@ -363,10 +375,10 @@ put_float(struct gd_tensor *t, int64_t i, double v, int src_is_f64)
         ((double *)p)[i] = v;
         break;
     case GD_F16:
-        ((uint16_t *)p)[i] = gd_f32_to_f16(src_is_f64 ? f64_to_f32_odd(v) : (float)v);
+        ((uint16_t *)p)[i] = src_is_f64 ? gd_f64_to_f16(v) : gd_f32_to_f16((float)v);
         break;
     case GD_BF16:
-        ((uint16_t *)p)[i] = gd_f32_to_bf16(src_is_f64 ? f64_to_f32_odd(v) : (float)v);
+        ((uint16_t *)p)[i] = src_is_f64 ? gd_f64_to_bf16(v) : gd_f32_to_bf16((float)v);
         break;
     default:
         break;

@@ -119,6 +119,10 @@ float gd_f16_to_f32(uint16_t h);
 uint16_t gd_f32_to_f16(float f);
 float gd_bf16_to_f32(uint16_t b);
 uint16_t gd_f32_to_bf16(float f);
+/* float64 to the 16-bit formats, rounded once (to nearest even) as if directly: through a
+ * float32 rounded to odd, so no double rounding. */
+uint16_t gd_f64_to_f16(double d);
+uint16_t gd_f64_to_bf16(double d);
 
 #ifdef __cplusplus
 }
