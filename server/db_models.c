@@ -11,7 +11,6 @@ static const char SQL_MODELS[] =
     "SELECT m.name, count(r.id), max(r.created_ts), b.run_id FROM models m "
     "JOIN runs r ON r.model_id = m.id AND r.state = 'complete' "
     "LEFT JOIN baselines b ON b.model_id = m.id GROUP BY m.id ORDER BY m.name";
-static const char SQL_MODEL_ID[] = "SELECT id FROM models WHERE name = ?1";
 static const char SQL_RUN_MODEL[] =
     "SELECT r.model_id, r.state, m.name FROM runs r JOIN models m ON m.id = r.model_id "
     "WHERE r.id = ?1";
@@ -74,6 +73,42 @@ srv_db_models_list(struct srv_db *db, json_t **out, struct gd_err *err)
     return *out != NULL ? 0 : gd_err_set(err, GD_ENOMEM, "out of memory");
 }
 
+/*
+ * The model's row: its id and its baseline run ("" when it has none), each when asked for;
+ * SRV_ENOTFOUND when there is no such model.
+ */
+static int
+model_lookup(struct srv_db *db, const char *model, int64_t *id, char baseline[40],
+             struct gd_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = srv_db_prepare(db, SQL_MODEL_BASELINE, &st, err);
+    if (rc != 0)
+        return rc;
+    srv_db_bind_text(st, 1, model);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) {
+        if (id != NULL)
+            *id = sqlite3_column_int64(st, 0);
+        if (baseline != NULL)
+            snprintf(baseline, 40, "%s",
+                     sqlite3_column_type(st, 1) == SQLITE_NULL
+                         ? ""
+                         : (const char *)sqlite3_column_text(st, 1));
+    } else {
+        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no model %s", model)
+                              : srv_db_fail(db, s, "model lookup", err);
+    }
+    srv_db_done(st);
+    return rc;
+}
+
+static int
+model_id(struct srv_db *db, const char *model, int64_t *id, struct gd_err *err)
+{
+    return model_lookup(db, model, id, NULL, err);
+}
+
 int
 srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id, int64_t token_id,
                     int64_t now, struct gd_err *err)
@@ -82,23 +117,15 @@ srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id, in
     int rc = srv_db_begin(db, err);
     if (rc != 0)
         return rc;
-    rc = srv_db_prepare(db, SQL_MODEL_ID, &st, err);
+    int64_t id = 0;
+    rc = model_id(db, model, &id, err);
     if (rc != 0)
         goto done;
-    srv_db_bind_text(st, 1, model);
-    int s = sqlite3_step(st);
-    int64_t model_id = s == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    srv_db_done(st);
-    if (s != SQLITE_ROW) {
-        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no model %s", model)
-                              : srv_db_fail(db, s, "model lookup", err);
-        goto done;
-    }
     rc = srv_db_prepare(db, SQL_RUN_MODEL, &st, err);
     if (rc != 0)
         goto done;
     srv_db_bind_text(st, 1, run_id);
-    s = sqlite3_step(st);
+    int s = sqlite3_step(st);
     if (s != SQLITE_ROW) {
         srv_db_done(st);
         rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id)
@@ -115,7 +142,7 @@ srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id, in
         rc = gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id);
         goto done;
     }
-    if (run_model != model_id) {
+    if (run_model != id) {
         rc = gd_err_set(err, SRV_ECONFLICT, "run %s is a run of model %s, not %s", run_id, other,
                         model);
         goto done;
@@ -123,7 +150,7 @@ srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id, in
     rc = srv_db_prepare(db, SQL_BASELINE_SET, &st, err);
     if (rc != 0)
         goto done;
-    sqlite3_bind_int64(st, 1, model_id);
+    sqlite3_bind_int64(st, 1, id);
     srv_db_bind_text(st, 2, run_id);
     sqlite3_bind_int64(st, 3, now);
     if (token_id > 0)
@@ -140,44 +167,10 @@ done:
     return rc;
 }
 
-/* The id of model, SRV_ENOTFOUND when there is none. */
-static int
-model_id(struct srv_db *db, const char *model, int64_t *id, struct gd_err *err)
-{
-    sqlite3_stmt *st;
-    int rc = srv_db_prepare(db, SQL_MODEL_ID, &st, err);
-    if (rc != 0)
-        return rc;
-    srv_db_bind_text(st, 1, model);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW)
-        *id = sqlite3_column_int64(st, 0);
-    else
-        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no model %s", model)
-                              : srv_db_fail(db, s, "model lookup", err);
-    srv_db_done(st);
-    return rc;
-}
-
 int
 srv_db_model_baseline(struct srv_db *db, const char *model, char baseline[40], struct gd_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = srv_db_prepare(db, SQL_MODEL_BASELINE, &st, err);
-    if (rc != 0)
-        return rc;
-    srv_db_bind_text(st, 1, model);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW)
-        snprintf(baseline, 40, "%s",
-                 sqlite3_column_type(st, 1) == SQLITE_NULL
-                     ? ""
-                     : (const char *)sqlite3_column_text(st, 1));
-    else
-        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no model %s", model)
-                              : srv_db_fail(db, s, "model lookup", err);
-    srv_db_done(st);
-    return rc;
+    return model_lookup(db, model, NULL, baseline, err);
 }
 
 int
