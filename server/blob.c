@@ -32,8 +32,10 @@ unshuffle_n(const unsigned char *src, unsigned char *dst, size_t n, size_t elem_
     }
 }
 
-void
-srv_shuffle(const void *in, void *out, size_t len, size_t elem_size)
+/* Shuffles (or with undo, unshuffles) the whole elements of len bytes; a tail shorter than
+ * an element is copied as it is. */
+static void
+reorder(const void *in, void *out, size_t len, size_t elem_size, int undo)
 {
     const unsigned char *src = in;
     unsigned char *dst = out;
@@ -43,45 +45,31 @@ srv_shuffle(const void *in, void *out, size_t len, size_t elem_size)
     case 1:
         break;
     case 2:
-        shuffle_n(src, dst, n, 2);
+        undo ? unshuffle_n(src, dst, n, 2) : shuffle_n(src, dst, n, 2);
         break;
     case 4:
-        shuffle_n(src, dst, n, 4);
+        undo ? unshuffle_n(src, dst, n, 4) : shuffle_n(src, dst, n, 4);
         break;
     case 8:
-        shuffle_n(src, dst, n, 8);
+        undo ? unshuffle_n(src, dst, n, 8) : shuffle_n(src, dst, n, 8);
         break;
     default:
-        shuffle_n(src, dst, n, elem_size);
+        undo ? unshuffle_n(src, dst, n, elem_size) : shuffle_n(src, dst, n, elem_size);
         break;
     }
     memcpy(dst + body, src + body, len - body);
 }
 
 void
+srv_shuffle(const void *in, void *out, size_t len, size_t elem_size)
+{
+    reorder(in, out, len, elem_size, 0);
+}
+
+void
 srv_unshuffle(const void *in, void *out, size_t len, size_t elem_size)
 {
-    const unsigned char *src = in;
-    unsigned char *dst = out;
-    size_t n = elem_size > 1 ? len / elem_size : 0, body = n * elem_size;
-    switch (elem_size) {
-    case 0:
-    case 1:
-        break;
-    case 2:
-        unshuffle_n(src, dst, n, 2);
-        break;
-    case 4:
-        unshuffle_n(src, dst, n, 4);
-        break;
-    case 8:
-        unshuffle_n(src, dst, n, 8);
-        break;
-    default:
-        unshuffle_n(src, dst, n, elem_size);
-        break;
-    }
-    memcpy(dst + body, src + body, len - body);
+    reorder(in, out, len, elem_size, 1);
 }
 
 /* ---- encoder ---- */
