@@ -250,6 +250,52 @@ record(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
     snprintf(c->math, sizeof c->math, "%s", math_name(nd->math, ctx->tf32));
 }
 
+/* Equal pads at both ends map onto cuDNN's padding; otherwise the padded side of the
+ * product (the input of a Conv, the output of a ConvTranspose) is widened by the pads and the
+ * padding is done (or undone) by a copy. */
+static int
+symmetric_pads(const struct gd_params *p)
+{
+    return p->pads[0] == p->pads[2] && p->pads[1] == p->pads[3];
+}
+
+static gd__cuda_nchw
+widened(gd__cuda_nchw g, const struct gd_params *p)
+{
+    if (!symmetric_pads(p)) {
+        g.h += p->pads[0] + p->pads[2];
+        g.w += p->pads[1] + p->pads[3];
+    }
+    return g;
+}
+
+/*
+ * Sets the node up for x -> y (descriptors and the algorithm) unless it was for the same
+ * shapes and attributes, and records its algorithm and math in the call.
+ */
+static int
+prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, gd__cuda_nchw xg,
+        gd__cuda_nchw yg, int transpose, struct gd_err *err)
+{
+    const struct gd_params *p = c->params;
+    int64_t key[16];
+    make_key(c, key);
+    if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
+        nd->ready = 0;
+        int symmetric = symmetric_pads(p);
+        int rc = setup(ctx, nd, c, xg, yg, symmetric ? (int)p->pads[0] : 0,
+                       symmetric ? (int)p->pads[1] : 0, err);
+        if (rc == 0)
+            rc = choose(ctx, nd, transpose, err);
+        if (rc != 0)
+            return rc;
+        memcpy(nd->key, key, sizeof key);
+        nd->ready = 1;
+    }
+    record(c, ctx, nd, transpose);
+    return 0;
+}
+
 static int
 add_bias(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, const struct gd_op_call *c,
          struct gd_err *err)
@@ -274,26 +320,11 @@ gd__cuda_conv(struct gd_op_call *c, struct gd_err *err)
     const float one = 1.0f, zero = 0.0f;
     void *padded = NULL;
     const void *x = c->in[0]->data;
-    int symmetric = p->pads[0] == p->pads[2] && p->pads[1] == p->pads[3];
-    gd__cuda_nchw pg = xg;
-    if (!symmetric) {
-        pg.h += p->pads[0] + p->pads[2];
-        pg.w += p->pads[1] + p->pads[3];
-    }
-    int64_t key[16];
-    make_key(c, key);
-    if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
-        nd->ready = 0;
-        rc = setup(ctx, nd, c, pg, yg, symmetric ? (int)p->pads[0] : 0,
-                   symmetric ? (int)p->pads[1] : 0, err);
-        if (rc == 0)
-            rc = choose(ctx, nd, 0, err);
-        if (rc != 0)
-            return rc;
-        memcpy(nd->key, key, sizeof key);
-        nd->ready = 1;
-    }
-    record(c, ctx, nd, 0);
+    int symmetric = symmetric_pads(p);
+    gd__cuda_nchw pg = widened(xg, p);
+    rc = prepare(c, ctx, nd, pg, yg, 0, err);
+    if (rc != 0)
+        return rc;
     if (!symmetric) {
         size_t bytes = (size_t)(pg.n * pg.c * pg.h * pg.w) * sizeof(float);
         rc = gd__cuda_scratch(ctx, bytes, &padded, err);
@@ -332,28 +363,13 @@ gd__cuda_conv_transpose(struct gd_op_call *c, struct gd_err *err)
     gd__cuda_nchw xg = gd__cuda_nchw_of(c->in[0]), yg = gd__cuda_nchw_of(c->out[0]);
     const float one = 1.0f, zero = 0.0f;
     void *full = NULL;
-    /* Equal pads at both ends map onto cuDNN's padding; otherwise compute the unpadded
-     * result and crop it. output_padding is the output's size, which cuDNN takes as given. */
-    int symmetric = p->pads[0] == p->pads[2] && p->pads[1] == p->pads[3];
-    gd__cuda_nchw fg = yg;
-    if (!symmetric) {
-        fg.h += p->pads[0] + p->pads[2];
-        fg.w += p->pads[1] + p->pads[3];
-    }
-    int64_t key[16];
-    make_key(c, key);
-    if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
-        nd->ready = 0;
-        rc = setup(ctx, nd, c, xg, fg, symmetric ? (int)p->pads[0] : 0,
-                   symmetric ? (int)p->pads[1] : 0, err);
-        if (rc == 0)
-            rc = choose(ctx, nd, 1, err);
-        if (rc != 0)
-            return rc;
-        memcpy(nd->key, key, sizeof key);
-        nd->ready = 1;
-    }
-    record(c, ctx, nd, 1);
+    /* Unequal pads: compute the unpadded result and crop it. output_padding is the
+     * output's size, which cuDNN takes as given. */
+    int symmetric = symmetric_pads(p);
+    gd__cuda_nchw fg = widened(yg, p);
+    rc = prepare(c, ctx, nd, xg, fg, 1, err);
+    if (rc != 0)
+        return rc;
     void *y = c->out[0]->data;
     if (!symmetric) {
         rc = gd__cuda_scratch(ctx, (size_t)(fg.n * fg.c * fg.h * fg.w) * sizeof(float), &full,

@@ -154,6 +154,29 @@ done:
     return rc;
 }
 
+/*
+ * Sets the node up for the product that key describes, {m, n, k, trans_a, trans_b, batch,
+ * stride of A's batches, stride of B's}, unless it was for the same one, and records its
+ * algorithm and math in the call.
+ */
+static int
+prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
+        const int64_t key[16], struct gd_err *err)
+{
+    if (!nd->ready || memcmp(key, nd->key, sizeof nd->key) != 0) {
+        nd->ready = 0;
+        int rc = setup(ctx, nd, key[0], key[1], key[2], (int)key[3], (int)key[4], key[5], key[6],
+                       key[7], err);
+        if (rc != 0)
+            return rc;
+        memcpy(nd->key, key, sizeof nd->key);
+        nd->ready = 1;
+    }
+    snprintf(c->algo, sizeof c->algo, "%s", nd->algo_text);
+    snprintf(c->math, sizeof c->math, "%s", math_of(ctx));
+    return 0;
+}
+
 extern "C" int
 gd__cuda_gemm(struct gd_op_call *c, struct gd_err *err)
 {
@@ -164,17 +187,10 @@ gd__cuda_gemm(struct gd_op_call *c, struct gd_err *err)
     const struct gd_tensor *a = c->in[0], *ct = c->n_in > 2 ? c->in[2] : NULL;
     int64_t m = c->out[0]->shape[0], n = c->out[0]->shape[1];
     int64_t k = p->trans_a ? a->shape[0] : a->shape[1];
-    int64_t key[16] = {m, n, k, p->trans_a, p->trans_b, 1};
-    if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
-        nd->ready = 0;
-        rc = setup(ctx, nd, m, n, k, p->trans_a, p->trans_b, 1, 0, 0, err);
-        if (rc != 0)
-            return rc;
-        memcpy(nd->key, key, sizeof key);
-        nd->ready = 1;
-    }
-    snprintf(c->algo, sizeof c->algo, "%s", nd->algo_text);
-    snprintf(c->math, sizeof c->math, "%s", math_of(ctx));
+    int64_t key[16] = {m, n, k, p->trans_a, p->trans_b, 1, 0, 0};
+    rc = prepare(c, ctx, nd, key, err);
+    if (rc != 0)
+        return rc;
     float beta = 0.0f;
     if (ct != NULL && m * n > 0) {
         int64_t cs_i = 0, cs_j = 0;
@@ -218,17 +234,10 @@ gd__cuda_matmul(struct gd_op_call *c, struct gd_err *err)
                           "(%lld and %lld batches into %lld) is not supported on cuda",
                           (long long)a_batch, (long long)b_batch, (long long)batch);
     int64_t sa = a_batch == 1 ? 0 : m * k, sb = b_batch == 1 ? 0 : k * n;
-    int64_t key[16] = {m, n, k, batch, sa, sb, 2};
-    if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
-        nd->ready = 0;
-        rc = setup(ctx, nd, m, n, k, 0, 0, batch, sa, sb, err);
-        if (rc != 0)
-            return rc;
-        memcpy(nd->key, key, sizeof key);
-        nd->ready = 1;
-    }
-    snprintf(c->algo, sizeof c->algo, "%s", nd->algo_text);
-    snprintf(c->math, sizeof c->math, "%s", math_of(ctx));
+    int64_t key[16] = {m, n, k, 0, 0, batch, sa, sb};
+    rc = prepare(c, ctx, nd, key, err);
+    if (rc != 0)
+        return rc;
     if (m * n * batch > 0 && k == 0)
         GD_CUDA_TRY(cudaMemsetAsync(y->data, 0, gd_tensor_nbytes(y), ctx->compute));
     else if (m * n * batch > 0)
