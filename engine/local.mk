@@ -27,6 +27,7 @@ libgpudiff_la_SOURCES = \
 	engine/compare/truth.c \
 	engine/compare/verdict.c \
 	engine/core/internal.h \
+	engine/core/index_rules.h \
 	engine/core/attr.c \
 	engine/core/backend.c \
 	engine/core/error.c \
@@ -121,4 +122,7 @@ NVCCFLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -Xcompiler -fPIC -Xcompiler -Wall \
 SUFFIXES = .cu
 .cu.o:
 	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(NVCC) $(NVCCFLAGS) -c $< -o $@
+# nvcc objects get no automatic dependency tracking: name the headers the kernels include.
+$(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h \
+	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)

@@ -9,21 +9,7 @@
  * (max_plane_fast), visiting each output's taps in the same order.
  */
 #include "cpu.h"
-
-static void
-window(int64_t o, int64_t s, int64_t d, int64_t k, int64_t pad, int64_t in, int64_t *lo,
-       int64_t *hi)
-{
-    /* taps t with 0 <= o*s - pad + t*d < in */
-    int64_t start = o * s - pad;
-    int64_t t0 = 0, t1 = k;
-    while (t0 < k && start + t0 * d < 0)
-        t0++;
-    while (t1 > t0 && start + (t1 - 1) * d >= in)
-        t1--;
-    *lo = t0;
-    *hi = t1;
-}
+#include "../core/index_rules.h"
 
 /* A pooling op's planes: what the thread pool's tasks share. */
 struct pool_job {
@@ -65,11 +51,12 @@ max_plane_scalar(const struct pool_job *job, const real *xp, real *yp)
     struct gd__nchw xg = job->xg, yg = job->yg;
     for (int64_t oh = 0; oh < yg.h; oh++) {
         int64_t kh0, kh1;
-        window(oh, p->strides[0], p->dilations[0], p->kernel[0], p->pads[0], xg.h, &kh0, &kh1);
+        gd__window_taps(oh, p->strides[0], p->dilations[0], p->kernel[0], p->pads[0], xg.h, &kh0,
+                        &kh1);
         for (int64_t ow = 0; ow < yg.w; ow++) {
             int64_t kw0, kw1;
-            window(ow, p->strides[1], p->dilations[1], p->kernel[1], p->pads[1], xg.w, &kw0,
-                   &kw1);
+            gd__window_taps(ow, p->strides[1], p->dilations[1], p->kernel[1], p->pads[1], xg.w,
+                            &kw0, &kw1);
             real m = -INFINITY;
             for (int64_t ki = kh0; ki < kh1; ki++) {
                 int64_t ih = oh * p->strides[0] - p->pads[0] + ki * p->dilations[0];
@@ -107,7 +94,8 @@ max_plane_fast(const struct pool_job *job, const real *xp, real *yp)
         for (int64_t ow = 0; ow < yg.w; ow++)
             yr[ow] = -INFINITY;
         int64_t kh0, kh1;
-        window(oh, p->strides[0], p->dilations[0], p->kernel[0], p->pads[0], xg.h, &kh0, &kh1);
+        gd__window_taps(oh, p->strides[0], p->dilations[0], p->kernel[0], p->pads[0], xg.h, &kh0,
+                        &kh1);
         for (int64_t ki = kh0; ki < kh1; ki++) {
             const real *xr = xp + (oh * p->strides[0] - p->pads[0] + ki * p->dilations[0]) * xg.w;
             for (int64_t kj = 0; kj < kw; kj++) {
@@ -150,18 +138,6 @@ CPU_FN(max_pool)(struct gd_op_call *c, struct gd_err *err)
     return 0;
 }
 
-/* Taps of a window inside [-pad_b, in + pad_e): the count_include_pad divisor. */
-static int64_t
-padded_count(int64_t o, int64_t s, int64_t k, int64_t pad_b, int64_t pad_e, int64_t in)
-{
-    int64_t start = o * s - pad_b, end = start + k;
-    if (start < -pad_b)
-        start = -pad_b;
-    if (end > in + pad_e)
-        end = in + pad_e;
-    return end - start;
-}
-
 /* AveragePool of one (n, c) plane. */
 static void
 average_pool_plane(const struct pool_job *job, int64_t nc)
@@ -172,10 +148,10 @@ average_pool_plane(const struct pool_job *job, int64_t nc)
     real *yp = job->y + nc * yg.h * yg.w;
     for (int64_t oh = 0; oh < yg.h; oh++) {
         int64_t kh0, kh1;
-        window(oh, p->strides[0], 1, p->kernel[0], p->pads[0], xg.h, &kh0, &kh1);
+        gd__window_taps(oh, p->strides[0], 1, p->kernel[0], p->pads[0], xg.h, &kh0, &kh1);
         for (int64_t ow = 0; ow < yg.w; ow++) {
             int64_t kw0, kw1;
-            window(ow, p->strides[1], 1, p->kernel[1], p->pads[1], xg.w, &kw0, &kw1);
+            gd__window_taps(ow, p->strides[1], 1, p->kernel[1], p->pads[1], xg.w, &kw0, &kw1);
             real sum = 0;
             for (int64_t ki = kh0; ki < kh1; ki++) {
                 const real *row = xp + (oh * p->strides[0] - p->pads[0] + ki) * xg.w;
@@ -184,10 +160,10 @@ average_pool_plane(const struct pool_job *job, int64_t nc)
             }
             int64_t count = (kh1 - kh0) * (kw1 - kw0);
             if (p->count_include_pad)
-                count = padded_count(oh, p->strides[0], p->kernel[0], p->pads[0], p->pads[2],
-                                     xg.h) *
-                        padded_count(ow, p->strides[1], p->kernel[1], p->pads[1], p->pads[3],
-                                     xg.w);
+                count = gd__window_padded_count(oh, p->strides[0], p->kernel[0], p->pads[0],
+                                                p->pads[2], xg.h) *
+                        gd__window_padded_count(ow, p->strides[1], p->kernel[1], p->pads[1],
+                                                p->pads[3], xg.w);
             yp[oh * yg.w + ow] = sum / (real)count;
         }
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "../core/index_rules.h"
 
 /* Flatten, Reshape, Squeeze, Unsqueeze, Identity: C order is unchanged, so a copy. */
 static int
@@ -106,25 +107,6 @@ CPU_FN(transpose)(struct gd_op_call *c, struct gd_err *err)
     return 0;
 }
 
-/* Source index along one axis for output index o, or -1 for the constant value. */
-static int64_t
-pad_source(enum gd_pad_mode mode, int64_t o, int64_t before, int64_t len)
-{
-    int64_t i = o - before;
-    if (i >= 0 && i < len)
-        return i;
-    switch (mode) {
-    case GD_PAD_CONSTANT:
-        return -1;
-    case GD_PAD_EDGE:
-        return i < 0 ? 0 : len - 1;
-    case GD_PAD_REFLECT:
-        /* pads are smaller than len (checked at load), so one reflection suffices */
-        return i < 0 ? -i : 2 * (len - 1) - i;
-    }
-    return -1;
-}
-
 /* The pad value in the tensor's dtype, as bytes (integers truncate, bool is v != 0). */
 static void
 pad_value_bytes(enum gd_dtype dtype, double v, unsigned char *out)
@@ -183,7 +165,7 @@ CPU_FN(pad)(struct gd_op_call *c, struct gd_err *err)
         int64_t off = 0;
         int inside = 1;
         for (int i = 0; i < nd && inside; i++) {
-            int64_t si = pad_source(p->pad_mode, idx[i], p->pads_nd[i], x->shape[i]);
+            int64_t si = gd__pad_source(p->pad_mode, idx[i], p->pads_nd[i], x->shape[i]);
             inside = si >= 0;
             off += si * stride[i];
         }

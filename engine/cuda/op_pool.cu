@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "kernels.cuh"
+#include "../core/index_rules.h"
 
 /*
  * These do not go through cuDNN's pooling: PyTorch runs its own pooling kernels too (so do
@@ -50,21 +51,6 @@ pool_geom_of(const struct gd_op_call *c)
     return g;
 }
 
-/* The taps t of window o with 0 <= o*s - pad + t*d < in, as [lo, hi): the CPU's loop. */
-static __device__ __forceinline__ void
-window(int64_t o, int64_t s, int64_t d, int64_t k, int64_t pad, int64_t in, int64_t *lo,
-       int64_t *hi)
-{
-    int64_t start = o * s - pad;
-    int64_t t0 = 0, t1 = k;
-    while (t0 < k && start + t0 * d < 0)
-        t0++;
-    while (t1 > t0 && start + (t1 - 1) * d >= in)
-        t1--;
-    *lo = t0;
-    *hi = t1;
-}
-
 /*
  * Row by row, column by column from -inf; a NaN, once seen, ends the row and stays. Later rows
  * are still visited, as on the CPU, so a later row's first NaN replaces it: the same NaN
@@ -80,8 +66,8 @@ max_pool_kernel(const float *x, float *y, pool_geom g)
         int64_t oh = t % g.oh, plane = t / g.oh;
         const float *xp = x + plane * g.h * g.w;
         int64_t kh0, kh1, kw0, kw1;
-        window(oh, g.sh, g.dh, g.kh, g.pad_t, g.h, &kh0, &kh1);
-        window(ow, g.sw, g.dw, g.kw, g.pad_l, g.w, &kw0, &kw1);
+        gd__window_taps(oh, g.sh, g.dh, g.kh, g.pad_t, g.h, &kh0, &kh1);
+        gd__window_taps(ow, g.sw, g.dw, g.kw, g.pad_l, g.w, &kw0, &kw1);
         float m = -INFINITY;
         for (int64_t ki = kh0; ki < kh1; ki++) {
             int64_t ih = oh * g.sh - g.pad_t + ki * g.dh;
@@ -97,18 +83,6 @@ max_pool_kernel(const float *x, float *y, pool_geom g)
     }
 }
 
-/* Taps of a window inside [-pad_b, in + pad_e): the count_include_pad divisor. */
-static __device__ __forceinline__ int64_t
-padded_count(int64_t o, int64_t s, int64_t k, int64_t pad_b, int64_t pad_e, int64_t in)
-{
-    int64_t start = o * s - pad_b, end = start + k;
-    if (start < -pad_b)
-        start = -pad_b;
-    if (end > in + pad_e)
-        end = in + pad_e;
-    return end - start;
-}
-
 /* Sums from +0 row by row, column by column, then divides once, as the CPU does. */
 static __global__ void
 average_pool_kernel(const float *x, float *y, pool_geom g)
@@ -120,8 +94,8 @@ average_pool_kernel(const float *x, float *y, pool_geom g)
         int64_t oh = t % g.oh, plane = t / g.oh;
         const float *xp = x + plane * g.h * g.w;
         int64_t kh0, kh1, kw0, kw1;
-        window(oh, g.sh, 1, g.kh, g.pad_t, g.h, &kh0, &kh1);
-        window(ow, g.sw, 1, g.kw, g.pad_l, g.w, &kw0, &kw1);
+        gd__window_taps(oh, g.sh, 1, g.kh, g.pad_t, g.h, &kh0, &kh1);
+        gd__window_taps(ow, g.sw, 1, g.kw, g.pad_l, g.w, &kw0, &kw1);
         float sum = 0.f;
         for (int64_t ki = kh0; ki < kh1; ki++) {
             const float *row = xp + (oh * g.sh - g.pad_t + ki) * g.w;
@@ -130,8 +104,8 @@ average_pool_kernel(const float *x, float *y, pool_geom g)
         }
         int64_t count = (kh1 - kh0) * (kw1 - kw0);
         if (g.count_include_pad)
-            count = padded_count(oh, g.sh, g.kh, g.pad_t, g.pad_b, g.h) *
-                    padded_count(ow, g.sw, g.kw, g.pad_l, g.pad_r, g.w);
+            count = gd__window_padded_count(oh, g.sh, g.kh, g.pad_t, g.pad_b, g.h) *
+                    gd__window_padded_count(ow, g.sw, g.kw, g.pad_l, g.pad_r, g.w);
         y[i] = sum / (float)count;
     }
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels.cuh"
+#include "../core/index_rules.h"
 
 /* Flatten, Reshape, Squeeze, Unsqueeze, Identity: C order is unchanged, so a copy. */
 static int
@@ -215,25 +216,6 @@ struct pad_geom {
     int64_t before[GD_MAX_DIMS];
 };
 
-/* Source index along one axis for output index o, or -1 for the constant value. */
-static __device__ __forceinline__ int64_t
-pad_source(enum gd_pad_mode mode, int64_t o, int64_t before, int64_t len)
-{
-    int64_t i = o - before;
-    if (i >= 0 && i < len)
-        return i;
-    switch (mode) {
-    case GD_PAD_CONSTANT:
-        return -1;
-    case GD_PAD_EDGE:
-        return i < 0 ? 0 : len - 1;
-    case GD_PAD_REFLECT:
-        /* pads are smaller than len (checked at load), so one reflection suffices */
-        return i < 0 ? -i : 2 * (len - 1) - i;
-    }
-    return -1;
-}
-
 template <class U>
 static __global__ void
 pad_kernel(const U *x, U *y, int64_t n, pad_geom g, U value)
@@ -243,7 +225,7 @@ pad_kernel(const U *x, U *y, int64_t n, pad_geom g, U value)
         int64_t rest = i, off = 0;
         bool inside = true;
         for (int d = g.ndim - 1; d >= 0; d--) {
-            int64_t si = pad_source(g.mode, rest % g.out_shape[d], g.before[d], g.in_shape[d]);
+            int64_t si = gd__pad_source(g.mode, rest % g.out_shape[d], g.before[d], g.in_shape[d]);
             rest /= g.out_shape[d];
             inside = inside && si >= 0;
             off += si * g.in_stride[d];
