@@ -167,18 +167,11 @@ bound_gelu_any(const struct of_case *c, int k, int64_t i, enum gd_dtype dtype, v
 /* Tanh: one libm call, L(tanh) ulps. Exp, Log likewise. */
 static enum tol_libm libm_tanh = TOL_TANH, libm_exp = TOL_EXP, libm_log = TOL_LOG;
 
-struct act_op {
-    const char *op;
-    const char *const *cases;
-    of_bound_fn bound; /* NULL: bitwise equal to numpy's float32 */
-    void *user;
-};
-
 /* clang-format off */
 #define CASES(...) (const char *const[]){__VA_ARGS__, NULL}
 
 /* Relu, Floor, Ceil, Round, Sign, Abs, Neg and Clip select or copy: bitwise. */
-static const struct act_op act_ops[] = {
+static const struct of_op act_ops[] = {
     {"Relu", CASES("rep", "edge"), NULL, NULL},
     /* LeakyRelu: alpha * x, one correctly rounded product (alpha a float32 value). */
     {"LeakyRelu", CASES("rep", "default_alpha", "edge"), bound_rounded, NULL},
@@ -204,43 +197,8 @@ static const struct act_op act_ops[] = {
 };
 /* clang-format on */
 
-#define N_OPS ((int)(sizeof act_ops / sizeof act_ops[0]))
-
-/* Every (op, case) pair, one loop iteration each. */
-static struct {
-    int op, k;
-} flat[256];
-static int n_flat;
-
-START_TEST(test_act)
-{
-    const struct act_op *a = &act_ops[flat[_i].op];
-    of_check_case(a->op, a->cases[flat[_i].k], a->bound, a->user);
-}
-END_TEST
-
-START_TEST(test_listing)
-{
-    for (int i = 0; i < N_OPS; i++)
-        of_check_listing(act_ops[i].op, act_ops[i].cases);
-}
-END_TEST
-
 int
 main(void)
 {
-    for (int i = 0; i < N_OPS; i++)
-        for (int k = 0; act_ops[i].cases[k] != NULL; k++)
-            flat[n_flat].op = i, flat[n_flat++].k = k;
-    Suite *s = suite_create("op_act");
-    TCase *tc = tcase_create("act");
-    tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_act, 0, n_flat);
-    tcase_add_test(tc, test_listing);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return of_main("op_act", act_ops, (int)(sizeof act_ops / sizeof act_ops[0]));
 }

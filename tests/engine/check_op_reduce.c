@@ -97,20 +97,13 @@ bound_log_softmax(const struct of_case *c, int k, int64_t i, enum gd_dtype dtype
  */
 static int sum_after = -1, mean_after = 0;
 
-struct red_op {
-    const char *op;
-    const char *const *cases;
-    of_bound_fn bound; /* NULL: bitwise (ReduceMax selects, ArgMax gives indices) */
-    void *user;
-};
-
 /* clang-format off */
 #define CASES(...) (const char *const[]){__VA_ARGS__, NULL}
 #define AXES_CASES                                                                           \
     "rep", "axes_negative", "keepdims0", "all_axes", "all_axes_keepdims0", "axes_input",      \
         "axes_input_keepdims0", "noop", "long"
 
-static const struct red_op red_ops[] = {
+static const struct of_op red_ops[] = {
     {"Softmax", CASES("rep", "axis0", "axis_middle", "axis_negative", "large", "neg_inf",
                       "length_one", "wide"), bound_softmax, NULL},
     {"LogSoftmax", CASES("rep", "axis0", "axis_middle", "axis_negative", "large", "neg_inf",
@@ -123,42 +116,8 @@ static const struct red_op red_ops[] = {
 };
 /* clang-format on */
 
-#define N_OPS ((int)(sizeof red_ops / sizeof red_ops[0]))
-
-static struct {
-    int op, k;
-} flat[256];
-static int n_flat;
-
-START_TEST(test_reduce)
-{
-    const struct red_op *r = &red_ops[flat[_i].op];
-    of_check_case(r->op, r->cases[flat[_i].k], r->bound, r->user);
-}
-END_TEST
-
-START_TEST(test_listing)
-{
-    for (int i = 0; i < N_OPS; i++)
-        of_check_listing(red_ops[i].op, red_ops[i].cases);
-}
-END_TEST
-
 int
 main(void)
 {
-    for (int i = 0; i < N_OPS; i++)
-        for (int k = 0; red_ops[i].cases[k] != NULL; k++)
-            flat[n_flat].op = i, flat[n_flat++].k = k;
-    Suite *s = suite_create("op_reduce");
-    TCase *tc = tcase_create("reduce");
-    tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_reduce, 0, n_flat);
-    tcase_add_test(tc, test_listing);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return of_main("op_reduce", red_ops, (int)(sizeof red_ops / sizeof red_ops[0]));
 }

@@ -321,3 +321,54 @@ of_bound_sum(const struct of_case *c, int k, int64_t i, enum gd_dtype dtype, voi
     return (tol_gamma(n, tol_unit_roundoff(dtype)) + TOL_REF_REL) * mag +
            (double)n * tol_denorm_min(dtype);
 }
+
+/* of_main's table, flattened into (op, case) pairs for Check's loop test. */
+static const struct of_op *main_ops;
+static int main_n_ops;
+static struct {
+    int op, k;
+} main_flat[512];
+static int main_n_flat;
+
+START_TEST(test_case)
+{
+    const struct of_op *o = &main_ops[main_flat[_i].op];
+    of_check_case(o->op, o->cases[main_flat[_i].k], o->bound, o->user);
+}
+END_TEST
+
+START_TEST(test_listing)
+{
+    for (int i = 0; i < main_n_ops; i++)
+        of_check_listing(main_ops[i].op, main_ops[i].cases);
+}
+END_TEST
+
+int
+of_main(const char *suite, const struct of_op *ops, int n_ops)
+{
+    main_ops = ops;
+    main_n_ops = n_ops;
+    main_n_flat = 0;
+    for (int i = 0; i < n_ops; i++)
+        for (int k = 0; ops[i].cases[k] != NULL; k++) {
+            if (main_n_flat == (int)(sizeof main_flat / sizeof main_flat[0])) {
+                fprintf(stderr, "%s: more than %d cases; raise main_flat's size\n", suite,
+                        main_n_flat);
+                return EXIT_FAILURE;
+            }
+            main_flat[main_n_flat].op = i;
+            main_flat[main_n_flat++].k = k;
+        }
+    Suite *s = suite_create(suite);
+    TCase *tc = tcase_create(suite);
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_case, 0, main_n_flat);
+    tcase_add_test(tc, test_listing);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

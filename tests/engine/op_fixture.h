@@ -75,6 +75,20 @@ void of_check_case(const char *op, const char *name, of_bound_fn bound, void *us
  */
 void of_check_listing(const char *op, const char *const *names);
 
+/* An op's fixture cases and how its outputs are checked. */
+struct of_op {
+    const char *op;
+    const char *const *cases; /* NULL-terminated */
+    of_bound_fn bound;        /* NULL: bitwise equal to numpy's result */
+    void *user;               /* passed to bound */
+};
+
+/*
+ * The main() of a check program over a table of ops: every case of every op as one loop
+ * test (of_check_case), and each op's listing (of_check_listing). Returns the exit status.
+ */
+int of_main(const char *suite, const struct of_op *ops, int n_ops);
+
 /* Number of names in a NULL-terminated list. */
 int of_count(const char *const *names);
 
