@@ -10,14 +10,16 @@
 
 /* These ops copy values: the result must equal numpy's, bit for bit, NaN and -0 included. */
 static const struct of_op shape_ops[] = {
-    {"Concat", CASES("rep", "axis1", "axis_last", "axis_negative", "weight", "one_input"), NULL, NULL},
+    {"Concat", CASES("rep", "axis1", "axis_last", "axis_negative", "weight", "one_input"), NULL,
+     NULL},
     {"Flatten", CASES("rep", "axis0", "axis_negative", "axis_rank", "axis2"), NULL, NULL},
     {"Reshape", CASES("rep", "zero", "minus_one", "zero_and_minus_one", "allowzero",
                       "allowzero_off", "scalar_out", "attr"), NULL, NULL},
     {"Transpose", CASES("rep", "perm", "perm4", "identity_perm"), NULL, NULL},
     {"Squeeze", CASES("rep", "all", "negative", "input"), NULL, NULL},
     {"Unsqueeze", CASES("rep", "several", "negative", "input"), NULL, NULL},
-    {"Pad", CASES("rep", "value", "inputs", "reflect", "edge", "axes", "zero", "rank4"), NULL, NULL},
+    {"Pad", CASES("rep", "value", "inputs", "reflect", "edge", "axes", "zero", "rank4"), NULL,
+     NULL},
     {"Identity", CASES("rep", "edge"), NULL, NULL},
     {"Dropout", CASES("rep", "no_mask", "training_false"), NULL, NULL},
 };
