@@ -141,6 +141,7 @@ EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 EXTRA_DIST += tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_npz.c tests/fuzz/npy.dict tests/fuzz/npz.dict
 
 # ---- benchmarks: programs, not tests (`make bench` builds them) ----
+EXTRA_DIST += tests/bench/bench_util.h
 EXTRA_PROGRAMS = tests/bench/bench_forward
 tests_bench_bench_forward_SOURCES = tests/bench/bench_forward.c
 tests_bench_bench_forward_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)

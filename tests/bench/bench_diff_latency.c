@@ -17,6 +17,7 @@
 
 #include "bench_server.h"
 #include "upload.h"
+#include "bench_util.h"
 
 struct client {
     pthread_t thread;
@@ -82,13 +83,6 @@ client_loop(void *arg)
     }
     curl_easy_cleanup(h);
     return NULL;
-}
-
-static int
-cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
 }
 
 static int
@@ -234,7 +228,7 @@ main(int argc, char **argv)
         k += cl[i].n;
         free(cl[i].lat);
     }
-    qsort(all, total, sizeof *all, cmp_double);
+    qsort(all, total, sizeof *all, bench_cmp_double);
     bench_daemon_stop(&d);
     if (total == 0) {
         fprintf(stderr, "bench_diff_latency: no request succeeded (%d errors)\n", errors);

@@ -27,21 +27,7 @@
 #include "gpudiff/io.h"
 #include "gpudiff/model.h"
 #include "gpudiff/run.h"
-
-static double
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 /* knobs.threads for every session */
 static int threads;
@@ -148,7 +134,7 @@ run_once(struct gd_graph *g, const char *backend, const struct gd_tensor *input,
     if (mode == TO_DISK && gd_bundle_writer_new(dir, 1, &dc.w, &err) != 0)
         die("bundle", &err);
     const struct gd_tensor *inputs[1] = {input};
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     int rc = gd_session_run(s, 1, inputs, mode == NO_CAPTURE ? NULL : mode == TO_MEMORY ? to_memory
                                                                                         : to_disk,
                             mode == TO_MEMORY ? (void *)&mc : (void *)&dc, &err);
@@ -157,7 +143,7 @@ run_once(struct gd_graph *g, const char *backend, const struct gd_tensor *input,
         rc = gd_bundle_writer_commit(dc.w, meta, &err);
         json_decref(meta);
     }
-    double t = now_ms() - t0;
+    double t = bench_now_ms() - t0;
     if (rc != 0)
         die("run", &err);
     *captured = mc.bytes;
@@ -185,7 +171,7 @@ measure(const char *name, struct gd_graph *g, const char *backend, const struct 
         run_once(g, backend, input, (enum mode)mode, &bytes); /* warm-up */
         for (int r = 0; r < repeats; r++)
             t[r] = run_once(g, backend, input, (enum mode)mode, &bytes);
-        qsort(t, (size_t)repeats, sizeof t[0], cmp_double);
+        qsort(t, (size_t)repeats, sizeof t[0], bench_cmp_double);
         double med = t[repeats / 2];
         if (mode == NO_CAPTURE)
             base = med;

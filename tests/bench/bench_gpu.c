@@ -19,21 +19,7 @@
 #include "gpudiff/io.h"
 #include "gpudiff/model.h"
 #include "gpudiff/run.h"
-
-static double
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 struct counter {
     size_t bytes;
@@ -72,13 +58,6 @@ count_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
     return 0;
 }
 
-static double
-median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return t[n / 2];
-}
-
 /* Device-to-host copy bandwidth into pinned memory, GB/s, median of 5 copies of 1 GiB. */
 static double
 pinned_bandwidth(void)
@@ -106,7 +85,7 @@ pinned_bandwidth(void)
     cudaEventDestroy(b);
     cudaFree(dev);
     cudaFreeHost(host);
-    return median(t, 5);
+    return bench_median(t, 5);
 }
 
 int
@@ -156,9 +135,9 @@ main(int argc, char **argv)
             c.n_algos = 0;
             memset(c.algo_us, 0, sizeof c.algo_us);
             memset(c.algo_n, 0, sizeof c.algo_n);
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             int rc = gd_session_run(s, 1, inputs, mode ? count_layer : NULL, &c, &err);
-            double dt = now_ms() - t0;
+            double dt = bench_now_ms() - t0;
             if (rc != 0) {
                 fprintf(stderr, "bench_gpu: %s\n", err.msg);
                 return 1;
@@ -166,7 +145,7 @@ main(int argc, char **argv)
             if (r >= 0)
                 t[r] = dt;
         }
-        printf("%s_ms %.3f\n", mode ? "capture" : "forward", median(t, repeats));
+        printf("%s_ms %.3f\n", mode ? "capture" : "forward", bench_median(t, repeats));
         if (mode)
             printf("captured_bytes %zu\ncaptured_layers %d\n", c.bytes, c.layers);
         if (mode) /* the last run's device time per op kind */
@@ -188,13 +167,13 @@ main(int argc, char **argv)
     double t_upload[5];
     for (int r = 0; r < 5; r++) {
         void *dev = NULL;
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         cudaMalloc(&dev, gd_tensor_nbytes(input));
         cudaMemcpy(dev, input->data, gd_tensor_nbytes(input), cudaMemcpyHostToDevice);
-        t_upload[r] = now_ms() - t0;
+        t_upload[r] = bench_now_ms() - t0;
         cudaFree(dev);
     }
-    printf("input_upload_ms %.3f\n", median(t_upload, 5));
+    printf("input_upload_ms %.3f\n", bench_median(t_upload, 5));
     printf("pinned_d2h_gbps %.2f\n", pinned_bandwidth());
     const struct gd_env *env = gd_session_env(s);
     printf("gpu %s\n", gd_env_get(env, "gpu_name") ? gd_env_get(env, "gpu_name") : "?");

@@ -8,30 +8,9 @@
 #include <time.h>
 
 #include "gpudiff/compare.h"
+#include "bench_util.h"
 
 #define REPS 5
-
-static double
-now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int
-cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-static double
-median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 static uint64_t
 next_rand(uint64_t *s)
@@ -143,15 +122,15 @@ main(int argc, char **argv)
         return 1;
     }
     for (int r = 0; r < REPS; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         memcpy(copy, r % 2 ? a : b, bytes);
-        double t1 = now_s();
+        double t1 = bench_now_s();
         gd_metrics_compute(ta, tb, 1e-8, 1e-5, &m, &err);
-        double t2 = now_s();
+        double t2 = bench_now_s();
         t_copy[r] = t1 - t0;
         t_metrics[r] = t2 - t1;
     }
-    double copy_s = median(t_copy, REPS), metrics_s = median(t_metrics, REPS);
+    double copy_s = bench_median(t_copy, REPS), metrics_s = bench_median(t_metrics, REPS);
 
     if (npy_dir != NULL) {
         char path_a[4096], path_b[4096];
