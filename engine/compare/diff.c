@@ -41,8 +41,8 @@ gd_bundle_view(const struct gd_bundle *b, struct gd_run_view *out)
     out->user = (void *)b;
 }
 
-static int
-find_layer(const struct gd_run_view *v, const char *name)
+int
+gd__find_layer(const struct gd_run_view *v, const char *name)
 {
     for (int i = 0; i < v->n_layers; i++)
         if (strcmp(v->layers[i].name, name) == 0)
@@ -62,13 +62,13 @@ match_layers(const struct gd_run_view *a, const struct gd_run_view *b)
         return NULL;
     }
     for (int i = 0; i < a->n_layers; i++) {
-        to_b[i] = find_layer(b, a->layers[i].name);
+        to_b[i] = gd__find_layer(b, a->layers[i].name);
         if (to_b[i] >= 0)
             taken[to_b[i]] = 1;
     }
     for (int i = 0; i < a->n_layers; i++)
         if (to_b[i] < 0 && i < b->n_layers && !taken[i] &&
-            find_layer(a, b->layers[i].name) < 0) {
+            gd__find_layer(a, b->layers[i].name) < 0) {
             to_b[i] = i;
             taken[i] = 1;
         }
@@ -211,10 +211,11 @@ same_shape(const struct gd_bundle_layer *x, const struct gd_bundle_layer *y)
     return 1;
 }
 
-/* Measures every matched pair: metrics, normalized errors, bounds, precision. */
+/* Measures every matched pair: metrics, normalized errors, bounds, precision, and with a
+ * truth run each side's error against it, while the pair is loaded. */
 static int
 measure_all(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_view *b,
-            const int *to_b, struct gd_err *err)
+            const struct gd_run_view *truth, const int *to_b, struct gd_err *err)
 {
     for (int i = 0; i < a->n_layers; i++) {
         struct gd_diff_layer *dl = &d->layers[i];
@@ -228,6 +229,7 @@ measure_all(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_
         dl->reduction_len = la->reduction_len > 0 ? la->reduction_len : 1;
         dl->discontinuous = la->discontinuous > 0;
         dl->closer = 0;
+        dl->truth_err_a = dl->truth_err_b = NAN;
         if (to_b[i] < 0) {
             dl->verdict = GD_VERDICT_INCOMPARABLE;
             snprintf(dl->note, sizeof dl->note, "only in run a");
@@ -255,19 +257,23 @@ measure_all(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_
             return gd_err_prefix(err, "layer %s: ", la->name);
         struct gd_err merr = {0};
         rc = measure(dl, ta, tb, d->atol, d->rtol, &merr);
-        gd_tensor_free(ta);
-        gd_tensor_free(tb);
-        if (rc == GD_EDTYPE) {
+        if (rc == 0) {
+            gd__layer_bounds(dl);
+            if (truth != NULL)
+                rc = gd__truth_layer(dl, ta, tb, truth, err);
+        } else if (rc == GD_EDTYPE) {
             dl->verdict = GD_VERDICT_INCOMPARABLE;
             snprintf(dl->note, sizeof dl->note, "%.150s", merr.msg);
-            continue;
-        }
-        if (rc != 0) {
+            rc = 0;
+        } else {
             if (err != NULL)
                 *err = merr;
-            return gd_err_prefix(err, "layer %s: ", la->name);
+            rc = gd_err_prefix(err, "layer %s: ", la->name);
         }
-        gd__layer_bounds(dl);
+        gd_tensor_free(ta);
+        gd_tensor_free(tb);
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
@@ -288,7 +294,7 @@ inputs_of(const struct gd_run_view *a, int i, int *out, int max)
     size_t k;
     json_t *name;
     json_array_foreach(ins, k, name) {
-        int j = json_is_string(name) ? find_layer(a, json_string_value(name)) : -1;
+        int j = json_is_string(name) ? gd__find_layer(a, json_string_value(name)) : -1;
         if (j >= 0 && j < i && n < max)
             out[n++] = j;
     }
@@ -318,7 +324,8 @@ gd_diff_runs(const struct gd_run_view *a, const struct gd_run_view *b,
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
         goto done;
     }
-    rc = measure_all(d, a, b, to_b, err);
+    d->has_truth = truth != NULL;
+    rc = measure_all(d, a, b, truth, to_b, err);
     if (rc != 0)
         goto done;
     for (int i = 0; i < d->n_layers; i++) {
@@ -327,8 +334,6 @@ gd_diff_runs(const struct gd_run_view *a, const struct gd_run_view *b,
         gd__layer_verdict(d, i);
     }
     rc = gd__boundaries(d, a, b, err);
-    if (rc == 0 && truth != NULL)
-        rc = gd__truth(d, a, b, truth, err);
     if (rc == 0)
         d->env_diff = gd__env_diff(a->run, b->run);
     if (rc == 0)

@@ -24,10 +24,17 @@ void gd__layer_verdict(struct gd_diff *d, int i);
 int gd__boundaries(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_view *b,
                    struct gd_err *err);
 
-/* truth.c: each side's error against the reference run, and which is closer. */
-int gd__truth(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_view *b,
-              const struct gd_run_view *truth, struct gd_err *err);
+/* diff.c: the index of the layer named name in v, -1 when there is none. */
+int gd__find_layer(const struct gd_run_view *v, const char *name);
 
+/*
+ * truth.c: a measured layer's err on each side (tensors ta and tb) against the reference
+ * run's layer of the same name, and which side is closer. A layer the truth lacks, or whose
+ * size or dtype it cannot be compared in, keeps NAN errors; a truth layer that cannot be
+ * loaded is an error.
+ */
+int gd__truth_layer(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb,
+                    const struct gd_run_view *truth, struct gd_err *err);
 /* env_diff.c: [{"key", "a", "b"}] for backend, env.* and knobs.* that differ. */
 json_t *gd__env_diff(json_t *run_a, json_t *run_b);
 

@@ -5,7 +5,6 @@
  * the correctly rounded value has error 0.
  */
 #include <math.h>
-#include <string.h>
 
 #include "diff_internal.h"
 
@@ -32,53 +31,32 @@ err_against(struct gd_tensor *x, struct gd_tensor *t, double *out, struct gd_err
     return rc;
 }
 
-static int
-find_layer(const struct gd_run_view *v, const char *name)
-{
-    for (int i = 0; i < v->n_layers; i++)
-        if (strcmp(v->layers[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
 int
-gd__truth(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_view *b,
-          const struct gd_run_view *truth, struct gd_err *err)
+gd__truth_layer(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb,
+                const struct gd_run_view *truth, struct gd_err *err)
 {
-    d->has_truth = 1;
-    for (int i = 0; i < d->n_layers; i++) {
-        struct gd_diff_layer *dl = &d->layers[i];
-        int it = find_layer(truth, dl->name);
+    int it = gd__find_layer(truth, dl->name);
+    if (it < 0)
+        return 0;
+    struct gd_tensor *tt = NULL;
+    if (truth->load(truth->user, it, &tt, err) != 0)
+        return gd_err_prefix(err, "layer %s against the truth: ", dl->name);
+    struct gd_err local = {0};
+    int ok = gd_tensor_numel(ta) == gd_tensor_numel(tt) &&
+             err_against(ta, tt, &dl->truth_err_a, &local) == 0 &&
+             err_against(tb, tt, &dl->truth_err_b, &local) == 0;
+    gd_tensor_free(tt);
+    if (!ok) {
         dl->truth_err_a = dl->truth_err_b = NAN;
-        if (it < 0 || dl->index_b < 0 || dl->verdict == GD_VERDICT_INCOMPARABLE)
-            continue;
-        struct gd_tensor *ta = NULL, *tb = NULL, *tt = NULL;
-        int rc = truth->load(truth->user, it, &tt, err);
-        if (rc == 0)
-            rc = a->load(a->user, dl->index_a, &ta, err);
-        if (rc == 0)
-            rc = b->load(b->user, dl->index_b, &tb, err);
-        struct gd_err local = {0};
-        int ok = rc == 0 && gd_tensor_numel(ta) == gd_tensor_numel(tt) &&
-                 err_against(ta, tt, &dl->truth_err_a, &local) == 0 &&
-                 err_against(tb, tt, &dl->truth_err_b, &local) == 0;
-        gd_tensor_free(ta);
-        gd_tensor_free(tb);
-        gd_tensor_free(tt);
-        if (rc != 0)
-            return gd_err_prefix(err, "layer %s against the truth: ", dl->name);
-        if (!ok) {
-            dl->truth_err_a = dl->truth_err_b = NAN;
-            continue;
-        }
-        /* Within 10% of each other, neither side is closer. */
-        double ea = dl->truth_err_a, eb = dl->truth_err_b;
-        if (ea < 0.9 * eb)
-            dl->closer = 'a';
-        else if (eb < 0.9 * ea)
-            dl->closer = 'b';
-        else
-            dl->closer = '=';
+        return 0;
     }
+    /* Within 10% of each other, neither side is closer. */
+    double ea = dl->truth_err_a, eb = dl->truth_err_b;
+    if (ea < 0.9 * eb)
+        dl->closer = 'a';
+    else if (eb < 0.9 * ea)
+        dl->closer = 'b';
+    else
+        dl->closer = '=';
     return 0;
 }
