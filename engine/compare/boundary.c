@@ -72,10 +72,8 @@ done:
 }
 
 int
-gd__boundaries(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_view *b,
-               struct gd_err *err)
+gd__boundaries(struct gd_diff *d, const struct gd_run_view *b, struct gd_err *err)
 {
-    (void)a;
     for (int i = 0; i < d->n_layers; i++) {
         struct gd_diff_layer *dl = &d->layers[i];
         if (!dl->discontinuous || dl->verdict == GD_VERDICT_INCOMPARABLE)

@@ -333,7 +333,7 @@ gd_diff_runs(const struct gd_run_view *a, const struct gd_run_view *b,
         dl->n_inputs = inputs_of(a, i, dl->inputs, GD_DIFF_MAX_INPUTS);
         gd__layer_verdict(d, i);
     }
-    rc = gd__boundaries(d, a, b, err);
+    rc = gd__boundaries(d, b, err);
     if (rc == 0)
         d->env_diff = gd__env_diff(a->run, b->run);
     if (rc == 0)

@@ -21,8 +21,7 @@ void gd__layer_bounds(struct gd_diff_layer *dl);
 void gd__layer_verdict(struct gd_diff *d, int i);
 
 /* boundary.c: near-boundary and flip counts of the discontinuous layers that diverge. */
-int gd__boundaries(struct gd_diff *d, const struct gd_run_view *a, const struct gd_run_view *b,
-                   struct gd_err *err);
+int gd__boundaries(struct gd_diff *d, const struct gd_run_view *b, struct gd_err *err);
 
 /* diff.c: the index of the layer named name in v, -1 when there is none. */
 int gd__find_layer(const struct gd_run_view *v, const char *name);
