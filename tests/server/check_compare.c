@@ -19,6 +19,7 @@
 #include "blob.h"
 #include "compare.h"
 #include "db.h"
+#include "db_fixture.h"
 #include "run_doc.h"
 
 static char db_path[64];
@@ -101,10 +102,7 @@ add_run(const char *id, const char *created_at, const float out[4], int finish)
 static void
 setup(void)
 {
-    snprintf(db_path, sizeof db_path, "/tmp/check_compare.XXXXXX");
-    int fd = mkstemp(db_path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
+    dbf_temp(db_path, sizeof db_path, "check_compare");
     struct srv_db_opts opts = {5000, 0};
     struct gd_err err;
     ck_assert_msg(srv_store_open(db_path, &opts, &store, &err) == 0, "%s", err.msg);
@@ -122,12 +120,7 @@ static void
 teardown(void)
 {
     srv_store_close(store);
-    char p[80];
-    unlink(db_path);
-    snprintf(p, sizeof p, "%s-wal", db_path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", db_path);
-    unlink(p);
+    dbf_remove(db_path);
 }
 
 static int64_t

@@ -15,6 +15,7 @@
 #include "gpudiff/hash.h"
 #include "blob.h"
 #include "db.h"
+#include "db_fixture.h"
 #include "run_doc.h"
 
 static char db_path[64];
@@ -22,27 +23,14 @@ static char db_path[64];
 static struct srv_db *
 fresh_db(int sync_full)
 {
-    snprintf(db_path, sizeof db_path, "/tmp/check_db.XXXXXX");
-    int fd = mkstemp(db_path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    struct srv_db_opts opts = {1000, sync_full};
-    struct srv_db *db = NULL;
-    struct gd_err err;
-    ck_assert_msg(srv_db_open(db_path, &opts, &db, &err) == 0, "%s", err.msg);
-    return db;
+    return dbf_open(db_path, sizeof db_path, "check_db", sync_full, 0);
 }
 
 static void
 drop_db(struct srv_db *db)
 {
     srv_db_close(db);
-    char p[80];
-    unlink(db_path);
-    snprintf(p, sizeof p, "%s-wal", db_path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", db_path);
-    unlink(p);
+    dbf_remove(db_path);
 }
 
 /* One text value of a query. */
@@ -134,10 +122,7 @@ END_TEST
  */
 START_TEST(checkpoints_in_the_background)
 {
-    snprintf(db_path, sizeof db_path, "/tmp/check_db.XXXXXX");
-    int fd = mkstemp(db_path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
+    dbf_temp(db_path, sizeof db_path, "check_db");
     struct srv_db_opts opts = {1000, 0};
     struct srv_store *store = NULL;
     struct srv_db *db = NULL;
@@ -159,12 +144,7 @@ START_TEST(checkpoints_in_the_background)
     ck_assert_msg(sb.st_size >= 8388608, "the database file is %lld bytes: no checkpoint",
                   (long long)sb.st_size);
     srv_store_close(store);
-    char p[80];
-    unlink(db_path);
-    snprintf(p, sizeof p, "%s-wal", db_path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", db_path);
-    unlink(p);
+    dbf_remove(db_path);
 }
 END_TEST
 

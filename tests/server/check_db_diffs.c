@@ -14,6 +14,7 @@
 
 #include "compare.h"
 #include "db.h"
+#include "db_fixture.h"
 #include "run_doc.h"
 
 static char db_path[64];
@@ -21,28 +22,14 @@ static char db_path[64];
 static struct srv_db *
 fresh_db(void)
 {
-    snprintf(db_path, sizeof db_path, "/tmp/check_db_diffs.XXXXXX");
-    int fd = mkstemp(db_path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    struct srv_db_opts opts = {1000, 0};
-    struct srv_db *db = NULL;
-    struct gd_err err;
-    ck_assert_msg(srv_db_open(db_path, &opts, &db, &err) == 0, "%s", err.msg);
-    ck_assert_msg(srv_db_migrate(db, NULL, NULL, &err) == 0, "%s", err.msg);
-    return db;
+    return dbf_open(db_path, sizeof db_path, "check_db_diffs", 0, 1);
 }
 
 static void
 drop_db(struct srv_db *db)
 {
     srv_db_close(db);
-    char p[80];
-    unlink(db_path);
-    snprintf(p, sizeof p, "%s-wal", db_path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", db_path);
-    unlink(p);
+    dbf_remove(db_path);
 }
 
 static const char *RUN_A = "11111111-1111-4111-8111-111111111111";
