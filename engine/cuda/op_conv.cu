@@ -193,7 +193,10 @@ choose(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int transpose, struct
         nd->math = ctx->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
         return 0;
     }
-    int measured = how != CHOOSE_HEURISTIC;
+    /* Only autotune times the algorithms: deterministic takes cuDNN's heuristic order, so the
+     * choice, like the algorithm, is the same on every run (the fastest deterministic one by
+     * timing could differ between two runs, and with it the bits). */
+    int measured = how == CHOOSE_AUTOTUNE;
     if (!transpose) {
         cudnnConvolutionFwdAlgoPerf_t perf[MAX_ALGOS];
         if (measured)

@@ -60,6 +60,9 @@ check("TF32" in d["explanation"], "tf32 on: the explanation names TF32")
 check(L["fc1"]["algo"]["b"].startswith("cublasLt"), "tf32 on: fc1's algorithm is recorded (%s)" % L["fc1"]["algo"]["b"])
 
 d = load("det1-det2")
+algos = [(l["name"], l.get("algo", {}).get("a"), l.get("algo", {}).get("b")) for l in d["layers"]]
+check(all(a == b for _, a, b in algos),
+      "deterministic twice: the same algorithms (%s)" % [x for x in algos if x[1] != x[2]])
 check(all(l["verdict"] == "identical" for l in d["layers"]), "deterministic twice: bitwise identical")
 
 for pair in ("heur-auto", "heur-fixed", "off-b1", "off-b7"):
