@@ -191,6 +191,13 @@ void gd__spatial_in(const struct gd_shape *x, int64_t *hw);
 /* Product of dims (1 for a scalar). */
 int64_t gd__shape_numel(const struct gd_shape *s);
 
+/*
+ * v as one element of dtype, in out (at least 8 bytes): integers truncate toward zero
+ * (a non-finite v gives 0), bool is v != 0, floats round to nearest (once, for the 16-bit
+ * formats). The Pad ops' constant.
+ */
+void gd__scalar_bytes(enum gd_dtype dtype, double v, unsigned char *out);
+
 /* Monotonic clock in microseconds. */
 double gd__now_us(void);
 

@@ -297,6 +297,52 @@ gd_f64_to_bf16(double d)
 
 /* ---- element access and casts ---- */
 
+void
+gd__scalar_bytes(enum gd_dtype dtype, double v, unsigned char *out)
+{
+    int64_t i = isfinite(v) ? (int64_t)v : 0;
+    int8_t i8 = (int8_t)i;
+    int16_t i16 = (int16_t)i;
+    int32_t i32 = (int32_t)i;
+    uint8_t b = v != 0;
+    float f = (float)v;
+    uint16_t h;
+    switch (dtype) {
+    case GD_I8:
+    case GD_U8:
+        memcpy(out, &i8, 1);
+        break;
+    case GD_BOOL:
+        memcpy(out, &b, 1);
+        break;
+    case GD_I16:
+    case GD_U16:
+        memcpy(out, &i16, 2);
+        break;
+    case GD_I32:
+    case GD_U32:
+        memcpy(out, &i32, 4);
+        break;
+    case GD_I64:
+    case GD_U64:
+        memcpy(out, &i, 8);
+        break;
+    case GD_F16:
+    case GD_BF16:
+        h = dtype == GD_F16 ? gd_f64_to_f16(v) : gd_f64_to_bf16(v);
+        memcpy(out, &h, 2);
+        break;
+    case GD_F32:
+        memcpy(out, &f, 4);
+        break;
+    case GD_F64:
+        memcpy(out, &v, 8);
+        break;
+    case GD_DTYPE_COUNT:
+        break;
+    }
+}
+
 double
 gd_tensor_get_f64(const struct gd_tensor *t, int64_t i)
 {

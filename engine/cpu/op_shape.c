@@ -107,42 +107,6 @@ CPU_FN(transpose)(struct gd_op_call *c, struct gd_err *err)
     return 0;
 }
 
-/* The pad value in the tensor's dtype, as bytes (integers truncate, bool is v != 0). */
-static void
-pad_value_bytes(enum gd_dtype dtype, double v, unsigned char *out)
-{
-    real r = (real)v;
-    int64_t i = isfinite(v) ? (int64_t)v : 0;
-    int8_t i8 = (int8_t)i;
-    int16_t i16 = (int16_t)i;
-    int32_t i32 = (int32_t)i;
-    uint8_t b = v != 0;
-    switch (dtype) {
-    case GD_I8:
-    case GD_U8:
-        memcpy(out, &i8, 1);
-        break;
-    case GD_BOOL:
-        memcpy(out, &b, 1);
-        break;
-    case GD_I16:
-    case GD_U16:
-        memcpy(out, &i16, 2);
-        break;
-    case GD_I32:
-    case GD_U32:
-        memcpy(out, &i32, 4);
-        break;
-    case GD_I64:
-    case GD_U64:
-        memcpy(out, &i, 8);
-        break;
-    default: /* the backend's float type */
-        memcpy(out, &r, sizeof r);
-        break;
-    }
-}
-
 int
 CPU_FN(pad)(struct gd_op_call *c, struct gd_err *err)
 {
@@ -151,7 +115,7 @@ CPU_FN(pad)(struct gd_op_call *c, struct gd_err *err)
     const struct gd_params *p = c->params;
     size_t es = gd_dtype_size(x->dtype);
     unsigned char value[8];
-    pad_value_bytes(x->dtype, p->pad_value, value);
+    gd__scalar_bytes(x->dtype, p->pad_value, value);
     int nd = x->ndim;
     int64_t stride[GD_MAX_DIMS], s = 1;
     for (int i = nd - 1; i >= 0; i--) {

@@ -234,49 +234,6 @@ pad_kernel(const U *x, U *y, int64_t n, pad_geom g, U value)
     }
 }
 
-/*
- * The pad value in the tensor's dtype, as the CPU makes it: integers truncate toward zero
- * (non-finite values give 0), bool is v != 0, floats round to float32 (the only float dtype
- * this backend stores).
- */
-static int
-pad_value_bytes(enum gd_dtype dtype, double v, unsigned char *out, struct gd_err *err)
-{
-    float r = (float)v;
-    int64_t i = isfinite(v) ? (int64_t)v : 0;
-    int8_t i8 = (int8_t)i;
-    int16_t i16 = (int16_t)i;
-    int32_t i32 = (int32_t)i;
-    uint8_t b = v != 0;
-    switch (dtype) {
-    case GD_I8:
-    case GD_U8:
-        memcpy(out, &i8, 1);
-        return 0;
-    case GD_BOOL:
-        memcpy(out, &b, 1);
-        return 0;
-    case GD_I16:
-    case GD_U16:
-        memcpy(out, &i16, 2);
-        return 0;
-    case GD_I32:
-    case GD_U32:
-        memcpy(out, &i32, 4);
-        return 0;
-    case GD_I64:
-    case GD_U64:
-        memcpy(out, &i, 8);
-        return 0;
-    case GD_F32:
-        memcpy(out, &r, 4);
-        return 0;
-    default:
-        return gd_err_set(err, GD_EDTYPE, "Pad of %s: float tensors on cuda are float32",
-                          gd_dtype_name(dtype));
-    }
-}
-
 template <class U>
 static void
 pad_launch(const struct gd_tensor *x, struct gd_tensor *y, int64_t n, const pad_geom &g,
@@ -299,9 +256,14 @@ gd__cuda_pad(struct gd_op_call *c, struct gd_err *err)
     int64_t n = gd_tensor_numel(y), s = 1;
     unsigned char value[8] = {0};
     pad_geom g;
-    int rc = pad_value_bytes(x->dtype, p->pad_value, value, err);
-    if (rc != 0 || n == 0)
-        return rc;
+    /* float tensors on this backend are float32 */
+    if (gd_dtype_is_float(x->dtype) && x->dtype != GD_F32)
+        return gd_err_set(err, GD_EDTYPE, "Pad of %s: float tensors on cuda are float32",
+                          gd_dtype_name(x->dtype));
+    gd__scalar_bytes(x->dtype, p->pad_value, value);
+    if (n == 0)
+        return 0;
+    int rc = 0;
     g.ndim = x->ndim;
     g.mode = p->pad_mode;
     for (int i = x->ndim - 1; i >= 0; i--) {
