@@ -145,8 +145,11 @@ global_average_pool_kernel(const float *x, float *y, int64_t planes, int64_t len
 
 /* ---- entry points ---- */
 
-extern "C" int
-gd__cuda_max_pool(struct gd_op_call *c, struct gd_err *err)
+/* One thread per output of a windowed pool. */
+typedef void (*window_kernel)(const float *x, float *y, pool_geom g);
+
+static int
+launch_window_pool(struct gd_op_call *c, window_kernel kernel, struct gd_err *err)
 {
     struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
     pool_geom g = pool_geom_of(c);
@@ -154,27 +157,23 @@ gd__cuda_max_pool(struct gd_op_call *c, struct gd_err *err)
     int rc = 0;
     if (n == 0)
         return 0;
-    max_pool_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-        (const float *)c->in[0]->data, (float *)c->out[0]->data, g);
+    kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>((const float *)c->in[0]->data,
+                                                                     (float *)c->out[0]->data, g);
     GD_CUDA_CHECK_LAUNCH();
 done:
     return rc;
 }
 
 extern "C" int
+gd__cuda_max_pool(struct gd_op_call *c, struct gd_err *err)
+{
+    return launch_window_pool(c, max_pool_kernel, err);
+}
+
+extern "C" int
 gd__cuda_average_pool(struct gd_op_call *c, struct gd_err *err)
 {
-    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
-    pool_geom g = pool_geom_of(c);
-    int64_t n = gd_tensor_numel(c->out[0]);
-    int rc = 0;
-    if (n == 0)
-        return 0;
-    average_pool_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-        (const float *)c->in[0]->data, (float *)c->out[0]->data, g);
-    GD_CUDA_CHECK_LAUNCH();
-done:
-    return rc;
+    return launch_window_pool(c, average_pool_kernel, err);
 }
 
 extern "C" int
