@@ -11,7 +11,7 @@ EXTRA_DIST += tests/fixtures
 if HAVE_CHECK
 # ---- engine ----
 IO_CHECKS = tests/engine/check_npy tests/engine/check_npz tests/engine/check_safetensors \
-	tests/engine/check_array
+	tests/engine/check_array tests/engine/check_ops
 check_PROGRAMS += $(IO_CHECKS)
 TESTS += $(IO_CHECKS)
 tests_engine_check_npy_SOURCES = tests/engine/check_npy.c tests/engine/check_io.h
@@ -26,6 +26,9 @@ tests_engine_check_safetensors_LDADD = $(TEST_LIBS)
 tests_engine_check_array_SOURCES = tests/engine/check_array.c tests/engine/check_io.h
 tests_engine_check_array_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_array_LDADD = $(TEST_LIBS)
+tests_engine_check_ops_SOURCES = tests/engine/check_ops.c
+tests_engine_check_ops_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_ops_LDADD = $(TEST_LIBS)
 
 # The op tests run one-node models through real sessions (op_harness.c) on the cases of
 # tests/fixtures/ops, made by make_op_fixtures.py from the ONNX definitions, and check them

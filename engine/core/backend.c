@@ -44,3 +44,12 @@ gd_backend_names(void)
 {
     return backend_names;
 }
+
+int
+gd_backend_has_op(const char *backend, enum gd_op op)
+{
+    const struct gd__backend *b = gd__backend_find(backend);
+    if (b == NULL)
+        return GD_ENOENT;
+    return (unsigned)op < GD_OP_COUNT && b->ops[op] != NULL;
+}

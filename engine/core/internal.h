@@ -124,7 +124,7 @@ typedef int (*gd__infer_fn)(struct gd__infer_call *c, struct gd_err *err);
 /* GD_OP_COUNT entries, made from ops.def in ops.c. */
 extern const gd__infer_fn gd__infer_table[];
 
-#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) \
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) \
     int gd__infer_##family(struct gd__infer_call *c, struct gd_err *err);
 #include "ops.def"
 #undef GD_OP

@@ -5,14 +5,14 @@
 #include "internal.h"
 
 static const struct gd_op_info op_table[GD_OP_COUNT] = {
-#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) \
-    [GD_OP_##e] = {name, #family, min_in, max_in, red, ulps, disc},
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) \
+    [GD_OP_##e] = {name, #family, min_in, max_in, red, ulps, disc, ill, cuda},
 #include "ops.def"
 #undef GD_OP
 };
 
 const gd__infer_fn gd__infer_table[GD_OP_COUNT] = {
-#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) [GD_OP_##e] = gd__infer_##family,
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) [GD_OP_##e] = gd__infer_##family,
 #include "ops.def"
 #undef GD_OP
 };

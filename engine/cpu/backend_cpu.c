@@ -180,7 +180,7 @@ cpu_flush(void *ctx, struct gd_err *err)
 }
 
 static const gd_op_fn cpu_ops[GD_OP_COUNT] = {
-#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) [GD_OP_##e] = CPU_FN(fn),
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) [GD_OP_##e] = CPU_FN(fn),
 #include "../core/ops.def"
 #undef GD_OP
 };

@@ -177,7 +177,7 @@ gd__cpu_parallel(struct gd__cpu_ctx *ctx, int64_t n_tasks, gd__task_fn fn, void 
 void *CPU_FN(mem_alloc)(size_t n);
 
 /* One entry point per op: the names the backend table in backend_cpu.c lists. */
-#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) \
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) \
     int CPU_FN(fn)(struct gd_op_call *c, struct gd_err *err);
 #include "../core/ops.def"
 #undef GD_OP

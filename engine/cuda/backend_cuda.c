@@ -640,8 +640,14 @@ done:
 
 /* ---- the op table: NULL where the backend has no such op ---- */
 
+/* ops.def's CUDA column picks the entry: gd__cuda_<fn> where it is 1, NULL where it is 0. */
+#define GD__CUDA_ENTRY_1(fn) gd__cuda_##fn
+#define GD__CUDA_ENTRY_0(fn) NULL
+#define GD__CUDA_ENTRY(has, fn) GD__CUDA_ENTRY_##has(fn)
+
 static const gd_op_fn cuda_ops[GD_OP_COUNT] = {
-#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) [GD_OP_##e] = gd__cuda_##fn,
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) \
+    [GD_OP_##e] = GD__CUDA_ENTRY(cuda, fn),
 #include "../core/ops.def"
 #undef GD_OP
 };

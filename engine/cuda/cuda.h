@@ -138,7 +138,7 @@ int gd__cuda_scratch(struct gd__cuda_ctx *ctx, size_t bytes, void **out, struct 
 void gd__cuda_scratch_free(struct gd__cuda_ctx *ctx, void *p);
 
 /* Entry points, one per op (NULL in the table where the backend lacks one). */
-#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) \
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) \
     int gd__cuda_##fn(struct gd_op_call *c, struct gd_err *err);
 #include "../core/ops.def"
 #undef GD_OP

@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 enum gd_op {
-#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc) GD_OP_##e,
+#define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) GD_OP_##e,
 #include "../../core/ops.def"
 #undef GD_OP
     GD_OP_COUNT
@@ -40,6 +40,8 @@ struct gd_op_info {
     enum gd_reduction reduction;
     int ulps;               /* rounding added beyond the reduction, in units in the last place */
     int discontinuous;
+    int ill_conditioned;    /* 1/x, log, sqrt, pow: unbounded growth of errors near a pole */
+    int cuda;               /* 1 when the cuda backend has the op (in builds with CUDA) */
 };
 
 /* The traits of op; NULL for a value outside the enum. */

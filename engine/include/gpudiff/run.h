@@ -49,6 +49,10 @@ int gd_emulate_parse(const char *text, enum gd_emulate *e, unsigned *classes, st
 /* Names of the backends built into this library, NULL-terminated ("cpu", "cpu64", ...). */
 const char *const *gd_backend_names(void);
 
+/* 1 when the backend called name runs op, 0 when it lacks it; GD_ENOENT for a backend this
+ * library was built without. */
+int gd_backend_has_op(const char *backend, enum gd_op op);
+
 /* One fact about the machine and software a session ran on ("gpu_name": "NVIDIA H200"). */
 struct gd_env_item {
     char key[48];
