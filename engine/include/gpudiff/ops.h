@@ -82,6 +82,14 @@ struct gd_params {
     int64_t pads_nd[2 * GD_MAX_DIMS]; /* Pad: begins of each axis, then ends */
     enum gd_pad_mode pad_mode;
     double pad_value;
+    /*
+     * Set by shape inference when an output's row along dim 0 depends on input rows other
+     * than its own: a reduction, Softmax or ArgMax over axis 0, BatchNormalization with
+     * batch statistics, a loss averaged over rows, a Transpose, Reshape or Flatten that
+     * moves dim 0. Such a node makes a graph's result depend on how its input is sliced,
+     * so `--batch` refuses it (naming the node).
+     */
+    int mixes_batch;
 };
 
 #ifdef __cplusplus
