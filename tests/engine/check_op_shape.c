@@ -1,4 +1,5 @@
-/* check_op_shape.c: data movement ops (engine/cpu/op_shape.c): every result bitwise. */
+/* check_op_shape.c: data movement ops (engine/cpu/op_shape.c): every result bitwise. The
+ * cases of Slice, Split, Expand, Tile, DepthToSpace and SpaceToDepth are cases_idx.py's. */
 #include <stdlib.h>
 
 #include <check.h>
@@ -22,6 +23,15 @@ static const struct of_op shape_ops[] = {
      NULL},
     {"Identity", CASES("rep", "edge"), NULL, NULL},
     {"Dropout", CASES("rep", "no_mask", "training_false"), NULL, NULL},
+    {"Slice", CASES("rep", "default_axes", "negative_axes", "negative_steps", "clamp", "empty",
+                    "start_beyond", "big_step", "attrs", "int64_data", "edge"), NULL, NULL},
+    {"Split", CASES("rep", "axis1_sizes", "attr_sizes", "num_outputs_uneven", "four_parts",
+                    "zero_size", "int64_data"), NULL, NULL},
+    {"Expand", CASES("rep", "same_rank", "keep_dims", "scalar", "int64_data", "edge"), NULL,
+     NULL},
+    {"Tile", CASES("rep", "both", "rank4", "zero", "int64_data", "edge"), NULL, NULL},
+    {"DepthToSpace", CASES("rep", "crd", "dcr_b3", "crd_b3"), NULL, NULL},
+    {"SpaceToDepth", CASES("rep", "b3", "b1"), NULL, NULL},
 };
 /* clang-format on */
 
