@@ -1,6 +1,7 @@
 /*
  * check_op_index.c: the indexing ops (engine/cpu/op_index.c) on cpu and cpu64 against the
- * fixtures of cases_idx.py, and their run-time index errors.
+ * fixtures of cases_idx.py, and their run-time index errors (GD_TEST_OP_BACKENDS=cuda and
+ * CK_FORK=no run it all on the GPU: tests/bench/gpu_ops-idx.sh).
  *
  * Gathers, Trilu, OneHot, EyeLike and TopK select or copy values: bitwise equal to numpy,
  * NaN and -0 included. Scatters with reduction none, max or min copy one value per element:
@@ -112,11 +113,18 @@ expect_error(const char *backend, const char *op, const char *attrs, struct gd_t
     gd_tensor_free(out[0]);
 }
 
-static const char *const cpu_backends[] = {"cpu", "cpu64"};
+/* The backends of of_backends(), one per loop iteration. */
+static const char *
+backend_of(int i)
+{
+    const char *names[8];
+    int n = of_backends(names, 8);
+    return i < n ? names[i] : NULL;
+}
 
 START_TEST(test_gather_out_of_range)
 {
-    const char *be = cpu_backends[_i];
+    const char *be = backend_of(_i);
     int64_t xs[2] = {4, 3}, is[1] = {3};
     int64_t bad_hi[3] = {0, 4, 1}, bad_lo[3] = {-5, 0, 1};
     struct gd_tensor *in[2] = {oh_random(2, xs, 1), ints(GD_I64, 1, is, bad_hi)};
@@ -138,7 +146,7 @@ END_TEST
 
 START_TEST(test_gather_elements_nd_out_of_range)
 {
-    const char *be = cpu_backends[_i];
+    const char *be = backend_of(_i);
     int64_t xs[2] = {2, 3}, is[2] = {2, 2}, ndis[2] = {1, 2};
     int64_t ge[4] = {0, 1, 2, 0}, nd[2] = {1, 3};
     struct gd_tensor *in[2] = {oh_random(2, xs, 2), ints(GD_I64, 2, is, ge)};
@@ -154,7 +162,7 @@ END_TEST
 
 START_TEST(test_scatter_out_of_range)
 {
-    const char *be = cpu_backends[_i];
+    const char *be = backend_of(_i);
     int64_t xs[2] = {3, 2}, is[2] = {1, 2}, nds[2] = {2, 1};
     int64_t se[2] = {0, -4}, nd[2] = {1, 3};
     struct gd_tensor *in[3] = {oh_random(2, xs, 3), ints(GD_I64, 2, is, se), oh_random(2, is, 4)};
@@ -186,9 +194,11 @@ main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_case, 0, n_flat);
     tcase_add_test(tc, test_listing);
-    tcase_add_loop_test(tc, test_gather_out_of_range, 0, 2);
-    tcase_add_loop_test(tc, test_gather_elements_nd_out_of_range, 0, 2);
-    tcase_add_loop_test(tc, test_scatter_out_of_range, 0, 2);
+    const char *names[8];
+    int n_backends = of_backends(names, 8);
+    tcase_add_loop_test(tc, test_gather_out_of_range, 0, n_backends);
+    tcase_add_loop_test(tc, test_gather_elements_nd_out_of_range, 0, n_backends);
+    tcase_add_loop_test(tc, test_scatter_out_of_range, 0, n_backends);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

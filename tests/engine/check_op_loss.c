@@ -1,7 +1,7 @@
 /*
  * check_op_loss.c: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss
  * (engine/cpu/op_loss.c) on cpu and cpu64 against cases_idx.py's exact values, and their
- * target errors.
+ * target errors (on the GPU too with GD_TEST_OP_BACKENDS=cuda and CK_FORK=no).
  *
  * The bound (docs/NUMERICS.md, "Losses") is the ops' trait bound,
  *   (gamma_r(u) + 2 k u) mag + (r + k) denorm_min,  r = reduction_len, k = ulps of ops.def,
@@ -60,10 +60,11 @@ targets(enum gd_dtype dtype, int64_t n, const int64_t *values)
 START_TEST(test_target_out_of_range)
 {
     static const char *const ops[] = {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"};
-    static const char *const backends[] = {"cpu", "cpu64"};
+    const char *backends[8];
+    int n_backends = of_backends(backends, 8);
     int64_t xs[2] = {3, 4}, bad[3] = {1, 4, 0}, negative[3] = {-1, 0, 2};
     for (int o = 0; o < 2; o++) {
-        for (int b = 0; b < 2; b++) {
+        for (int b = 0; b < n_backends; b++) {
             for (unsigned mask = 0; mask <= 2; mask += 2) {
                 struct gd_tensor *in[2] = {oh_random(2, xs, 9), targets(GD_I64, 3, bad)};
                 struct gd_tensor *out[1] = {NULL};
