@@ -112,7 +112,7 @@ CUDA_KERNEL_SOURCES = \
 	engine/cuda/op_reduce.cu \
 	engine/cuda/op_shape.cu
 noinst_LIBRARIES += libgd_cuda_kernels.a
-libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh
+libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh engine/cuda/index.cuh
 noinst_LTLIBRARIES += libgd_cuda.la
 libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c
 libgd_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
@@ -131,6 +131,6 @@ SUFFIXES = .cu
 .cu.o:
 	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(NVCC) $(NVCCFLAGS) -c $< -o $@
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
-$(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h \
+$(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h engine/cuda/index.cuh \
 	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)
