@@ -30,7 +30,8 @@ gd__move_slice(const struct gd_tensor *x, const struct gd_params *p, const struc
     gd__strides_of(x, xs);
     move_identity_of(y, m);
     for (int i = 0; i < x->ndim; i++) {
-        m->stride[i] = p->slice_step[i] * xs[i];
+        /* An axis that yields at most one element never steps (its step may be huge). */
+        m->stride[i] = y->shape[i] > 1 ? p->slice_step[i] * xs[i] : 0;
         m->offset += p->slice_start[i] * xs[i];
     }
 }
