@@ -1,5 +1,6 @@
 /* check_op_shape.c: data movement ops (engine/cpu/op_shape.c): every result bitwise. The
- * cases of Slice, Split, Expand, Tile, DepthToSpace and SpaceToDepth are cases_idx.py's. */
+ * cases of Slice, Split, Expand, Tile, DepthToSpace and SpaceToDepth, and the older ops'
+ * int64_data cases, are cases_idx.py's. */
 #include <stdlib.h>
 
 #include <check.h>
@@ -11,14 +12,14 @@
 
 /* These ops copy values: the result must equal numpy's, bit for bit, NaN and -0 included. */
 static const struct of_op shape_ops[] = {
-    {"Concat", CASES("rep", "axis1", "axis_last", "axis_negative", "weight", "one_input"), NULL,
-     NULL},
+    {"Concat", CASES("rep", "axis1", "axis_last", "axis_negative", "weight", "one_input",
+                     "int64_data"), NULL, NULL},
     {"Flatten", CASES("rep", "axis0", "axis_negative", "axis_rank", "axis2"), NULL, NULL},
     {"Reshape", CASES("rep", "zero", "minus_one", "zero_and_minus_one", "allowzero",
-                      "allowzero_off", "scalar_out", "attr"), NULL, NULL},
-    {"Transpose", CASES("rep", "perm", "perm4", "identity_perm"), NULL, NULL},
-    {"Squeeze", CASES("rep", "all", "negative", "input"), NULL, NULL},
-    {"Unsqueeze", CASES("rep", "several", "negative", "input"), NULL, NULL},
+                      "allowzero_off", "scalar_out", "attr", "int64_data"), NULL, NULL},
+    {"Transpose", CASES("rep", "perm", "perm4", "identity_perm", "int64_data"), NULL, NULL},
+    {"Squeeze", CASES("rep", "all", "negative", "input", "int64_data"), NULL, NULL},
+    {"Unsqueeze", CASES("rep", "several", "negative", "input", "int64_data"), NULL, NULL},
     {"Pad", CASES("rep", "value", "inputs", "reflect", "edge", "axes", "zero", "rank4"), NULL,
      NULL},
     {"Identity", CASES("rep", "edge"), NULL, NULL},
