@@ -476,8 +476,8 @@ infer_topk(struct gd__infer_call *c, struct gd_err *err)
     return 0;
 }
 
-int
-gd__infer_index(struct gd__infer_call *c, struct gd_err *err)
+static int
+infer_op(struct gd__infer_call *c, struct gd_err *err)
 {
     if (c->node->op != GD_OP_TOPK && c->n_out != 1)
         return gd_err_set(err, GD_EMODEL, "%s has one output", gd_op_name(c->node->op));
@@ -503,4 +503,23 @@ gd__infer_index(struct gd__infer_call *c, struct gd_err *err)
     default: /* TopK */
         return infer_topk(c, err);
     }
+}
+
+/* 1 when every input present is a weight: the node's result depends on no row at all. */
+static int
+inputs_all_constant(const struct gd__infer_call *c)
+{
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] != NULL && c->in_const[i] == NULL)
+            return 0;
+    return 1;
+}
+
+int
+gd__infer_index(struct gd__infer_call *c, struct gd_err *err)
+{
+    int rc = infer_op(c, err);
+    if (rc == 0 && inputs_all_constant(c))
+        c->params->mixes_batch = 0;
+    return rc;
 }

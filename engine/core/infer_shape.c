@@ -628,8 +628,8 @@ infer_depth_space(struct gd__infer_call *c, struct gd_err *err)
     return 0;
 }
 
-int
-gd__infer_shape(struct gd__infer_call *c, struct gd_err *err)
+static int
+infer_op(struct gd__infer_call *c, struct gd_err *err)
 {
     static const char *const none[] = {NULL};
     int rc;
@@ -670,4 +670,23 @@ gd__infer_shape(struct gd__infer_call *c, struct gd_err *err)
             *c->out[0] = *c->in[0];
         return rc;
     }
+}
+
+/* 1 when every input present is a weight: the node's result depends on no row at all. */
+static int
+inputs_all_constant(const struct gd__infer_call *c)
+{
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] != NULL && c->in_const[i] == NULL)
+            return 0;
+    return 1;
+}
+
+int
+gd__infer_shape(struct gd__infer_call *c, struct gd_err *err)
+{
+    int rc = infer_op(c, err);
+    if (rc == 0 && inputs_all_constant(c))
+        c->params->mixes_batch = 0;
+    return rc;
 }
