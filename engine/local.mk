@@ -37,12 +37,16 @@ libgpudiff_la_SOURCES = \
 	engine/core/infer_conv.c \
 	engine/core/infer_eltwise.c \
 	engine/core/infer_gemm.c \
+	engine/core/infer_index.c \
+	engine/core/infer_loss.c \
 	engine/core/infer_norm.c \
 	engine/core/infer_pool.c \
 	engine/core/infer_reduce.c \
 	engine/core/infer_shape.c \
 	engine/core/infer_window.c \
 	engine/core/knobs.c \
+	engine/core/move.c \
+	engine/core/move.h \
 	engine/core/log.c \
 	engine/core/ops.c \
 	engine/core/pool.c \
@@ -72,6 +76,8 @@ CPU_SOURCES = \
 	engine/cpu/op_conv.c \
 	engine/cpu/op_eltwise.c \
 	engine/cpu/op_gemm.c \
+	engine/cpu/op_index.c \
+	engine/cpu/op_loss.c \
 	engine/cpu/op_norm.c \
 	engine/cpu/op_pool.c \
 	engine/cpu/op_reduce.c \
@@ -99,12 +105,14 @@ CUDA_KERNEL_SOURCES = \
 	engine/cuda/op_conv.cu \
 	engine/cuda/op_eltwise.cu \
 	engine/cuda/op_gemm.cu \
+	engine/cuda/op_index.cu \
+	engine/cuda/op_loss.cu \
 	engine/cuda/op_norm.cu \
 	engine/cuda/op_pool.cu \
 	engine/cuda/op_reduce.cu \
 	engine/cuda/op_shape.cu
 noinst_LIBRARIES += libgd_cuda_kernels.a
-libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh
+libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh engine/cuda/index.cuh
 noinst_LTLIBRARIES += libgd_cuda.la
 libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c
 libgd_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
@@ -123,6 +131,6 @@ SUFFIXES = .cu
 .cu.o:
 	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(NVCC) $(NVCCFLAGS) -c $< -o $@
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
-$(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h \
-	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def
+$(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h engine/cuda/index.cuh \
+	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)

@@ -86,6 +86,19 @@ tests_engine_check_gemm_kernel_LDADD = $(TEST_LIBS)
 tests_engine_check_backend_ops_SOURCES = tests/engine/check_backend_ops.c $(OP_TEST_SOURCES)
 tests_engine_check_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_backend_ops_LDADD = $(TEST_LIBS)
+# Indexing, data movement and losses (ops-idx).
+IDX_TESTS = tests/engine/check_op_index tests/engine/check_op_loss tests/engine/check_infer_index
+check_PROGRAMS += $(IDX_TESTS)
+TESTS += $(IDX_TESTS)
+tests_engine_check_op_index_SOURCES = tests/engine/check_op_index.c $(OP_TEST_SOURCES)
+tests_engine_check_op_index_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_op_index_LDADD = $(TEST_LIBS)
+tests_engine_check_op_loss_SOURCES = tests/engine/check_op_loss.c $(OP_TEST_SOURCES)
+tests_engine_check_op_loss_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_op_loss_LDADD = $(TEST_LIBS)
+tests_engine_check_infer_index_SOURCES = tests/engine/check_infer_index.c $(OP_TEST_SOURCES)
+tests_engine_check_infer_index_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_infer_index_LDADD = $(TEST_LIBS)
 
 # ---- server: linked against libsrv.la, gpudiffd less its main.c ----
 SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \

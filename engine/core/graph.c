@@ -466,6 +466,19 @@ gd_node_reduction_len(const struct gd_graph *g, int ni)
         return len;
     case GD_RED_AXIS:
         return x->dim[p->axis];
+    case GD_RED_SCATTER: /* inputs (data, indices, updates) */
+        if (p->scatter_reduction != GD_SCATTER_ADD && p->scatter_reduction != GD_SCATTER_MUL)
+            return 1;
+        if (n->op == GD_OP_SCATTER_ND) /* indices (..., k): one update per index tuple */
+            return 1 + (w->ndim > 0 && w->dim[w->ndim - 1] > 0
+                            ? gd__shape_numel(w) / w->dim[w->ndim - 1]
+                            : 0);
+        return 1 + w->dim[p->axis];
+    case GD_RED_LOSS: /* inputs (scores (N, C, d...), target (N, d...)) */
+        len = p->loss_reduction == GD_LOSS_NONE ? 1 : gd__shape_numel(w);
+        if (n->op == GD_OP_SCE_LOSS)
+            len += x->dim[1];
+        return len;
     }
     return 1;
 }

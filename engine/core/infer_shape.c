@@ -1,5 +1,7 @@
 /* infer_shape.c: data movement ops: Concat, Flatten, Reshape, Transpose, Squeeze, Unsqueeze,
- * Pad, Identity, Dropout (inference). Inputs of any dtype; the output keeps it. */
+ * Pad, Identity, Dropout, Slice, Split, Expand, Tile, DepthToSpace, SpaceToDepth (inference).
+ * Inputs of any dtype; the outputs keep it. */
+#include <stdint.h>
 #include <string.h>
 
 #include "internal.h"
@@ -59,6 +61,7 @@ infer_concat(struct gd__infer_call *c, struct gd_err *err)
         y.dim[c->params->axis] += s->dim[c->params->axis];
     }
     *c->out[0] = y;
+    c->params->mixes_batch = c->params->axis == 0 && c->n_in > 1;
     return 0;
 }
 
@@ -84,6 +87,7 @@ infer_flatten(struct gd__infer_call *c, struct gd_err *err)
     c->out[0]->ndim = 2;
     c->out[0]->dim[0] = outer;
     c->out[0]->dim[1] = inner;
+    c->params->mixes_batch = axis == 0 && x->ndim > 0;
     return 0;
 }
 
@@ -140,6 +144,8 @@ infer_reshape(struct gd__infer_call *c, struct gd_err *err)
                           gd_shape_format(x->ndim, x->dim, a, sizeof a), (long long)numel,
                           gd_shape_format(y->ndim, y->dim, b, sizeof b));
     }
+    /* Rows stay rows when dim 0 is kept: each row's elements are contiguous either side. */
+    c->params->mixes_batch = x->ndim < 1 || y->ndim < 1 || y->dim[0] != x->dim[0];
     return 0;
 }
 
@@ -170,6 +176,7 @@ infer_transpose(struct gd__infer_call *c, struct gd_err *err)
         seen[perm[i]] = 1;
         y->dim[i] = x->dim[perm[i]];
     }
+    c->params->mixes_batch = x->ndim > 0 && perm[0] != 0;
     return 0;
 }
 
@@ -209,6 +216,7 @@ infer_squeeze(struct gd__infer_call *c, struct gd_err *err)
         else
             y->dim[y->ndim++] = x->dim[i];
     }
+    p->mixes_batch = x->ndim > 0 && drop[0];
     return 0;
 }
 
@@ -243,6 +251,7 @@ infer_unsqueeze(struct gd__infer_call *c, struct gd_err *err)
     y->ndim = rank;
     for (int i = 0, k = 0; i < rank; i++)
         y->dim[i] = added[i] ? 1 : x->dim[k++];
+    c->params->mixes_batch = added[0];
     return 0;
 }
 
@@ -313,6 +322,7 @@ infer_pad(struct gd__infer_call *c, struct gd_err *err)
             return gd_err_set(err, GD_EMODEL, "edge padding of an empty axis");
         y->dim[i] = x->dim[i] + b + e;
     }
+    p->mixes_batch = x->ndim > 0 && (p->pads_nd[0] != 0 || p->pads_nd[x->ndim] != 0);
     return 0;
 }
 
@@ -344,12 +354,286 @@ infer_dropout(struct gd__infer_call *c, struct gd_err *err)
     return 0;
 }
 
-int
-gd__infer_shape(struct gd__infer_call *c, struct gd_err *err)
+/* Slice: one axis's clamped start and element count (ONNX's rules, any step but 0). */
+static void
+slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
+           int64_t *count)
+{
+    if (start < 0)
+        start += dim;
+    if (end < 0)
+        end += dim;
+    if (dim == 0) {
+        *first = 0;
+        *count = 0;
+        return;
+    }
+    if (step > 0) {
+        start = start < 0 ? 0 : (start > dim ? dim : start);
+        end = end < 0 ? 0 : (end > dim ? dim : end);
+        *first = start;
+        *count = end > start ? (end - start - 1) / step + 1 : 0;
+    } else {
+        start = start < 0 ? 0 : (start > dim - 1 ? dim - 1 : start);
+        end = end < -1 ? -1 : (end > dim - 1 ? dim - 1 : end);
+        *first = start;
+        /* step >= -INT64_MAX here (checked), so -step does not overflow */
+        *count = start > end ? (start - end - 1) / (-step) + 1 : 0;
+    }
+}
+
+static int
+infer_slice(struct gd__infer_call *c, struct gd_err *err)
+{
+    static const char *const known[] = {"starts", "ends", "axes", NULL};
+    const struct gd_shape *x = c->in[0];
+    struct gd_params *p = c->params;
+    int64_t starts[GD_MAX_DIMS], ends[GD_MAX_DIMS], axes[GD_MAX_DIMS], steps[GD_MAX_DIMS];
+    int ns = 0, ne = 0, na = 0, nst = 0;
+    int rc = gd__attr_check_known(c->node, known, err);
+    if (rc != 0)
+        return rc;
+    if (c->n_in > 1) {
+        /* opset 10 on: starts, ends, axes, steps as inputs, which must be weights */
+        static const char *const names[] = {"starts", "ends", "axes", "steps"};
+        int64_t *dst[] = {starts, ends, axes, steps};
+        int *cnt[] = {&ns, &ne, &na, &nst};
+        if (c->node->n_attrs > 0)
+            return gd_err_set(err, GD_EMODEL, "starts and ends given both as attributes and as "
+                              "inputs");
+        if (c->n_in < 3 || c->in[1] == NULL || c->in[2] == NULL)
+            return gd_err_set(err, GD_EMODEL, "starts and ends are required");
+        for (int i = 1; i < c->n_in && i <= 4; i++) {
+            if (c->in[i] == NULL)
+                continue;
+            if (c->in_const[i] == NULL)
+                return gd_err_set(err, GD_ENOTSUP, "%s must be a constant (a weight)",
+                                  names[i - 1]);
+            rc = gd__const_ints(c->in_const[i], names[i - 1], GD_MAX_DIMS, dst[i - 1], cnt[i - 1],
+                                err);
+            if (rc != 0)
+                return rc;
+        }
+    } else {
+        rc = gd__attr_ints(c->node, "starts", -1, GD_MAX_DIMS, starts, &ns, err);
+        if (rc == 0)
+            rc = gd__attr_ints(c->node, "ends", -1, GD_MAX_DIMS, ends, &ne, err);
+        if (rc == 0)
+            rc = gd__attr_ints(c->node, "axes", -1, GD_MAX_DIMS, axes, &na, err);
+        if (rc != 0)
+            return rc;
+        if (gd_node_attr(c->node, "starts") == NULL || gd_node_attr(c->node, "ends") == NULL)
+            return gd_err_set(err, GD_EMODEL, "starts and ends are required");
+    }
+    int given_axes = (c->n_in > 3 && c->in[3] != NULL) || gd_node_attr(c->node, "axes") != NULL;
+    int given_steps = c->n_in > 4 && c->in[4] != NULL;
+    if (ne != ns || (given_axes && na != ns) || (given_steps && nst != ns))
+        return gd_err_set(err, GD_EMODEL, "starts, ends, axes and steps have %d, %d, %d and %d "
+                          "values", ns, ne, given_axes ? na : ns, given_steps ? nst : ns);
+    struct gd_shape *y = c->out[0];
+    *y = *x;
+    int sliced[GD_MAX_DIMS] = {0};
+    for (int i = 0; i < x->ndim; i++) {
+        p->slice_start[i] = 0;
+        p->slice_step[i] = 1;
+    }
+    for (int i = 0; i < ns; i++) {
+        int64_t a = given_axes ? axes[i] : i, step = given_steps ? steps[i] : 1;
+        rc = gd__axis_norm(a, x->ndim, &a, err);
+        if (rc != 0)
+            return rc;
+        if (sliced[a])
+            return gd_err_set(err, GD_EMODEL, "axis %lld is sliced twice", (long long)a);
+        if (step == 0 || step == INT64_MIN)
+            return gd_err_set(err, GD_EMODEL, "steps[%d] is %lld", i, (long long)step);
+        sliced[a] = 1;
+        slice_axis(x->dim[a], starts[i], ends[i], step, &p->slice_start[a], &y->dim[a]);
+        p->slice_step[a] = step;
+    }
+    p->mixes_batch = x->ndim > 0 && sliced[0] &&
+                     !(p->slice_start[0] == 0 && p->slice_step[0] == 1 && y->dim[0] == x->dim[0]);
+    return 0;
+}
+
+static int
+infer_split(struct gd__infer_call *c, struct gd_err *err)
+{
+    static const char *const known[] = {"axis", "split", "num_outputs", NULL};
+    const struct gd_shape *x = c->in[0];
+    struct gd_params *p = c->params;
+    int64_t axis, num_outputs, split[GD__MAX_OP_OUTPUTS];
+    int n = 0, given = 0;
+    int rc = gd__attr_check_known(c->node, known, err);
+    if (rc == 0)
+        rc = gd__attr_int(c->node, "axis", 0, &axis, err);
+    if (rc == 0)
+        rc = gd__attr_int(c->node, "num_outputs", 0, &num_outputs, err);
+    if (rc == 0)
+        rc = ints_attr_or_input(c, "split", 1, GD__MAX_OP_OUTPUTS, split, &n, &given, err);
+    if (rc == 0)
+        rc = gd__axis_norm(axis, x->ndim, &p->axis, err);
+    if (rc != 0)
+        return rc;
+    int64_t len = x->dim[p->axis], total = 0;
+    int has_num = gd_node_attr(c->node, "num_outputs") != NULL;
+    if (given && has_num)
+        return gd_err_set(err, GD_EMODEL, "split and num_outputs are both given");
+    if (has_num && num_outputs != c->n_out)
+        return gd_err_set(err, GD_EMODEL, "num_outputs is %lld for %d outputs",
+                          (long long)num_outputs, c->n_out);
+    if (given) {
+        if (n != c->n_out)
+            return gd_err_set(err, GD_EMODEL, "split has %d sizes for %d outputs", n, c->n_out);
+        for (int i = 0; i < n; i++) {
+            if (split[i] < 0)
+                return gd_err_set(err, GD_EMODEL, "split[%d] is %lld", i, (long long)split[i]);
+            total += split[i];
+        }
+        if (total != len)
+            return gd_err_set(err, GD_ESHAPE, "split sizes add up to %lld for an axis of %lld",
+                              (long long)total, (long long)len);
+    } else if (has_num) {
+        /* opset 18: chunks of ceil(len / n), the last one smaller */
+        int64_t chunk = (len + c->n_out - 1) / c->n_out;
+        for (int i = 0; i < c->n_out; i++) {
+            split[i] = i + 1 < c->n_out ? chunk : len - chunk * (c->n_out - 1);
+            if (split[i] < 0)
+                return gd_err_set(err, GD_ESHAPE, "an axis of %lld does not split into %d "
+                                  "chunks of %lld", (long long)len, c->n_out, (long long)chunk);
+        }
+    } else {
+        if (len % c->n_out != 0)
+            return gd_err_set(err, GD_ESHAPE, "an axis of %lld does not split into %d equal "
+                              "parts", (long long)len, c->n_out);
+        for (int i = 0; i < c->n_out; i++)
+            split[i] = len / c->n_out;
+    }
+    for (int i = 0; i < c->n_out; i++) {
+        *c->out[i] = *x;
+        c->out[i]->dim[p->axis] = split[i];
+        c->out_dtype[i] = c->in_dtype[0];
+    }
+    p->mixes_batch = p->axis == 0 && c->n_out > 1;
+    return 0;
+}
+
+static int
+infer_expand(struct gd__infer_call *c, struct gd_err *err)
+{
+    static const char *const none[] = {NULL};
+    const struct gd_shape *x = c->in[0];
+    struct gd_shape want = {.ndim = 0};
+    int n = 0;
+    int rc = gd__attr_check_known(c->node, none, err);
+    if (rc != 0)
+        return rc;
+    if (c->in_const[1] == NULL)
+        return gd_err_set(err, GD_ENOTSUP, "shape must be a constant (a weight)");
+    rc = gd__const_ints(c->in_const[1], "shape", GD_MAX_DIMS, want.dim, &n, err);
+    if (rc != 0)
+        return rc;
+    want.ndim = n;
+    for (int i = 0; i < n; i++)
+        if (want.dim[i] < 0)
+            return gd_err_set(err, GD_EMODEL, "shape[%d] is %lld", i, (long long)want.dim[i]);
+    /* Expand broadcasts both ways: a 1 in shape keeps the input's dimension. */
+    rc = gd__broadcast_shape(x, &want, c->out[0], err);
+    if (rc != 0)
+        return rc;
+    const struct gd_shape *y = c->out[0];
+    c->params->mixes_batch = x->ndim < 1 || y->ndim != x->ndim || y->dim[0] != x->dim[0];
+    return 0;
+}
+
+static int
+infer_tile(struct gd__infer_call *c, struct gd_err *err)
+{
+    static const char *const none[] = {NULL};
+    const struct gd_shape *x = c->in[0];
+    int64_t reps[GD_MAX_DIMS];
+    int n = 0;
+    int rc = gd__attr_check_known(c->node, none, err);
+    if (rc != 0)
+        return rc;
+    if (c->in_const[1] == NULL)
+        return gd_err_set(err, GD_ENOTSUP, "repeats must be a constant (a weight)");
+    rc = gd__const_ints(c->in_const[1], "repeats", GD_MAX_DIMS, reps, &n, err);
+    if (rc != 0)
+        return rc;
+    if (n != x->ndim)
+        return gd_err_set(err, GD_EMODEL, "repeats has %d values for %d dimensions", n, x->ndim);
+    struct gd_shape *y = c->out[0];
+    *y = *x;
+    for (int i = 0; i < n; i++) {
+        if (reps[i] < 0)
+            return gd_err_set(err, GD_EMODEL, "repeats[%d] is %lld", i, (long long)reps[i]);
+        if (x->dim[i] > 0 && reps[i] > INT64_MAX / x->dim[i])
+            return gd_err_set(err, GD_ERANGE, "repeats[%d] = %lld is too large", i,
+                              (long long)reps[i]);
+        y->dim[i] = x->dim[i] * reps[i];
+    }
+    c->params->mixes_batch = x->ndim > 0 && reps[0] != 1;
+    return 0;
+}
+
+/* DepthToSpace and SpaceToDepth: (N, C, H, W) with a block of b x b. */
+static int
+infer_depth_space(struct gd__infer_call *c, struct gd_err *err)
+{
+    static const char *const known_d2s[] = {"blocksize", "mode", NULL};
+    static const char *const known_s2d[] = {"blocksize", NULL};
+    int d2s = c->node->op == GD_OP_DEPTH_TO_SPACE;
+    const struct gd_shape *x = c->in[0];
+    struct gd_params *p = c->params;
+    const char *mode = "DCR";
+    int rc = gd__attr_check_known(c->node, d2s ? known_d2s : known_s2d, err);
+    if (rc == 0 && gd_node_attr(c->node, "blocksize") == NULL)
+        rc = gd_err_set(err, GD_EMODEL, "blocksize is required");
+    if (rc == 0)
+        rc = gd__attr_int(c->node, "blocksize", 0, &p->blocksize, err);
+    if (rc == 0 && d2s)
+        rc = gd__attr_string(c->node, "mode", "DCR", &mode, err);
+    if (rc != 0)
+        return rc;
+    if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
+        return gd_err_set(err, GD_EMODEL, "mode %s (DCR or CRD)", mode);
+    p->crd = strcmp(mode, "CRD") == 0;
+    int64_t b = p->blocksize;
+    if (b < 1 || b > (1 << 20))
+        return gd_err_set(err, GD_EMODEL, "blocksize is %lld", (long long)b);
+    if (x->ndim != 4)
+        return gd_err_set(err, GD_ESHAPE, "%s takes a 4-D (N, C, H, W) input, not %d-D",
+                          gd_op_name(c->node->op), x->ndim);
+    struct gd_shape *y = c->out[0];
+    *y = *x;
+    if (d2s) {
+        if (x->dim[1] % (b * b) != 0)
+            return gd_err_set(err, GD_ESHAPE, "%lld channels are not a multiple of %lld",
+                              (long long)x->dim[1], (long long)(b * b));
+        if (x->dim[2] > INT64_MAX / b || x->dim[3] > INT64_MAX / b)
+            return gd_err_set(err, GD_ERANGE, "the result is too large");
+        y->dim[1] = x->dim[1] / (b * b);
+        y->dim[2] = x->dim[2] * b;
+        y->dim[3] = x->dim[3] * b;
+    } else {
+        if (x->dim[2] % b != 0 || x->dim[3] % b != 0)
+            return gd_err_set(err, GD_ESHAPE, "height %lld and width %lld must be multiples of "
+                              "%lld", (long long)x->dim[2], (long long)x->dim[3], (long long)b);
+        if (x->dim[1] > INT64_MAX / (b * b))
+            return gd_err_set(err, GD_ERANGE, "the result is too large");
+        y->dim[1] = x->dim[1] * b * b;
+        y->dim[2] = x->dim[2] / b;
+        y->dim[3] = x->dim[3] / b;
+    }
+    return 0;
+}
+
+static int
+infer_op(struct gd__infer_call *c, struct gd_err *err)
 {
     static const char *const none[] = {NULL};
     int rc;
-    if (c->node->op != GD_OP_DROPOUT && c->n_out != 1)
+    if (c->node->op != GD_OP_DROPOUT && c->node->op != GD_OP_SPLIT && c->n_out != 1)
         return gd_err_set(err, GD_EMODEL, "%s has one output", gd_op_name(c->node->op));
     c->out_dtype[0] = c->in_dtype[0];
     switch (c->node->op) {
@@ -369,10 +653,40 @@ gd__infer_shape(struct gd__infer_call *c, struct gd_err *err)
         return infer_pad(c, err);
     case GD_OP_DROPOUT:
         return infer_dropout(c, err);
+    case GD_OP_SLICE:
+        return infer_slice(c, err);
+    case GD_OP_SPLIT:
+        return infer_split(c, err);
+    case GD_OP_EXPAND:
+        return infer_expand(c, err);
+    case GD_OP_TILE:
+        return infer_tile(c, err);
+    case GD_OP_DEPTH_TO_SPACE:
+    case GD_OP_SPACE_TO_DEPTH:
+        return infer_depth_space(c, err);
     default: /* Identity */
         rc = gd__attr_check_known(c->node, none, err);
         if (rc == 0)
             *c->out[0] = *c->in[0];
         return rc;
     }
+}
+
+/* 1 when every input present is a weight: the node's result depends on no row at all. */
+static int
+inputs_all_constant(const struct gd__infer_call *c)
+{
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] != NULL && c->in_const[i] == NULL)
+            return 0;
+    return 1;
+}
+
+int
+gd__infer_shape(struct gd__infer_call *c, struct gd_err *err)
+{
+    int rc = infer_op(c, err);
+    if (rc == 0 && inputs_all_constant(c))
+        c->params->mixes_batch = 0;
+    return rc;
 }

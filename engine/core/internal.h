@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 #define GD__MAX_OP_INPUTS 64
-#define GD__MAX_OP_OUTPUTS 4
+#define GD__MAX_OP_OUTPUTS 64 /* Split's parts */
 
 /*
  * One execution of one node, as a backend's op function sees it. Inputs and outputs live

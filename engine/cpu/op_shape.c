@@ -1,11 +1,14 @@
 /*
- * op_shape.c: data movement on the CPU: copies, Concat, Transpose, Pad. These work on
- * bytes, so they serve every dtype (ArgMax's int64, comparisons' bool) in both backends.
+ * op_shape.c: data movement on the CPU: copies, Concat, Transpose, Pad, and the copy plans
+ * of engine/core/move.h (Slice, Split, Expand, Tile, DepthToSpace, SpaceToDepth). These work
+ * on bytes, so they serve every dtype (ArgMax's int64, comparisons' bool) in both backends.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "cpu.h"
 #include "../core/index_rules.h"
+#include "../core/move.h"
 
 /* Flatten, Reshape, Squeeze, Unsqueeze, Identity: C order is unchanged, so a copy. */
 static int
@@ -140,5 +143,127 @@ CPU_FN(pad)(struct gd_op_call *c, struct gd_err *err)
             idx[i] = 0;
         }
     }
+    return 0;
+}
+
+/* ---- Slice, Split, Expand, Tile, DepthToSpace, SpaceToDepth: copy plans (move.h) ---- */
+
+/* One run of n elements of size es from src (step `stride` elements) to contiguous dst. */
+static void
+move_row(const char *src, int64_t stride, char *dst, int64_t n, size_t es)
+{
+    if (stride == 1) {
+        memcpy(dst, src, (size_t)n * es);
+        return;
+    }
+    switch (es) {
+    case 1:
+        for (int64_t j = 0; j < n; j++)
+            ((uint8_t *)dst)[j] = ((const uint8_t *)src)[j * stride];
+        break;
+    case 2:
+        for (int64_t j = 0; j < n; j++)
+            ((uint16_t *)dst)[j] = ((const uint16_t *)src)[j * stride];
+        break;
+    case 4:
+        for (int64_t j = 0; j < n; j++)
+            ((uint32_t *)dst)[j] = ((const uint32_t *)src)[j * stride];
+        break;
+    case 8:
+        for (int64_t j = 0; j < n; j++)
+            ((uint64_t *)dst)[j] = ((const uint64_t *)src)[j * stride];
+        break;
+    default:
+        for (int64_t j = 0; j < n; j++)
+            memcpy(dst + (size_t)j * es, src + j * stride * (int64_t)es, es);
+    }
+}
+
+/* Runs a copy plan: the innermost axis as rows, the others by an odometer. */
+static void
+move_run(const struct gd__move *plan, const void *src, void *dst, size_t es)
+{
+    struct gd__move m = *plan;
+    gd__move_simplify(&m);
+    if (m.ndim == 1 && m.shape[0] == 0)
+        return;
+    const char *s = (const char *)src + m.offset * (int64_t)es;
+    char *d = dst;
+    if (m.ndim == 0) {
+        memcpy(d, s, es);
+        return;
+    }
+    int last = m.ndim - 1;
+    int64_t row = m.shape[last], rows = 1, idx[GD__MOVE_MAX_DIMS] = {0}, off = 0;
+    for (int i = 0; i < last; i++)
+        rows *= m.shape[i];
+    for (int64_t r = 0; r < rows; r++) {
+        move_row(s + off * (int64_t)es, m.stride[last], d, row, es);
+        d += (size_t)row * es;
+        for (int i = last - 1; i >= 0; i--) {
+            off += m.stride[i];
+            if (++idx[i] < m.shape[i])
+                break;
+            off -= m.stride[i] * m.shape[i];
+            idx[i] = 0;
+        }
+    }
+}
+
+int
+CPU_FN(slice)(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_slice(c->in[0], c->params, c->out[0], &m);
+    move_run(&m, c->in[0]->data, c->out[0]->data, gd_dtype_size(c->in[0]->dtype));
+    return 0;
+}
+
+int
+CPU_FN(split)(struct gd_op_call *c, struct gd_err *err)
+{
+    int64_t first = 0, axis = c->params->axis;
+    for (int k = 0; k < c->n_out; k++) {
+        struct gd__move m;
+        gd__move_split(c->in[0], axis, first, c->out[k], &m);
+        move_run(&m, c->in[0]->data, c->out[k]->data, gd_dtype_size(c->in[0]->dtype));
+        first += c->out[k]->shape[axis];
+    }
+    return 0;
+}
+
+int
+CPU_FN(expand)(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_expand(c->in[0], c->out[0], &m);
+    move_run(&m, c->in[0]->data, c->out[0]->data, gd_dtype_size(c->in[0]->dtype));
+    return 0;
+}
+
+int
+CPU_FN(tile)(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_tile(c->in[0], c->out[0], &m);
+    move_run(&m, c->in[0]->data, c->out[0]->data, gd_dtype_size(c->in[0]->dtype));
+    return 0;
+}
+
+int
+CPU_FN(depth_to_space)(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_depth_to_space(c->in[0], c->params, c->out[0], &m);
+    move_run(&m, c->in[0]->data, c->out[0]->data, gd_dtype_size(c->in[0]->dtype));
+    return 0;
+}
+
+int
+CPU_FN(space_to_depth)(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_space_to_depth(c->in[0], c->params, c->out[0], &m);
+    move_run(&m, c->in[0]->data, c->out[0]->data, gd_dtype_size(c->in[0]->dtype));
     return 0;
 }

@@ -211,6 +211,65 @@ done:
     return rc;
 }
 
+/*
+ * MatMul's batch axes (numpy broadcasting) as one strided batch, or as a loop of strided
+ * batches: the longest run of trailing batch axes over which each operand's matrices are
+ * evenly spaced (stride 0 where it broadcasts) becomes cuBLASLt's batch, the axes before it
+ * a loop on the host, every product with the same descriptor and algorithm.
+ */
+struct mm_batches {
+    int nb;                          /* output batch axes */
+    int64_t shape[GD_MAX_DIMS];
+    int64_t sa[GD_MAX_DIMS], sb[GD_MAX_DIMS]; /* each operand's stride, in matrices */
+    int split;                       /* axes [split, nb) are the strided batch */
+    int64_t inner, outer;            /* batches per product, products */
+};
+
+static void
+mm_batches_of(const struct gd_tensor *a, const struct gd_tensor *b, struct mm_batches *mb)
+{
+    int a_batch = a->ndim > 2 ? a->ndim - 2 : 0, b_batch = b->ndim > 2 ? b->ndim - 2 : 0;
+    int64_t stride_a = 1, stride_b = 1;
+    mb->nb = a_batch > b_batch ? a_batch : b_batch;
+    for (int i = mb->nb - 1; i >= 0; i--) {
+        int ia = i - (mb->nb - a_batch), ib = i - (mb->nb - b_batch);
+        int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+        mb->shape[i] = da > db ? da : db;
+        mb->sa[i] = da == 1 ? 0 : stride_a;
+        mb->sb[i] = db == 1 ? 0 : stride_b;
+        stride_a *= da;
+        stride_b *= db;
+    }
+    /* Grow the strided run from the innermost axis while both operands stay evenly spaced:
+     * axis i joins when its strides are the next inner axis of length > 1 (j) times that
+     * length; axes of length 1 join freely. */
+    mb->split = mb->nb;
+    mb->inner = 1;
+    for (int j = -1; mb->split > 0; mb->split--) {
+        int i = mb->split - 1;
+        if (mb->shape[i] == 1)
+            continue;
+        if (j >= 0 && (mb->sa[i] != mb->sa[j] * mb->shape[j] ||
+                       mb->sb[i] != mb->sb[j] * mb->shape[j]))
+            break;
+        mb->inner *= mb->shape[i];
+        j = i;
+    }
+    mb->outer = 1;
+    for (int i = 0; i < mb->split; i++)
+        mb->outer *= mb->shape[i];
+}
+
+/* The stride, in matrices, between consecutive batches of the strided run. */
+static int64_t
+mm_run_stride(const struct mm_batches *mb, const int64_t *s)
+{
+    for (int i = mb->nb - 1; i >= mb->split; i--)
+        if (mb->shape[i] > 1)
+            return s[i];
+    return 0;
+}
+
 extern "C" int
 gd__cuda_matmul(struct gd_op_call *c, struct gd_err *err)
 {
@@ -221,27 +280,43 @@ gd__cuda_matmul(struct gd_op_call *c, struct gd_err *err)
     int64_t m = a->ndim == 1 ? 1 : a->shape[a->ndim - 2];
     int64_t k = a->shape[a->ndim - 1];
     int64_t n = b->ndim == 1 ? 1 : b->shape[b->ndim - 1];
-    int64_t batch = 1;
-    for (int i = 0; i + 2 < y->ndim + (a->ndim == 1) + (b->ndim == 1); i++)
-        batch *= y->shape[i];
-    /* Each operand's batch dims must be all of the output's or none (stride 0); other
-     * broadcasts loop over the output batches one product at a time. */
-    int64_t a_batch = a->ndim > 2 ? gd_tensor_numel(a) / (m * k > 0 ? m * k : 1) : 1;
-    int64_t b_batch = b->ndim > 2 ? gd_tensor_numel(b) / (k * n > 0 ? k * n : 1) : 1;
-    int strided = (a_batch == batch || a_batch == 1) && (b_batch == batch || b_batch == 1);
-    if (!strided)
-        return gd_err_set(err, GD_ENOTSUP, "MatMul with partly broadcast batch dimensions "
-                          "(%lld and %lld batches into %lld) is not supported on cuda",
-                          (long long)a_batch, (long long)b_batch, (long long)batch);
-    int64_t sa = a_batch == 1 ? 0 : m * k, sb = b_batch == 1 ? 0 : k * n;
-    int64_t key[16] = {m, n, k, 0, 0, batch, sa, sb};
+    struct mm_batches mb;
+    mm_batches_of(a, b, &mb);
+    if (mb.inner > INT32_MAX)
+        return gd_err_set(err, GD_ENOTSUP, "MatMul of %lld batches on cuda (cuBLASLt takes at "
+                          "most %d)", (long long)mb.inner, INT32_MAX);
+    int64_t sa = mm_run_stride(&mb, mb.sa) * m * k, sb = mm_run_stride(&mb, mb.sb) * k * n;
+    int64_t key[16] = {m, n, k, 0, 0, mb.inner, sa, sb};
     rc = prepare(c, ctx, nd, key, err);
     if (rc != 0)
         return rc;
-    if (m * n * batch > 0 && k == 0)
+    if (mb.outer > 1)
+        snprintf(c->algo, sizeof c->algo, "%.32s, %lld products", nd->algo_text,
+                 (long long)mb.outer);
+    if (gd_tensor_numel(y) == 0)
+        return 0;
+    if (k == 0) {
         GD_CUDA_TRY(cudaMemsetAsync(y->data, 0, gd_tensor_nbytes(y), ctx->compute));
-    else if (m * n * batch > 0)
-        rc = run(ctx, nd, a->data, b->data, y->data, 1.0f, 0.0f, err);
+        return 0;
+    }
+    {
+        int64_t idx[GD_MAX_DIMS] = {0};
+        for (int64_t t = 0; t < mb.outer && rc == 0; t++) {
+            int64_t oa = 0, ob = 0;
+            for (int i = 0; i < mb.split; i++) {
+                oa += idx[i] * mb.sa[i];
+                ob += idx[i] * mb.sb[i];
+            }
+            rc = run(ctx, nd, (const float *)a->data + oa * m * k,
+                     (const float *)b->data + ob * k * n,
+                     (float *)y->data + t * mb.inner * m * n, 1.0f, 0.0f, err);
+            for (int i = mb.split - 1; i >= 0; i--) {
+                if (++idx[i] < mb.shape[i])
+                    break;
+                idx[i] = 0;
+            }
+        }
+    }
 done:
     return rc;
 }

@@ -1,11 +1,14 @@
-/* op_shape.cu: data movement on the GPU: copies, Concat, Transpose, Pad. They move elements
- * by their size in bytes, so they serve every dtype (ArgMax's int64, comparisons' bool). */
+/* op_shape.cu: data movement on the GPU: copies, Concat, Transpose, Pad, and the copy plans of
+ * engine/core/move.h (Slice, Split, Expand, Tile, DepthToSpace, SpaceToDepth), the very plans
+ * the CPU runs. They move elements by their size in bytes, so they serve every dtype
+ * (ArgMax's int64, comparisons' bool). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels.cuh"
 #include "../core/index_rules.h"
+#include "../core/move.h"
 
 /* Flatten, Reshape, Squeeze, Unsqueeze, Identity: C order is unchanged, so a copy. */
 static int
@@ -293,4 +296,116 @@ gd__cuda_pad(struct gd_op_call *c, struct gd_err *err)
     GD_CUDA_CHECK_LAUNCH();
 done:
     return rc;
+}
+
+/* ---- Slice, Split, Expand, Tile, DepthToSpace, SpaceToDepth: the CPU's copy plans ---- */
+
+/* y[i] = x[offset + sum idx_d stride_d], idx the multi-index of i over the plan's shape. */
+template <class U>
+static __global__ void
+move_kernel(const U *x, U *y, int64_t n, gd__move m)
+{
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        int64_t rest = i, off = m.offset;
+        for (int d = m.ndim - 1; d >= 0; d--) {
+            off += rest % m.shape[d] * m.stride[d];
+            rest /= m.shape[d];
+        }
+        y[i] = x[off];
+    }
+}
+
+/* Runs a plan (simplified first, as the CPU runs it) from x into y. */
+static int
+move_run(struct gd_op_call *c, const struct gd__move *plan, const struct gd_tensor *x,
+         struct gd_tensor *y, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    int64_t n = gd_tensor_numel(y);
+    unsigned blocks = gd__cuda_blocks(n);
+    struct gd__move m = *plan;
+    int rc = 0;
+    if (n == 0)
+        return 0;
+    gd__move_simplify(&m);
+    switch (gd_dtype_size(x->dtype)) {
+    case 1:
+        move_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint8_t *)x->data,
+                                                                  (uint8_t *)y->data, n, m);
+        break;
+    case 2:
+        move_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint16_t *)x->data,
+                                                                  (uint16_t *)y->data, n, m);
+        break;
+    case 4:
+        move_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint32_t *)x->data,
+                                                                  (uint32_t *)y->data, n, m);
+        break;
+    case 8:
+        move_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint64_t *)x->data,
+                                                                  (uint64_t *)y->data, n, m);
+        break;
+    default:
+        return gd_err_set(err, GD_EDTYPE, "%s of %s", gd_op_name(c->node->op),
+                          gd_dtype_name(x->dtype));
+    }
+    GD_CUDA_CHECK_LAUNCH();
+done:
+    return rc;
+}
+
+extern "C" int
+gd__cuda_slice(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_slice(c->in[0], c->params, c->out[0], &m);
+    return move_run(c, &m, c->in[0], c->out[0], err);
+}
+
+extern "C" int
+gd__cuda_split(struct gd_op_call *c, struct gd_err *err)
+{
+    int64_t first = 0, axis = c->params->axis;
+    for (int k = 0; k < c->n_out; k++) {
+        struct gd__move m;
+        gd__move_split(c->in[0], axis, first, c->out[k], &m);
+        int rc = move_run(c, &m, c->in[0], c->out[k], err);
+        if (rc != 0)
+            return rc;
+        first += c->out[k]->shape[axis];
+    }
+    return 0;
+}
+
+extern "C" int
+gd__cuda_expand(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_expand(c->in[0], c->out[0], &m);
+    return move_run(c, &m, c->in[0], c->out[0], err);
+}
+
+extern "C" int
+gd__cuda_tile(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_tile(c->in[0], c->out[0], &m);
+    return move_run(c, &m, c->in[0], c->out[0], err);
+}
+
+extern "C" int
+gd__cuda_depth_to_space(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_depth_to_space(c->in[0], c->params, c->out[0], &m);
+    return move_run(c, &m, c->in[0], c->out[0], err);
+}
+
+extern "C" int
+gd__cuda_space_to_depth(struct gd_op_call *c, struct gd_err *err)
+{
+    struct gd__move m;
+    gd__move_space_to_depth(c->in[0], c->params, c->out[0], &m);
+    return move_run(c, &m, c->in[0], c->out[0], err);
 }

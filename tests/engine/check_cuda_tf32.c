@@ -1,5 +1,6 @@
 /*
- * check_cuda_tf32.c: with --tf32 on, the cuda backend's Gemm, and its Conv where the
+ * check_cuda_tf32.c: with --tf32 on, the cuda backend's Gemm and MatMul (4-D batches, one
+ * strided batch and a loop of them where a batch axis broadcasts), and its Conv where the
  * algorithm ran on tensor cores (the layer's math says "tf32"), err like a 10-bit mantissa:
  * each output is within (2 u_t + u_t^2 + gamma_n(2^-24)) sum|a_k b_k| of the float64 result,
  * u_t = 2^-11 the TF32 unit roundoff (both inputs rounded, products exact, float32
@@ -100,8 +101,8 @@ check(const char *op, int n_in, struct gd_tensor **in, const char *attrs, double
                ok ? "ok  " : "FAIL", op, tf32 ? "on" : "off", oh_last_math, oh_last_algo, w, bound,
                tensor_cores ? "(TF32 range)" : "(FP32 range)");
         failed |= !ok;
-        if (strcmp(op, "Gemm") == 0 && tf32 && !tensor_cores) {
-            printf("FAIL Gemm with tf32 on did not report tf32 math\n");
+        if (strcmp(op, "Conv") != 0 && tf32 && !tensor_cores) {
+            printf("FAIL %s with tf32 on did not report tf32 math\n", op);
             failed = 1;
         }
         gd_tensor_free(got);
@@ -123,9 +124,21 @@ main(void)
     int64_t x_shape[4] = {2, 64, 16, 16}, w_shape[4] = {64, 64, 3, 3};
     struct gd_tensor *conv_in[2] = {oh_random(4, x_shape, 3), oh_random(4, w_shape, 4)};
     failed |= check("Conv", 2, conv_in, "{\"pads\": [1, 1, 1, 1]}", 64 * 9);
+    /* MatMul's batches: one strided batch, and a loop of them (B broadcast from 1) */
+    int64_t qa[4] = {2, 3, 64, 256}, kb[4] = {2, 3, 256, 64}, kb1[4] = {1, 3, 256, 64};
+    int64_t qa2[4] = {2, 1, 64, 256};
+    struct gd_tensor *mm_in[2] = {oh_random(4, qa, 5), oh_random(4, kb, 6)};
+    failed |= check("MatMul", 2, mm_in, NULL, 256);
+    gd_tensor_free(mm_in[1]);
+    mm_in[1] = oh_random(4, kb1, 7);
+    failed |= check("MatMul", 2, mm_in, NULL, 256);
+    gd_tensor_free(mm_in[0]);
+    mm_in[0] = oh_random(4, qa2, 8);
+    failed |= check("MatMul", 2, mm_in, NULL, 256);
     for (int i = 0; i < 2; i++) {
         gd_tensor_free(gemm_in[i]);
         gd_tensor_free(conv_in[i]);
+        gd_tensor_free(mm_in[i]);
     }
     return failed ? 1 : 0;
 }

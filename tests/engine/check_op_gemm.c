@@ -12,7 +12,10 @@ static const char *const gemm_cases[] = {
 
 static const char *const matmul_cases[] = {
     "rep", "batched", "broadcast", "broadcast_2d", "broadcast_a", "vec_mat", "mat_vec",
-    "vec_vec", "batched_vec", "vec_batched", "large_k", NULL};
+    "vec_vec", "batched_vec", "vec_batched", "large_k",
+    /* cases_idx.py: 4-D batches, batch dims of 1 against N, operands computed at run time */
+    "attention_4d", "batch1_against_n", "partial_broadcast", "vec_4d", "4d_vec", "weight_a",
+    NULL};
 /* clang-format on */
 
 /*

@@ -248,14 +248,33 @@ of_compare(const struct of_case *c, const char *backend, int k, const struct gd_
     return bad;
 }
 
+int
+of_backends(const char **out, int max)
+{
+    static char list[256];
+    const char *want = getenv("GD_TEST_OP_BACKENDS");
+    int n = 0;
+    if (want == NULL || want[0] == '\0' || max < 2) {
+        out[0] = "cpu";
+        out[1] = "cpu64";
+        return max < 2 ? 1 : 2;
+    }
+    snprintf(list, sizeof list, "%s", want);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok != NULL && n < max;
+         tok = strtok_r(NULL, ",", &save))
+        out[n++] = tok;
+    return n;
+}
+
 void
 of_check_case(const char *op, const char *name, of_bound_fn bound, void *user)
 {
-    static const char *const backends[] = {"cpu", "cpu64"};
+    const char *backends[8];
+    int n_backends = of_backends(backends, 8);
     struct of_case c;
     ck_assert_msg(of_case_load(op, name, &c) == 0, "cannot load the case %s/%s", op, name);
     int64_t bad = 0;
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < n_backends; b++) {
         struct gd_tensor *out[OF_MAX_OUT] = {0};
         struct gd_err err = {0};
         int rc = of_case_run(&c, backends[b], NULL, out, &err);

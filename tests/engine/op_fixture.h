@@ -66,8 +66,15 @@ typedef double (*of_bound_fn)(const struct of_case *c, int k, int64_t i, enum gd
 int64_t of_compare(const struct of_case *c, const char *backend, int k, const struct gd_tensor *got,
                    of_bound_fn bound, void *user);
 
-/* Runs the case on `cpu` and `cpu64` and checks every output with bound (NULL: bitwise). */
+/* Runs the case on of_backends() and checks every output with bound (NULL: bitwise). */
 void of_check_case(const char *op, const char *name, of_bound_fn bound, void *user);
+
+/*
+ * The backends the cases run on: `cpu` and `cpu64`, or the comma list GD_TEST_OP_BACKENDS
+ * (on a GPU machine "cuda", with CK_FORK=no since CUDA does not survive fork()). Fills
+ * out[0 .. max) and returns the count; the names stay valid until the next call.
+ */
+int of_backends(const char **out, int max);
 
 /*
  * Checks that tests/fixtures/ops/<op>/ holds exactly the NULL-terminated list of cases, so a

@@ -20,7 +20,7 @@ static int
 collect_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
 {
     struct collect *c = user;
-    if (layer->output_slot >= c->n_out)
+    if (layer->output_slot >= c->n_out || strcmp(layer->node_name, "node") != 0)
         return 0;
     if (layer->output_slot == 0) {
         snprintf(oh_last_math, sizeof oh_last_math, "%s", layer->math);
@@ -60,14 +60,17 @@ inline_weight(const char *name, const struct gd_tensor *t)
 
 /*
  * The one-node model as JSON text (caller frees): inputs not flagged constant become graph
- * inputs, listed in feed[0..*n_feed) in order.
+ * inputs, listed in feed[0..*n_feed) in order. The node is named "node". An integer or bool
+ * input not flagged constant (token ids, targets) is a value computed at run time: a weight
+ * passed through an Identity node, so the op sees it as it sees any computed tensor; a model
+ * left without a graph input gets an unused one.
  */
 static char *
 model_text(const char *op, int n_in, struct gd_tensor *const *in, unsigned const_mask,
            const char *attrs_json, int n_out, const struct gd_tensor **feed, int *n_feed)
 {
     json_t *inputs = json_array(), *weights = json_array(), *names = json_array();
-    json_t *outs = json_array();
+    json_t *outs = json_array(), *nodes = json_array();
     char name[32];
     *n_feed = 0;
     for (int i = 0; i < n_in; i++) {
@@ -79,6 +82,13 @@ model_text(const char *op, int n_in, struct gd_tensor *const *in, unsigned const
         json_array_append_new(names, json_string(name));
         if (const_mask & (1u << i)) {
             json_array_append_new(weights, inline_weight(name, in[i]));
+        } else if (!gd_dtype_is_float(in[i]->dtype)) {
+            char wname[40], nname[40];
+            snprintf(wname, sizeof wname, "in%d_weight", i);
+            snprintf(nname, sizeof nname, "feed_in%d", i);
+            json_array_append_new(weights, inline_weight(wname, in[i]));
+            json_array_append_new(nodes, json_pack("{s:s, s:s, s:[s], s:[s]}", "name", nname, "op",
+                                                   "Identity", "inputs", wname, "outputs", name));
         } else {
             json_array_append_new(inputs, json_pack("{s:s, s:s, s:o}", "name", name, "dtype",
                                                     gd_dtype_name(in[i]->dtype), "shape",
@@ -96,11 +106,14 @@ model_text(const char *op, int n_in, struct gd_tensor *const *in, unsigned const
         fprintf(stderr, "op_harness: bad attrs JSON %s: %s\n", attrs_json, jerr.text);
         abort();
     }
-    json_t *model = json_pack("{s:s, s:i, s:s, s:o, s:o, s:[{s:s, s:s, s:o, s:O, s:o}], s:O}",
-                              "format", "gpudiff-model", "version", 1, "name", "one-op",
-                              "inputs", inputs, "weights", weights, "nodes", "name", "node",
-                              "op", op, "inputs", names, "outputs", outs, "attrs", attrs,
-                              "outputs", outs);
+    if (*n_feed == 0)
+        json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i]}", "name", "unused", "dtype",
+                                                "float32", "shape", 1));
+    json_array_append_new(nodes, json_pack("{s:s, s:s, s:o, s:O, s:o}", "name", "node", "op", op,
+                                           "inputs", names, "outputs", outs, "attrs", attrs));
+    json_t *model = json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:O}", "format", "gpudiff-model",
+                              "version", 1, "name", "one-op", "inputs", inputs, "weights",
+                              weights, "nodes", nodes, "outputs", outs);
     char *text = json_dumps(model, JSON_REAL_PRECISION(17));
     json_decref(model);
     json_decref(outs);
@@ -117,6 +130,12 @@ oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *i
     for (int k = 0; k < n_out; k++)
         out[k] = NULL;
     char *text = model_text(op, n_in, in, const_mask, attrs_json, n_out, feed, &n_feed);
+    int64_t unused_shape[1] = {1};
+    struct gd_tensor *unused = NULL;
+    if (n_feed == 0) {
+        unused = gd_tensor_new(GD_F32, 1, unused_shape, NULL);
+        feed[n_feed++] = unused;
+    }
     struct gd_graph *g = NULL;
     struct gd_session *s = NULL;
     struct gd_knobs dflt;
@@ -130,6 +149,7 @@ oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *i
         rc = gd_session_run(s, n_feed, feed, collect_layer, &col, err);
     gd_session_free(s);
     gd_graph_free(g);
+    gd_tensor_free(unused);
     if (rc != 0)
         for (int k = 0; k < n_out; k++) {
             gd_tensor_free(out[k]);
@@ -149,7 +169,7 @@ oh_reduction_len(const char *op, int n_in, struct gd_tensor *const *in, unsigned
     int rc = gd_model_parse(text, strlen(text), "one-op model", ".", NULL, &g, err);
     free(text);
     if (rc == 0)
-        *len = gd_node_reduction_len(g, 0);
+        *len = gd_node_reduction_len(g, gd_graph_find_node(g, "node"));
     gd_graph_free(g);
     return rc;
 }

@@ -29,7 +29,12 @@ enum gd_reduction {
     GD_RED_WINDOW,  /* the pooling window's area */
     GD_RED_SPATIAL, /* height x width of the input */
     GD_RED_AXES,    /* the product of the reduced dimensions */
-    GD_RED_AXIS     /* the length of the op's axis */
+    GD_RED_AXIS,    /* the length of the op's axis */
+    GD_RED_SCATTER, /* reduction add or mul: the data element and the updates that may land
+                     * on it (1 + indices' length along the axis, or 1 + the index tuples of
+                     * ScatterND); 1 for none, max and min, which copy one value */
+    GD_RED_LOSS     /* the loss terms summed (every target position for sum and mean, 1 for
+                     * none), plus the classes for SoftmaxCrossEntropyLoss's log-softmax */
 };
 
 struct gd_op_info {
@@ -54,6 +59,18 @@ const char *gd_op_name(enum gd_op op);
 int gd_op_from_name(const char *name, enum gd_op *out);
 
 enum gd_pad_mode { GD_PAD_CONSTANT, GD_PAD_REFLECT, GD_PAD_EDGE };
+
+/* ScatterElements' and ScatterND's reduction attribute. */
+enum gd_scatter_reduction {
+    GD_SCATTER_NONE,
+    GD_SCATTER_ADD,
+    GD_SCATTER_MUL,
+    GD_SCATTER_MAX,
+    GD_SCATTER_MIN
+};
+
+/* The losses' reduction attribute. */
+enum gd_loss_reduction { GD_LOSS_NONE, GD_LOSS_SUM, GD_LOSS_MEAN };
 
 /*
  * A node's attributes after checking, in the op's own terms; filled by shape inference.
@@ -82,6 +99,21 @@ struct gd_params {
     int64_t pads_nd[2 * GD_MAX_DIMS]; /* Pad: begins of each axis, then ends */
     enum gd_pad_mode pad_mode;
     double pad_value;
+    /* Indexing, data movement and losses (infer_index.c, infer_shape.c, infer_loss.c). The
+     * axis of Gather, GatherElements, ScatterElements, Split, OneHot and TopK is `axis`. */
+    int64_t batch_dims;                 /* GatherND */
+    enum gd_scatter_reduction scatter_reduction; /* ScatterElements, ScatterND */
+    int64_t slice_start[GD_MAX_DIMS];   /* Slice: the first source index, per axis */
+    int64_t slice_step[GD_MAX_DIMS];    /* Slice: the step, per axis (1 where not sliced) */
+    int64_t blocksize;                  /* DepthToSpace, SpaceToDepth */
+    int crd;                            /* DepthToSpace mode="CRD" (else "DCR") */
+    int upper;                          /* Trilu */
+    int64_t diagonal;                   /* Trilu's k (when a weight or absent), EyeLike's k */
+    int diagonal_runtime;               /* Trilu: k is computed, read at run time */
+    int largest;                        /* TopK */
+    enum gd_loss_reduction loss_reduction;
+    int has_ignore_index;               /* the losses' ignore_index is given */
+    int64_t ignore_index;
     /*
      * Set by shape inference when an output's row along dim 0 depends on input rows other
      * than its own: a reduction, Softmax or ArgMax over axis 0, BatchNormalization with
