@@ -28,6 +28,7 @@ libgpudiff_la_SOURCES = \
 	engine/compare/verdict.c \
 	engine/core/internal.h \
 	engine/core/index_rules.h \
+	engine/core/elt_rules.h \
 	engine/core/attr.c \
 	engine/core/backend.c \
 	engine/core/error.c \
@@ -37,6 +38,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/infer_conv.c \
 	engine/core/infer_eltwise.c \
 	engine/core/infer_gemm.c \
+	engine/core/infer_logic.c \
 	engine/core/infer_norm.c \
 	engine/core/infer_pool.c \
 	engine/core/infer_reduce.c \
@@ -65,6 +67,7 @@ EXTRA_DIST += engine/core/ops.def
 # The CPU ops are written once in terms of `real` and built twice (engine/cpu/cpu.h).
 CPU_SOURCES = \
 	engine/cpu/cpu.h \
+	engine/cpu/bcast.h \
 	engine/cpu/backend_cpu.c \
 	engine/cpu/emulate.c \
 	engine/cpu/gemm_kernel.c \
@@ -72,6 +75,7 @@ CPU_SOURCES = \
 	engine/cpu/op_conv.c \
 	engine/cpu/op_eltwise.c \
 	engine/cpu/op_gemm.c \
+	engine/cpu/op_logic.c \
 	engine/cpu/op_norm.c \
 	engine/cpu/op_pool.c \
 	engine/cpu/op_reduce.c \

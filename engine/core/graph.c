@@ -466,6 +466,8 @@ gd_node_reduction_len(const struct gd_graph *g, int ni)
         return len;
     case GD_RED_AXIS:
         return x->dim[p->axis];
+    case GD_RED_INPUTS: /* Sum, Mean: one term per input */
+        return n->n_inputs;
     }
     return 1;
 }
