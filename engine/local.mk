@@ -103,6 +103,7 @@ CUDA_KERNEL_SOURCES = \
 	engine/cuda/op_conv.cu \
 	engine/cuda/op_eltwise.cu \
 	engine/cuda/op_gemm.cu \
+	engine/cuda/op_logic.cu \
 	engine/cuda/op_norm.cu \
 	engine/cuda/op_pool.cu \
 	engine/cuda/op_reduce.cu \
@@ -128,5 +129,6 @@ SUFFIXES = .cu
 	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(NVCC) $(NVCCFLAGS) -c $< -o $@
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
 $(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h \
-	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def
+	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def \
+	engine/core/elt_rules.h
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)

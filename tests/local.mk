@@ -140,6 +140,7 @@ endif
 INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh \
 	tests/integration/seed_threads.sh \
 	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh \
+	tests/engine/backend_cases_elt.sh \
 	tests/integration/agent_bad_input.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
@@ -205,3 +206,4 @@ tests_engine_check_cuda_tf32_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
 endif
 EXTRA_DIST += tests/bench/gpu_session.sh
+EXTRA_DIST += tests/bench/gpu_ops-elt.sh
