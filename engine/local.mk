@@ -28,6 +28,7 @@ libgpudiff_la_SOURCES = \
 	engine/compare/verdict.c \
 	engine/core/internal.h \
 	engine/core/index_rules.h \
+	engine/core/elt_rules.h \
 	engine/core/attr.c \
 	engine/core/backend.c \
 	engine/core/error.c \
@@ -39,6 +40,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/infer_gemm.c \
 	engine/core/infer_index.c \
 	engine/core/infer_loss.c \
+	engine/core/infer_logic.c \
 	engine/core/infer_norm.c \
 	engine/core/infer_pool.c \
 	engine/core/infer_reduce.c \
@@ -69,6 +71,7 @@ EXTRA_DIST += engine/core/ops.def
 # The CPU ops are written once in terms of `real` and built twice (engine/cpu/cpu.h).
 CPU_SOURCES = \
 	engine/cpu/cpu.h \
+	engine/cpu/bcast.h \
 	engine/cpu/backend_cpu.c \
 	engine/cpu/emulate.c \
 	engine/cpu/gemm_kernel.c \
@@ -78,6 +81,7 @@ CPU_SOURCES = \
 	engine/cpu/op_gemm.c \
 	engine/cpu/op_index.c \
 	engine/cpu/op_loss.c \
+	engine/cpu/op_logic.c \
 	engine/cpu/op_norm.c \
 	engine/cpu/op_pool.c \
 	engine/cpu/op_reduce.c \
@@ -107,6 +111,7 @@ CUDA_KERNEL_SOURCES = \
 	engine/cuda/op_gemm.cu \
 	engine/cuda/op_index.cu \
 	engine/cuda/op_loss.cu \
+	engine/cuda/op_logic.cu \
 	engine/cuda/op_norm.cu \
 	engine/cuda/op_pool.cu \
 	engine/cuda/op_reduce.cu \
@@ -132,5 +137,6 @@ SUFFIXES = .cu
 	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(NVCC) $(NVCCFLAGS) -c $< -o $@
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
 $(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h engine/cuda/index.cuh \
-	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h
+	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h \
+	engine/core/elt_rules.h
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)

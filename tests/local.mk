@@ -43,6 +43,7 @@ OP_TESTS = tests/engine/check_op_conv \
 	tests/engine/check_op_act \
 	tests/engine/check_op_eltwise \
 	tests/engine/check_op_reduce \
+	tests/engine/check_op_logic \
 	tests/engine/check_op_shape \
 	tests/engine/check_infer_errors \
 	tests/engine/check_emulate \
@@ -71,6 +72,9 @@ tests_engine_check_op_eltwise_LDADD = $(TEST_LIBS)
 tests_engine_check_op_reduce_SOURCES = tests/engine/check_op_reduce.c $(OP_TEST_SOURCES)
 tests_engine_check_op_reduce_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_op_reduce_LDADD = $(TEST_LIBS)
+tests_engine_check_op_logic_SOURCES = tests/engine/check_op_logic.c $(OP_TEST_SOURCES)
+tests_engine_check_op_logic_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_op_logic_LDADD = $(TEST_LIBS)
 tests_engine_check_op_shape_SOURCES = tests/engine/check_op_shape.c $(OP_TEST_SOURCES)
 tests_engine_check_op_shape_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_op_shape_LDADD = $(TEST_LIBS)
@@ -149,6 +153,7 @@ endif
 INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh \
 	tests/integration/seed_threads.sh \
 	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh \
+	tests/engine/backend_cases_elt.sh \
 	tests/integration/agent_bad_input.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
@@ -214,3 +219,4 @@ tests_engine_check_cuda_tf32_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
 endif
 EXTRA_DIST += tests/bench/gpu_session.sh
+EXTRA_DIST += tests/bench/gpu_ops-elt.sh

@@ -479,6 +479,8 @@ gd_node_reduction_len(const struct gd_graph *g, int ni)
         if (n->op == GD_OP_SCE_LOSS)
             len += x->dim[1];
         return len;
+    case GD_RED_INPUTS: /* Sum, Mean: one term per input */
+        return n->n_inputs;
     }
     return 1;
 }

@@ -1,8 +1,13 @@
-/* infer_reduce.c: reductions along axes (ReduceMean, ReduceSum, ReduceMax), along one axis
- * (Softmax, LogSoftmax: opset 13 semantics; ArgMax). */
+/*
+ * infer_reduce.c: reductions along axes (the Reduce* ops: axes as an attribute before opset
+ * 18, as a constant input from 18 (13 for ReduceSum), noop_with_empty_axes for all), along one
+ * axis (Softmax, LogSoftmax, Hardmax: opset 13 semantics; ArgMax, ArgMin; CumSum, its axis a
+ * constant input). A node whose reduced axes include axis 0 sets params->mixes_batch.
+ */
 #include <stdlib.h>
 #include <string.h>
 
+#include "elt_rules.h"
 #include "internal.h"
 
 static int
@@ -62,6 +67,7 @@ infer_reduce_axes(struct gd__infer_call *c, struct gd_err *err)
             return gd_err_set(err, GD_EMODEL, "axis %lld is given twice", (long long)axes[i]);
     p->n_axes = n_axes;
     memcpy(p->axes, axes, (size_t)n_axes * sizeof *axes);
+    p->mixes_batch = n_axes > 0 && axes[0] == 0;
     struct gd_shape *y = c->out[0];
     y->ndim = 0;
     for (int i = 0, k = 0; i < x->ndim; i++) {
@@ -81,27 +87,53 @@ infer_one_axis(struct gd__infer_call *c, struct gd_err *err)
 {
     static const char *const softmax[] = {"axis", NULL};
     static const char *const argmax[] = {"axis", "keepdims", "select_last_index", NULL};
+    static const char *const cumsum[] = {"exclusive", "reverse", NULL};
     const struct gd_node *n = c->node;
     const struct gd_shape *x = c->in[0];
     struct gd_params *p = c->params;
-    int is_argmax = n->op == GD_OP_ARGMAX;
-    int64_t axis, keepdims = 1, last = 0;
-    int rc = gd__attr_check_known(n, is_argmax ? argmax : softmax, err);
-    if (rc == 0)
-        rc = gd__attr_int(n, "axis", is_argmax ? 0 : -1, &axis, err);
-    if (rc == 0 && is_argmax)
+    int is_arg = n->op == GD_OP_ARGMAX || n->op == GD_OP_ARGMIN;
+    int is_cumsum = n->op == GD_OP_CUMSUM;
+    int64_t axis = 0, keepdims = 1, last = 0, exclusive = 0, reverse = 0;
+    int rc = gd__attr_check_known(n, is_arg ? argmax : (is_cumsum ? cumsum : softmax), err);
+    if (rc == 0 && !is_cumsum)
+        rc = gd__attr_int(n, "axis", is_arg ? 0 : -1, &axis, err);
+    if (rc == 0 && is_arg)
         rc = gd__attr_int(n, "keepdims", 1, &keepdims, err);
-    if (rc == 0 && is_argmax)
+    if (rc == 0 && is_arg)
         rc = gd__attr_int(n, "select_last_index", 0, &last, err);
+    if (rc == 0 && is_cumsum)
+        rc = gd__attr_int(n, "exclusive", 0, &exclusive, err);
+    if (rc == 0 && is_cumsum)
+        rc = gd__attr_int(n, "reverse", 0, &reverse, err);
+    if (rc == 0 && is_cumsum) {
+        /* CumSum's axis: a constant tensor of one integer (0-D or 1-D of length 1) */
+        int64_t v[1];
+        int count = 0;
+        if (c->n_in < 2 || c->in[1] == NULL)
+            return gd_err_set(err, GD_EMODEL, "CumSum needs its axis input");
+        if (c->in_const[1] == NULL)
+            return gd_err_set(err, GD_ENOTSUP, "axis must be a constant (a weight)");
+        if (!gd__dtype_integer(c->in_dtype[1]))
+            return gd_err_set(err, GD_EDTYPE, "axis must be int32 or int64, not %s",
+                              gd_dtype_name(c->in_dtype[1]));
+        rc = gd__const_ints(c->in_const[1], "axis", 1, v, &count, err);
+        if (rc == 0 && count != 1)
+            rc = gd_err_set(err, GD_EMODEL, "axis must hold one value, not %d", count);
+        axis = v[0];
+    }
     if (rc == 0)
         rc = gd__axis_norm(axis, x->ndim, &p->axis, err);
     if (rc != 0)
         return rc;
-    if (x->dim[p->axis] == 0 && is_argmax)
-        return gd_err_set(err, GD_ESHAPE, "ArgMax over an empty axis");
+    if (x->dim[p->axis] == 0 && is_arg)
+        return gd_err_set(err, GD_ESHAPE, "%s over an empty axis", gd_op_name(n->op));
+    p->mixes_batch = p->axis == 0;
+    p->exclusive = exclusive != 0;
+    p->reverse = reverse != 0;
     struct gd_shape *y = c->out[0];
     *y = *x;
-    if (is_argmax) {
+    c->out_dtype[0] = c->in_dtype[0];
+    if (is_arg) {
         p->keepdims = keepdims != 0;
         p->select_last_index = last != 0;
         c->out_dtype[0] = GD_I64;
@@ -116,21 +148,48 @@ infer_one_axis(struct gd__infer_call *c, struct gd_err *err)
     return 0;
 }
 
+/* Whether op takes integer inputs (floats of every width it always takes). */
+static int
+integers_allowed(enum gd_op op)
+{
+    switch (op) {
+    case GD_OP_REDUCE_SUM:
+    case GD_OP_REDUCE_MAX:
+    case GD_OP_REDUCE_MIN:
+    case GD_OP_REDUCE_PROD:
+    case GD_OP_REDUCE_L1:
+    case GD_OP_REDUCE_SUM_SQUARE:
+    case GD_OP_ARGMAX:
+    case GD_OP_ARGMIN:
+    case GD_OP_CUMSUM:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 int
 gd__infer_reduce(struct gd__infer_call *c, struct gd_err *err)
 {
-    if (!gd_dtype_is_float(c->in_dtype[0]))
-        return gd_err_set(err, GD_EDTYPE, "input must be floating point");
+    enum gd_dtype dt = c->in_dtype[0];
+    enum gd_op op = c->node->op;
+    if (!gd_dtype_is_float(dt) && !(integers_allowed(op) && gd__dtype_integer(dt)))
+        return gd_err_set(err, GD_EDTYPE, "input must be floating point%s, not %s",
+                          integers_allowed(op) ? " or an integer" : "", gd_dtype_name(dt));
     if (c->n_out != 1)
-        return gd_err_set(err, GD_EMODEL, "%s has one output", gd_op_name(c->node->op));
-    switch (c->node->op) {
+        return gd_err_set(err, GD_EMODEL, "%s has one output", gd_op_name(op));
+    switch (op) {
     case GD_OP_SOFTMAX:
     case GD_OP_LOG_SOFTMAX:
+    case GD_OP_HARDMAX:
     case GD_OP_ARGMAX:
+    case GD_OP_ARGMIN:
+    case GD_OP_CUMSUM:
         if (c->in[0]->ndim < 1)
             return gd_err_set(err, GD_ESHAPE, "input must have at least one dimension");
         return infer_one_axis(c, err);
     default:
+        c->out_dtype[0] = dt;
         return infer_reduce_axes(c, err);
     }
 }

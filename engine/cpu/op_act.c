@@ -9,6 +9,7 @@
  * allows; the tensor is cut into blocks that are the thread pool's tasks. Every element is
  * still the same function of its input.
  */
+#include "../core/elt_rules.h"
 #include "cpu.h"
 
 typedef real (*unary_fn)(real x, const struct gd_params *p);
@@ -193,6 +194,122 @@ clip(real x, const struct gd_params *p)
     return x;
 }
 
+static real
+erf_(real x, const struct gd_params *p)
+{
+    return R(erf)(x);
+}
+
+static real
+reciprocal(real x, const struct gd_params *p)
+{
+    return 1 / x;
+}
+
+/* x / (1 + |x|), two roundings; +-inf give inf / inf = NaN, as ONNX's reference and PyTorch
+ * compute the formula. */
+static real
+softsign(real x, const struct gd_params *p)
+{
+    return x / (1 + R(fabs)(x));
+}
+
+static real
+thresholded_relu(real x, const struct gd_params *p)
+{
+    return x > (real)p->alpha ? x : 0; /* NaN gives 0, as ONNX's where(x > alpha, x, 0) */
+}
+
+static real
+sin_(real x, const struct gd_params *p)
+{
+    return R(sin)(x);
+}
+
+static real
+cos_(real x, const struct gd_params *p)
+{
+    return R(cos)(x);
+}
+
+static real
+tan_(real x, const struct gd_params *p)
+{
+    return R(tan)(x);
+}
+
+static real
+asin_(real x, const struct gd_params *p)
+{
+    return R(asin)(x);
+}
+
+static real
+acos_(real x, const struct gd_params *p)
+{
+    return R(acos)(x);
+}
+
+static real
+atan_(real x, const struct gd_params *p)
+{
+    return R(atan)(x);
+}
+
+static real
+sinh_(real x, const struct gd_params *p)
+{
+    return R(sinh)(x);
+}
+
+static real
+cosh_(real x, const struct gd_params *p)
+{
+    return R(cosh)(x);
+}
+
+static real
+asinh_(real x, const struct gd_params *p)
+{
+    return R(asinh)(x);
+}
+
+static real
+acosh_(real x, const struct gd_params *p)
+{
+    return R(acosh)(x);
+}
+
+static real
+atanh_(real x, const struct gd_params *p)
+{
+    return R(atanh)(x);
+}
+
+/* max(0, x) + min(0, alpha (exp(x / alpha) - 1)), with expm1 for x <= 0 (no cancellation) */
+static real
+celu(real x, const struct gd_params *p)
+{
+    real a = (real)p->alpha;
+    return x > 0 ? x : a * R(expm1)(x / a);
+}
+
+/* x + bias below -lambd, x - bias above lambd, 0 between (and for NaN, as ONNX's where()s) */
+static real
+shrink(real x, const struct gd_params *p)
+{
+    real lambd = (real)p->lambd, bias = (real)p->bias;
+    return x < -lambd ? x + bias : (x > lambd ? x - bias : 0);
+}
+
+/* x tanh(softplus(x)), softplus in the accurate form above; -inf gives -inf * 0 = NaN, as the
+ * formula does in ONNX's reference and PyTorch */
+static real
+mish(real x, const struct gd_params *p)
+{
+    return x * R(tanh)(softplus(x, p));
+}
+
 #define UNARY_ENTRY(op, f)                                          \
     static void op##_task(void *arg, int64_t task, int worker)      \
     {                                                               \
@@ -218,9 +335,60 @@ UNARY_ENTRY(gelu, gelu)
 UNARY_ENTRY(floor, floor_)
 UNARY_ENTRY(ceil, ceil_)
 UNARY_ENTRY(round, round_)
-UNARY_ENTRY(sign, sign)
-UNARY_ENTRY(abs, abs_)
-UNARY_ENTRY(neg, neg)
+UNARY_ENTRY(erf, erf_)
+UNARY_ENTRY(reciprocal, reciprocal)
+UNARY_ENTRY(softsign, softsign)
+UNARY_ENTRY(thresholded_relu, thresholded_relu)
+UNARY_ENTRY(sin, sin_)
+UNARY_ENTRY(cos, cos_)
+UNARY_ENTRY(tan, tan_)
+UNARY_ENTRY(asin, asin_)
+UNARY_ENTRY(acos, acos_)
+UNARY_ENTRY(atan, atan_)
+UNARY_ENTRY(sinh, sinh_)
+UNARY_ENTRY(cosh, cosh_)
+UNARY_ENTRY(asinh, asinh_)
+UNARY_ENTRY(acosh, acosh_)
+UNARY_ENTRY(atanh, atanh_)
+UNARY_ENTRY(celu, celu)
+UNARY_ENTRY(shrink, shrink)
+UNARY_ENTRY(mish, mish)
+
+/* Abs, Neg and Sign of integers (elt_rules.h: wrapping, so |MIN| = MIN and -MIN = MIN). */
+enum int_unary { IU_ABS, IU_NEG, IU_SIGN };
+
+static int
+int_unary(struct gd_op_call *c, enum int_unary which)
+{
+    enum gd_dtype dt = c->in[0]->dtype;
+    int uns = gd__dtype_unsigned(dt);
+    int64_t n = gd_tensor_numel(c->out[0]);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = gd__int_load(dt, c->in[0]->data, i);
+        v = which == IU_ABS ? gd__int_abs(v, uns)
+                            : (which == IU_NEG ? gd__int_neg(v) : gd__int_sign(v, uns));
+        gd__int_store(dt, c->out[0]->data, i, v);
+    }
+    return 0;
+}
+
+#define UNARY_INT_ENTRY(op, f, which)                               \
+    static void op##_task(void *arg, int64_t task, int worker)      \
+    {                                                               \
+        (void)worker;                                               \
+        unary_block(arg, task, f);                                  \
+    }                                                               \
+    int CPU_FN(op)(struct gd_op_call * c, struct gd_err * err)      \
+    {                                                               \
+        (void)err;                                                  \
+        if (!gd_dtype_is_float(c->in[0]->dtype))                    \
+            return int_unary(c, which);                             \
+        return unary(c, f, op##_task);                              \
+    }
+
+UNARY_INT_ENTRY(sign, sign, IU_SIGN)
+UNARY_INT_ENTRY(abs, abs_, IU_ABS)
+UNARY_INT_ENTRY(neg, neg, IU_NEG)
 UNARY_ENTRY(sqrt, sqrt_)
 UNARY_ENTRY(exp, exp_)
 UNARY_ENTRY(log, log_)

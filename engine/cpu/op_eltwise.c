@@ -1,16 +1,24 @@
 /*
  * op_eltwise.c: binary and variadic pointwise ops with numpy broadcasting on the CPU.
- * Max and Min propagate NaN (numpy's maximum/minimum); comparisons with NaN are false.
+ * Max and Min propagate NaN (numpy's maximum/minimum); comparisons with NaN are false. Sum
+ * and Mean fold their inputs left to right, ((x0 + x1) + x2) + ..., each addition rounded to
+ * the backend's precision; Mean divides that sum once by the number of inputs. Mod with
+ * fmod=1 is C's fmod (exact). Integer data (and bool, for Equal) takes the rules of
+ * engine/core/elt_rules.h in one plain loop per op.
  *
  * The output is walked row by row (its last axis); each op has its own row loop for the
  * common stride patterns (both operands contiguous, or one a broadcast scalar), which the
  * compiler vectorizes, and blocks of rows are the thread pool's tasks. Each element is
  * binop_apply() of its two operands whichever loop computes it.
  */
+#include <string.h>
+
+#include "../core/elt_rules.h"
+#include "bcast.h"
 #include "cpu.h"
 
-enum binop { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU };
-enum cmpop { C_GREATER, C_LESS, C_EQUAL };
+enum binop { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU, B_FMOD };
+enum cmpop { C_GREATER, C_LESS, C_EQUAL, C_GREATER_EQ, C_LESS_EQ };
 
 /* Strides of t's elements along each axis of the output shape y (0 where t broadcasts). */
 static void
@@ -45,6 +53,8 @@ binop_apply(enum binop op, real a, real b)
         return isnan(a) || a < b ? a : b;
     case B_PRELU:
         return a < 0 ? b * a : a;
+    case B_FMOD:
+        return R(fmod)(a, b);
     }
     return 0;
 }
@@ -125,6 +135,9 @@ row_for_op(enum binop op, const real *a, int64_t ia, const real *b, int64_t ib, 
     case B_PRELU:
         row_apply(B_PRELU, a, ia, b, ib, y, len);
         break;
+    case B_FMOD:
+        row_apply(B_FMOD, a, ia, b, ib, y, len);
+        break;
     }
 }
 
@@ -187,24 +200,79 @@ binary_rows(struct gd__cpu_ctx *ctx, const struct walk *w, enum binop op, const 
                      &job);
 }
 
+/* The integer op of elt_rules.h that binop is. */
+static int
+int_op_of(enum binop op, int fmod)
+{
+    switch (op) {
+    case B_ADD:
+        return GD_IOP_ADD;
+    case B_SUB:
+        return GD_IOP_SUB;
+    case B_MUL:
+        return GD_IOP_MUL;
+    case B_DIV:
+        return GD_IOP_DIV;
+    case B_MAX:
+        return GD_IOP_MAX;
+    case B_MIN:
+        return GD_IOP_MIN;
+    default: /* B_FMOD: Mod, either form */
+        return fmod ? GD_IOP_FMOD : GD_IOP_MOD;
+    }
+}
+
+/* y = a op b on integer data, the output walked in C order (a may be y itself). */
+static void
+int_binary(struct gd_op_call *c, const struct gd_tensor *a, const struct gd_tensor *b,
+           enum binop op)
+{
+    const struct gd_tensor *ins[2] = {a, b};
+    struct gd_tensor *y = c->out[0];
+    enum gd_dtype dt = y->dtype;
+    int iop = int_op_of(op, c->params->fmod);
+    int uns = gd__dtype_unsigned(dt), bits = gd__dtype_bits(dt);
+    struct gd__bcast w;
+    gd__bcast_init(&w, 2, ins, y);
+    int64_t n = gd_tensor_numel(y);
+    for (int64_t k = 0; k < n; k++, gd__bcast_next(&w)) {
+        int64_t va = gd__int_load(dt, a->data, w.off[0]);
+        int64_t vb = gd__int_load(dt, b->data, w.off[1]);
+        gd__int_store(dt, y->data, k, gd__int_binary(iop, va, vb, uns, bits));
+    }
+}
+
 static int
 binary(struct gd_op_call *c, enum binop op)
 {
+    if (!gd_dtype_is_float(c->out[0]->dtype)) {
+        int_binary(c, c->in[0], c->in[1], op);
+        return 0;
+    }
     struct walk w;
     walk_init(&w, c->in[0], c->in[1], c->out[0]);
     binary_rows(c->ctx, &w, op, c->in[0]->data, c->in[1]->data, c->out[0]->data);
     return 0;
 }
 
-/* Max and Min fold their inputs left to right into the output. */
+/* Max, Min and Sum fold their inputs left to right into the output. */
 static int
 variadic(struct gd_op_call *c, enum binop op)
 {
     struct gd_tensor *y = c->out[0];
     struct walk w;
+    if (!gd_dtype_is_float(y->dtype)) {
+        int_binary(c, c->in[0], c->n_in > 1 ? c->in[1] : c->in[0], c->n_in > 1 ? op : B_MAX);
+        for (int i = 2; i < c->n_in; i++)
+            int_binary(c, y, c->in[i], op);
+        return 0;
+    }
     walk_init(&w, c->in[0], c->n_in > 1 ? c->in[1] : c->in[0], y);
-    if (c->n_in == 1) {
-        binary_rows(c->ctx, &w, op, c->in[0]->data, c->in[0]->data, y->data);
+    if (c->n_in == 1) { /* Max(x, x) and Min(x, x) are x, bit for bit; Sum copies */
+        if (op == B_ADD)
+            memcpy(y->data, c->in[0]->data, gd_tensor_nbytes(y));
+        else
+            binary_rows(c->ctx, &w, op, c->in[0]->data, c->in[0]->data, y->data);
         return 0;
     }
     binary_rows(c->ctx, &w, op, c->in[0]->data, c->in[1]->data, y->data);
@@ -215,9 +283,49 @@ variadic(struct gd_op_call *c, enum binop op)
     return 0;
 }
 
+static inline int
+cmp_apply(enum cmpop op, real a, real b)
+{
+    switch (op) {
+    case C_GREATER:
+        return a > b;
+    case C_LESS:
+        return a < b;
+    case C_EQUAL:
+        return a == b;
+    case C_GREATER_EQ:
+        return a >= b;
+    default:
+        return a <= b;
+    }
+}
+
+/* Comparisons of integers (or bools, for Equal): elt_rules.h's, unsigned types as such. */
+static int
+int_compare(struct gd_op_call *c, enum cmpop op)
+{
+    static const int map[] = {[C_GREATER] = GD_CMP_GREATER, [C_LESS] = GD_CMP_LESS,
+                              [C_EQUAL] = GD_CMP_EQUAL, [C_GREATER_EQ] = GD_CMP_GREATER_EQ,
+                              [C_LESS_EQ] = GD_CMP_LESS_EQ};
+    const struct gd_tensor *ins[2] = {c->in[0], c->in[1]};
+    struct gd_tensor *y = c->out[0];
+    enum gd_dtype dt = c->in[0]->dtype;
+    int uns = gd__dtype_unsigned(dt);
+    uint8_t *out = y->data;
+    struct gd__bcast w;
+    gd__bcast_init(&w, 2, ins, y);
+    int64_t n = gd_tensor_numel(y);
+    for (int64_t k = 0; k < n; k++, gd__bcast_next(&w))
+        out[k] = (uint8_t)gd__int_compare(map[op], gd__int_load(dt, ins[0]->data, w.off[0]),
+                                          gd__int_load(dt, ins[1]->data, w.off[1]), uns);
+    return 0;
+}
+
 static int
 compare(struct gd_op_call *c, enum cmpop op)
 {
+    if (!gd_dtype_is_float(c->in[0]->dtype))
+        return int_compare(c, op);
     const struct gd_tensor *y = c->out[0];
     int64_t sa[GD_MAX_DIMS], sb[GD_MAX_DIMS], idx[GD_MAX_DIMS] = {0};
     bcast_strides(c->in[0], y, sa);
@@ -227,7 +335,7 @@ compare(struct gd_op_call *c, enum cmpop op)
     int64_t n = gd_tensor_numel(y), oa = 0, ob = 0;
     for (int64_t k = 0; k < n; k++) {
         real va = a[oa], vb = b[ob];
-        out[k] = op == C_GREATER ? va > vb : (op == C_LESS ? va < vb : va == vb);
+        out[k] = (uint8_t)cmp_apply(op, va, vb);
         for (int i = y->ndim - 1; i >= 0; i--) {
             oa += sa[i];
             ob += sb[i];
@@ -259,3 +367,20 @@ ELTWISE_ENTRY(min, variadic(c, B_MIN))
 ELTWISE_ENTRY(greater, compare(c, C_GREATER))
 ELTWISE_ENTRY(less, compare(c, C_LESS))
 ELTWISE_ENTRY(equal, compare(c, C_EQUAL))
+ELTWISE_ENTRY(greater_or_equal, compare(c, C_GREATER_EQ))
+ELTWISE_ENTRY(less_or_equal, compare(c, C_LESS_EQ))
+ELTWISE_ENTRY(sum, variadic(c, B_ADD))
+ELTWISE_ENTRY(mod, binary(c, B_FMOD))
+
+/* Mean: the Sum, then one division by the number of inputs. */
+int
+CPU_FN(mean)(struct gd_op_call *c, struct gd_err *err)
+{
+    (void)err;
+    variadic(c, B_ADD);
+    real *y = c->out[0]->data, count = (real)c->n_in;
+    int64_t n = gd_tensor_numel(c->out[0]);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = y[i] / count;
+    return 0;
+}

@@ -76,4 +76,12 @@ gd__cuda_nchw_of(const struct gd_tensor *t)
     return g;
 }
 
+/*
+ * y = a op b for integer or bool data with broadcasting, through engine/core/elt_rules.h:
+ * op a gd__int_op, or with cmp a gd__cmp_op giving bool. y is c->out[0]; a may be y itself
+ * (a fold). Defined in op_eltwise.cu; op_logic.cu uses it for And, Or, Xor and BitShift.
+ */
+int gd__cuda_int_binary(struct gd_op_call *c, const struct gd_tensor *a, const struct gd_tensor *b,
+                        int op, int cmp, struct gd_err *err);
+
 #endif

@@ -2,6 +2,7 @@
  * with the formulas of engine/cpu/op_act.c in CUDA's accurate float math. */
 #include <stdint.h>
 
+#include "../core/elt_rules.h"
 #include "kernels.cuh"
 
 /*
@@ -238,6 +239,171 @@ struct f_clip {
     }
 };
 
+struct f_erf {
+    __device__ float operator()(float x) const
+    {
+        return erff(x);
+    }
+};
+
+/* 1 / x correctly rounded (-prec-div=true), as the CPU's division. */
+struct f_reciprocal {
+    __device__ float operator()(float x) const
+    {
+        return __fdiv_rn(1.f, x);
+    }
+};
+
+struct f_softsign {
+    __device__ float operator()(float x) const
+    {
+        return __fdiv_rn(x, __fadd_rn(1.f, fabsf(x)));
+    }
+};
+
+/* NaN gives 0, as on the CPU: the comparison is false. */
+struct f_thresholded_relu {
+    float alpha;
+    __device__ float operator()(float x) const
+    {
+        return x > alpha ? x : 0.f;
+    }
+};
+
+struct f_sin {
+    __device__ float operator()(float x) const
+    {
+        return sinf(x);
+    }
+};
+
+struct f_cos {
+    __device__ float operator()(float x) const
+    {
+        return cosf(x);
+    }
+};
+
+struct f_tan {
+    __device__ float operator()(float x) const
+    {
+        return tanf(x);
+    }
+};
+
+struct f_asin {
+    __device__ float operator()(float x) const
+    {
+        return asinf(x);
+    }
+};
+
+struct f_acos {
+    __device__ float operator()(float x) const
+    {
+        return acosf(x);
+    }
+};
+
+struct f_atan {
+    __device__ float operator()(float x) const
+    {
+        return atanf(x);
+    }
+};
+
+struct f_sinh {
+    __device__ float operator()(float x) const
+    {
+        return sinhf(x);
+    }
+};
+
+struct f_cosh {
+    __device__ float operator()(float x) const
+    {
+        return coshf(x);
+    }
+};
+
+struct f_asinh {
+    __device__ float operator()(float x) const
+    {
+        return asinhf(x);
+    }
+};
+
+struct f_acosh {
+    __device__ float operator()(float x) const
+    {
+        return acoshf(x);
+    }
+};
+
+struct f_atanh {
+    __device__ float operator()(float x) const
+    {
+        return atanhf(x);
+    }
+};
+
+/* alpha expm1(x / alpha) for x <= 0, x above: the CPU's steps. */
+struct f_celu {
+    float alpha;
+    __device__ float operator()(float x) const
+    {
+        return x > 0.f ? x : __fmul_rn(alpha, expm1f(__fdiv_rn(x, alpha)));
+    }
+};
+
+struct f_shrink {
+    float lambd, bias;
+    __device__ float operator()(float x) const
+    {
+        return x < -lambd ? __fadd_rn(x, bias) : (x > lambd ? __fsub_rn(x, bias) : 0.f);
+    }
+};
+
+/* x tanh(softplus(x)), softplus as f_softplus computes it. */
+struct f_mish {
+    __device__ float operator()(float x) const
+    {
+        return __fmul_rn(x, tanhf(f_softplus{}(x)));
+    }
+};
+
+/* ---- Abs, Neg, Sign of integers: engine/core/elt_rules.h, as on the CPU ---- */
+
+enum int_unary { IU_ABS, IU_NEG, IU_SIGN };
+
+static __global__ void
+int_unary_kernel(const void *x, void *y, int64_t n, enum gd_dtype dt, int which)
+{
+    int uns = gd__dtype_unsigned(dt);
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        int64_t v = gd__int_load(dt, x, i);
+        v = which == IU_ABS ? gd__int_abs(v, uns)
+                            : (which == IU_NEG ? gd__int_neg(v) : gd__int_sign(v, uns));
+        gd__int_store(dt, y, i, v);
+    }
+}
+
+static int
+int_unary_launch(struct gd_op_call *c, int which, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    int64_t n = gd_tensor_numel(c->out[0]);
+    int rc = 0;
+    if (n == 0)
+        return 0;
+    int_unary_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+        c->in[0]->data, c->out[0]->data, n, c->in[0]->dtype, which);
+    GD_CUDA_CHECK_LAUNCH();
+done:
+    return rc;
+}
+
 /* ---- entry points ---- */
 
 extern "C" int
@@ -323,18 +489,24 @@ gd__cuda_round(struct gd_op_call *c, struct gd_err *err)
 extern "C" int
 gd__cuda_sign(struct gd_op_call *c, struct gd_err *err)
 {
+    if (c->in[0]->dtype != GD_F32)
+        return int_unary_launch(c, IU_SIGN, err);
     return unary_launch(c, f_sign{}, err);
 }
 
 extern "C" int
 gd__cuda_abs(struct gd_op_call *c, struct gd_err *err)
 {
+    if (c->in[0]->dtype != GD_F32)
+        return int_unary_launch(c, IU_ABS, err);
     return unary_launch(c, f_abs{}, err);
 }
 
 extern "C" int
 gd__cuda_neg(struct gd_op_call *c, struct gd_err *err)
 {
+    if (c->in[0]->dtype != GD_F32)
+        return int_unary_launch(c, IU_NEG, err);
     return unary_launch(c, f_neg{}, err);
 }
 
@@ -362,3 +534,28 @@ gd__cuda_clip(struct gd_op_call *c, struct gd_err *err)
     /* min and max were read from attributes or constant inputs; infinite when absent */
     return unary_launch(c, f_clip{(float)c->params->clip_min, (float)c->params->clip_max}, err);
 }
+
+#define ACT_ENTRY(fn, functor)                                                                     \
+    extern "C" int gd__cuda_##fn(struct gd_op_call *c, struct gd_err *err)                         \
+    {                                                                                              \
+        return unary_launch(c, functor, err);                                                      \
+    }
+
+ACT_ENTRY(erf, f_erf{})
+ACT_ENTRY(reciprocal, f_reciprocal{})
+ACT_ENTRY(softsign, f_softsign{})
+ACT_ENTRY(thresholded_relu, f_thresholded_relu{(float)c->params->alpha})
+ACT_ENTRY(sin, f_sin{})
+ACT_ENTRY(cos, f_cos{})
+ACT_ENTRY(tan, f_tan{})
+ACT_ENTRY(asin, f_asin{})
+ACT_ENTRY(acos, f_acos{})
+ACT_ENTRY(atan, f_atan{})
+ACT_ENTRY(sinh, f_sinh{})
+ACT_ENTRY(cosh, f_cosh{})
+ACT_ENTRY(asinh, f_asinh{})
+ACT_ENTRY(acosh, f_acosh{})
+ACT_ENTRY(atanh, f_atanh{})
+ACT_ENTRY(celu, f_celu{(float)c->params->alpha})
+ACT_ENTRY(shrink, (f_shrink{(float)c->params->lambd, (float)c->params->bias}))
+ACT_ENTRY(mish, f_mish{})

@@ -167,6 +167,53 @@ bound_gelu_any(const struct of_case *c, int k, int64_t i, enum gd_dtype dtype, v
 /* Tanh: one libm call, L(tanh) ulps. Exp, Log likewise. */
 static enum tol_libm libm_tanh = TOL_TANH, libm_exp = TOL_EXP, libm_log = TOL_LOG;
 
+/* Erf and the trigonometric and hyperbolic functions: one libm call each, L(f) ulps. */
+static enum tol_libm libm_erf = TOL_ERF, libm_sin = TOL_SIN, libm_cos = TOL_COS, libm_tan = TOL_TAN,
+                     libm_asin = TOL_ASIN, libm_acos = TOL_ACOS, libm_atan = TOL_ATAN,
+                     libm_sinh = TOL_SINH, libm_cosh = TOL_COSH, libm_asinh = TOL_ASINH,
+                     libm_acosh = TOL_ACOSH, libm_atanh = TOL_ATANH;
+
+/*
+ * Softsign = x / (1 + |x|): 1 + |x| rounds (1 + d1), the division (1 + d2); y' = y (1 + d2) /
+ * (1 + d1), within gamma_2(u) = 2u / (1 - 2u) of y.
+ */
+static double
+bound_softsign(const struct of_case *c, int k, int64_t i, enum gd_dtype dtype, void *user)
+{
+    return tol_gamma(2, tol_unit_roundoff(dtype)) * y_of(c, k, i) + floor_of(c, k, i, dtype);
+}
+
+/*
+ * Celu, x <= 0: alpha expm1(x / alpha). x / alpha rounds (u relative), which expm1 passes on
+ * scaled by its condition |z e^z / (e^z - 1)| <= 1 for z <= 0; expm1 adds 2 L(expm1) u, the
+ * product u: (2 L(expm1) + 2) u |y|. x > 0 gives x itself.
+ */
+static double
+bound_celu(const struct of_case *c, int k, int64_t i, enum gd_dtype dtype, void *user)
+{
+    if (x_of(c, i) > 0)
+        return 0;
+    return relative(c, k, i, dtype, 2 * tol_libm_ulps(TOL_EXPM1, dtype) + 2);
+}
+
+/*
+ * Mish = x tanh(s), s = softplus(x) computed as in Softplus, within
+ * (2 L(exp) + 2 L(log1p) + 1) u of s; tanh passes s's relative error on scaled by
+ * s (1 - tanh(s)^2) / tanh(s) = 2s / sinh(2s) <= 1 and adds 2 L(tanh) u; the product u:
+ * (2 L(exp) + 2 L(log1p) + 2 L(tanh) + 2) u |y|. Below x = -87 (float32) e^x and so t =
+ * tanh(s) are subnormal: each of the three functions is then within L(f) subnormal steps,
+ * absolute, and the product by x multiplies that by |x|, which the floor adds.
+ */
+static double
+bound_mish(const struct of_case *c, int k, int64_t i, enum gd_dtype dtype, void *user)
+{
+    double le = tol_libm_ulps(TOL_EXP, dtype), ll = tol_libm_ulps(TOL_LOG1P, dtype);
+    double lt = tol_libm_ulps(TOL_TANH, dtype);
+    double x = x_of(c, i);
+    double sub = isfinite(x) ? fabs(x) * (le + ll + lt) * tol_denorm_min(dtype) : 0;
+    return relative(c, k, i, dtype, 2 * le + 2 * ll + 2 * lt + 2) + sub;
+}
+
 /* clang-format off */
 #define CASES(...) (const char *const[]){__VA_ARGS__, NULL}
 
@@ -186,14 +233,35 @@ static const struct of_op act_ops[] = {
     {"Floor", CASES("rep", "edge"), NULL, NULL},
     {"Ceil", CASES("rep", "edge"), NULL, NULL},
     {"Round", CASES("rep", "edge"), NULL, NULL},
-    {"Sign", CASES("rep", "edge"), NULL, NULL},
-    {"Abs", CASES("rep", "edge"), NULL, NULL},
-    {"Neg", CASES("rep", "edge"), NULL, NULL},
+    /* Sign, Abs, Neg of integers wrap (|MIN| = MIN, -MIN = MIN): exact too. */
+    {"Sign", CASES("rep", "edge", "int8", "int32", "int64", "uint8"), NULL, NULL},
+    {"Abs", CASES("rep", "edge", "int8", "int32", "int64", "uint16"), NULL, NULL},
+    {"Neg", CASES("rep", "edge", "int8", "int32", "int64"), NULL, NULL},
     /* Sqrt is correctly rounded (IEEE 754): half an ulp. */
     {"Sqrt", CASES("rep", "edge"), bound_rounded, NULL},
     {"Exp", CASES("rep", "edge"), bound_libm, &libm_exp},
     {"Log", CASES("rep", "edge"), bound_libm, &libm_log},
     {"Clip", CASES("rep", "inputs", "min_only", "max_only", "edge", "no_bounds"), NULL, NULL},
+    {"Erf", CASES("rep", "edge"), bound_libm, &libm_erf},
+    /* Reciprocal: 1 / x, one correctly rounded division; Shrink: x -+ bias, one addition. */
+    {"Reciprocal", CASES("rep", "edge"), bound_rounded, NULL},
+    {"Softsign", CASES("rep", "edge"), bound_softsign, NULL},
+    /* ThresholdedRelu selects x or 0: bitwise. */
+    {"ThresholdedRelu", CASES("rep", "alpha", "edge"), NULL, NULL},
+    {"Sin", CASES("rep", "edge"), bound_libm, &libm_sin},
+    {"Cos", CASES("rep", "edge"), bound_libm, &libm_cos},
+    {"Tan", CASES("rep", "edge"), bound_libm, &libm_tan},
+    {"Asin", CASES("rep", "edge"), bound_libm, &libm_asin},
+    {"Acos", CASES("rep", "edge"), bound_libm, &libm_acos},
+    {"Atan", CASES("rep", "edge"), bound_libm, &libm_atan},
+    {"Sinh", CASES("rep", "edge"), bound_libm, &libm_sinh},
+    {"Cosh", CASES("rep", "edge"), bound_libm, &libm_cosh},
+    {"Asinh", CASES("rep", "edge"), bound_libm, &libm_asinh},
+    {"Acosh", CASES("rep", "edge"), bound_libm, &libm_acosh},
+    {"Atanh", CASES("rep", "edge"), bound_libm, &libm_atanh},
+    {"Celu", CASES("rep", "alpha", "alpha_small", "edge"), bound_celu, NULL},
+    {"Shrink", CASES("rep", "hard", "defaults", "bias_differs", "edge"), bound_rounded, NULL},
+    {"Mish", CASES("rep", "edge", "subnormal_outside_trait"), bound_mish, NULL},
 };
 /* clang-format on */
 

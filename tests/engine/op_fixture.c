@@ -97,6 +97,23 @@ of_case_load(const char *group, const char *name, struct of_case *c)
     }
     for (size_t i = 0; i < json_array_size(constants); i++)
         c->const_mask |= 1u << json_integer_value(json_array_get(constants, i));
+    /* "dtypes": the dtype the model declares an input as, when its .npy cannot hold it */
+    json_t *dtypes = json_object_get(meta, "dtypes");
+    for (int i = 0; json_is_array(dtypes) && i < c->n_in; i++) {
+        json_t *d = json_array_get(dtypes, (size_t)i);
+        enum gd_dtype dt;
+        struct gd_err err = {0};
+        if (!json_is_string(d) || c->in[i] == NULL)
+            continue;
+        struct gd_tensor *cast = NULL;
+        if (gd_dtype_from_name(json_string_value(d), &dt) != 0 ||
+            (cast = gd_tensor_cast(c->in[i], dt, &err)) == NULL) {
+            fprintf(stderr, "%s: input %d as %s: %s\n", path, i, json_string_value(d), err.msg);
+            goto done;
+        }
+        gd_tensor_free(c->in[i]);
+        c->in[i] = cast;
+    }
     c->n_out = (int)json_integer_value(json_object_get(meta, "outputs"));
     c->reduction_len = json_integer_value(json_object_get(meta, "reduction_len"));
     if (c->n_out < 1 || c->n_out > OF_MAX_OUT) {
@@ -218,8 +235,10 @@ of_compare(const struct of_case *c, const char *backend, int k, const struct gd_
         double w = gd_tensor_get_f64(want, i), g = gd_tensor_get_f64(got, i);
         double limit = 0, diff = fabs(g - w);
         int ok;
-        if (!is_float) {
-            ok = w == g;
+        if (!is_float) { /* integers and bools: the same value, every bit of it */
+            size_t size = gd_dtype_size(want->dtype);
+            ok = memcmp((const char *)want->data + (size_t)i * size,
+                        (const char *)got->data + (size_t)i * size, size) == 0;
         } else if (bound == NULL) {
             ok = same_bits(w, g);
         } else if (isnan(w)) {
@@ -300,6 +319,37 @@ of_count(const char *const *names)
     int n = 0;
     while (names[n] != NULL)
         n++;
+    return n;
+}
+
+static int
+cmp_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+int
+of_case_names(const char *op, char (*names)[OF_NAME_MAX], int max)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ops/%s", fixtures_dir(), op);
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strlen(e->d_name) >= OF_NAME_MAX)
+            continue;
+        if (n == max) {
+            n = -1;
+            break;
+        }
+        snprintf(names[n++], OF_NAME_MAX, "%s", e->d_name);
+    }
+    closedir(d);
+    if (n > 0)
+        qsort(names, (size_t)n, sizeof names[0], cmp_name);
     return n;
 }
 

@@ -22,10 +22,11 @@ struct of_case {
     char op[48];      /* the op the case runs */
     char *attrs_json; /* the node's attributes as a JSON object */
     int n_in;
-    struct gd_tensor *in[OF_MAX_IN]; /* NULL for an absent optional input */
+    struct gd_tensor *in[OF_MAX_IN]; /* NULL for an absent optional input; cast to the case's
+                                        "dtypes" entry where it has one (bfloat16) */
     unsigned const_mask;             /* bit i: input i is a weight */
     int n_out;
-    struct gd_tensor *want[OF_MAX_OUT]; /* expected: float64, bool or int64 */
+    struct gd_tensor *want[OF_MAX_OUT]; /* expected: float64, bool or an integer dtype */
     struct gd_tensor *mag[OF_MAX_OUT];  /* per-element magnitude, NULL when not given */
     int64_t reduction_len;              /* the most terms any output element sums */
     char emulate[16];                   /* emulate cases: none, tf32, bf16, fp16 */
@@ -81,6 +82,12 @@ int of_backends(const char **out, int max);
  * case the generator writes cannot go untested and a listed case cannot be missing.
  */
 void of_check_listing(const char *op, const char *const *names);
+
+#define OF_NAME_MAX 64
+
+/* The case folders of tests/fixtures/ops/<op>/, sorted, into names: their count, or -1 when
+ * the folder cannot be read or holds more than max. */
+int of_case_names(const char *op, char (*names)[OF_NAME_MAX], int max);
 
 /* An op's fixture cases and how its outputs are checked. */
 struct of_op {

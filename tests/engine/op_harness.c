@@ -8,6 +8,9 @@
 #include "gpudiff/model.h"
 #include "op_harness.h"
 
+/* The graph input of a model whose node reads only weights. */
+#define OH_UNUSED_INPUT "unused_input"
+
 char oh_last_math[16];
 char oh_last_algo[64];
 
@@ -96,6 +99,11 @@ model_text(const char *op, int n_in, struct gd_tensor *const *in, unsigned const
             feed[(*n_feed)++] = in[i];
         }
     }
+    /* A model needs a graph input: a node whose inputs are all weights (integer and bool
+     * cases, whose values cannot be graph inputs yet) gets one that nothing reads. */
+    if (*n_feed == 0)
+        json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i]}", "name", OH_UNUSED_INPUT,
+                                                "dtype", "float32", "shape", 1));
     for (int k = 0; k < n_out; k++) {
         snprintf(name, sizeof name, "out%d", k);
         json_array_append_new(outs, json_string(name));
@@ -145,6 +153,12 @@ oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *i
     if (rc == 0 && (s = gd_session_new(g, backend, knobs ? knobs : &dflt, err)) == NULL)
         rc = err ? err->code : GD_ENOMEM;
     struct collect col = {n_out, out};
+    float unused_value = 0;
+    int64_t unused_shape[1] = {1};
+    struct gd_tensor unused = {.dtype = GD_F32, .ndim = 1, .data = &unused_value};
+    memcpy(unused.shape, unused_shape, sizeof unused_shape);
+    if (n_feed == 0)
+        feed[n_feed++] = &unused;
     if (rc == 0)
         rc = gd_session_run(s, n_feed, feed, collect_layer, &col, err);
     gd_session_free(s);

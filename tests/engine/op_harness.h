@@ -15,6 +15,8 @@
  * Runs op with inputs in[0..n_in) (NULL for an absent optional input); bit i of const_mask
  * makes in[i] a weight. attrs_json is the node's "attrs" object ("{...}", or NULL for none).
  * knobs may be NULL (defaults). On success out[0..n_out) are new tensors owned by the caller.
+ * When every input is a weight the model gets a float32 graph input of one element that no
+ * node reads (a model needs an input; integer and bool data can only be weights so far).
  */
 int oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *in,
            unsigned const_mask, const char *attrs_json, int n_out, struct gd_tensor **out,

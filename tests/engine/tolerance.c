@@ -85,6 +85,13 @@ tol_libm_ulps(enum tol_libm fn, enum gd_dtype dtype)
                                  [TOL_TANH] = 2, [TOL_ERF] = 1,   [TOL_ERFC] = 3, [TOL_POW] = 1};
     static const double f64[] = {[TOL_EXP] = 1,  [TOL_EXPM1] = 1, [TOL_LOG] = 1,  [TOL_LOG1P] = 1,
                                  [TOL_TANH] = 2, [TOL_ERF] = 1,   [TOL_ERFC] = 5, [TOL_POW] = 1};
+    /* The same table's lines of sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh
+     * and atanh, as the manual's table (and docs/CUDA_KERNELS.md) quotes them. */
+    static const double trig[] = {[TOL_SIN] = 1,   [TOL_COS] = 1,   [TOL_TAN] = 1,  [TOL_ASIN] = 1,
+                                  [TOL_ACOS] = 1,  [TOL_ATAN] = 1,  [TOL_SINH] = 2, [TOL_COSH] = 2,
+                                  [TOL_ASINH] = 2, [TOL_ACOSH] = 2, [TOL_ATANH] = 2};
+    if (fn >= TOL_SIN)
+        return trig[fn]; /* float and double alike */
     return dtype == GD_F64 ? f64[fn] : f32[fn];
 }
 

@@ -30,7 +30,28 @@ double tol_ulp(double y, enum gd_dtype dtype);
 double tol_gamma(int64_t n, double u);
 
 /* The libm functions the CPU ops call. */
-enum tol_libm { TOL_EXP, TOL_EXPM1, TOL_LOG, TOL_LOG1P, TOL_TANH, TOL_ERF, TOL_ERFC, TOL_POW };
+enum tol_libm {
+    TOL_EXP,
+    TOL_EXPM1,
+    TOL_LOG,
+    TOL_LOG1P,
+    TOL_TANH,
+    TOL_ERF,
+    TOL_ERFC,
+    TOL_POW,
+    /* the trigonometric and hyperbolic functions of the element-wise ops */
+    TOL_SIN,
+    TOL_COS,
+    TOL_TAN,
+    TOL_ASIN,
+    TOL_ACOS,
+    TOL_ATAN,
+    TOL_SINH,
+    TOL_COSH,
+    TOL_ASINH,
+    TOL_ACOSH,
+    TOL_ATANH
+};
 
 /*
  * glibc's documented maximum error of fn, in ulps, for dtype (float32: the float function,

@@ -29,12 +29,13 @@ enum gd_reduction {
     GD_RED_WINDOW,  /* the pooling window's area */
     GD_RED_SPATIAL, /* height x width of the input */
     GD_RED_AXES,    /* the product of the reduced dimensions */
-    GD_RED_AXIS,    /* the length of the op's axis */
+    GD_RED_AXIS,    /* the length of the op's axis (CumSum: an upper bound, see NUMERICS.md) */
     GD_RED_SCATTER, /* reduction add or mul: the data element and the updates that may land
                      * on it (1 + indices' length along the axis, or 1 + the index tuples of
                      * ScatterND); 1 for none, max and min, which copy one value */
-    GD_RED_LOSS     /* the loss terms summed (every target position for sum and mean, 1 for
+    GD_RED_LOSS,    /* the loss terms summed (every target position for sum and mean, 1 for
                      * none), plus the classes for SoftmaxCrossEntropyLoss's log-softmax */
+    GD_RED_INPUTS   /* the number of inputs (Sum, Mean: one term per input) */
 };
 
 struct gd_op_info {
@@ -86,13 +87,13 @@ struct gd_params {
     int ceil_mode;              /* pools */
     int count_include_pad;      /* AveragePool */
     int trans_a, trans_b;       /* Gemm */
-    double alpha, beta, gamma;  /* Gemm; LeakyRelu, Elu, Selu, HardSigmoid */
+    double alpha, beta, gamma;  /* Gemm; LeakyRelu, Elu, Selu, HardSigmoid, ThresholdedRelu, Celu */
     double epsilon;             /* BatchNormalization */
     double clip_min, clip_max;  /* Clip (infinite when absent) */
     int gelu_tanh;              /* Gelu approximate="tanh" */
-    int64_t axis;               /* Softmax, LogSoftmax, Concat, Flatten, ArgMax; >= 0 */
+    int64_t axis;               /* Softmax, Concat, Flatten, ArgMax/Min, Hardmax, CumSum; >= 0 */
     int keepdims;               /* reductions, ArgMax */
-    int select_last_index;      /* ArgMax */
+    int select_last_index;      /* ArgMax, ArgMin */
     int n_axes;                 /* reductions, Squeeze, Unsqueeze: sorted, >= 0 */
     int64_t axes[GD_MAX_DIMS];
     int64_t perm[GD_MAX_DIMS];  /* Transpose */
@@ -122,6 +123,13 @@ struct gd_params {
      * so `--batch` refuses it (naming the node).
      */
     int mixes_batch;
+    /* Element-wise, logical, cast and reduction ops (engine/core/infer_{act,eltwise,logic}.c) */
+    enum gd_dtype cast_to;      /* Cast, CastLike: the target dtype (the output's) */
+    int fmod;                   /* Mod: 1 C fmod (sign of the dividend), 0 integer mod (divisor's) */
+    int shift_left;             /* BitShift: 1 LEFT, 0 RIGHT */
+    int exclusive, reverse;     /* CumSum */
+    int detect_positive, detect_negative; /* IsInf */
+    double lambd, bias;         /* Shrink */
 };
 
 #ifdef __cplusplus
