@@ -201,3 +201,21 @@ tests_engine_check_cuda_tf32_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
 endif
 EXTRA_DIST += tests/bench/gpu_session.sh
+
+# ---- sweep: the session calls it times and slices with, its grid, its reports ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_session
+TESTS += tests/engine/check_session
+tests_engine_check_session_SOURCES = tests/engine/check_session.c tests/engine/session_graph.c \
+	tests/engine/session_graph.h
+tests_engine_check_session_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_session_LDADD = $(TEST_LIBS)
+endif
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_cuda_session
+TESTS += tests/engine/check_cuda_session
+tests_engine_check_cuda_session_SOURCES = tests/engine/check_cuda_session.c \
+	tests/engine/session_graph.c tests/engine/session_graph.h
+tests_engine_check_cuda_session_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_cuda_session_LDADD = $(TEST_LIBS)
+endif
