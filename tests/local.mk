@@ -219,3 +219,14 @@ tests_engine_check_cuda_session_SOURCES = tests/engine/check_cuda_session.c \
 tests_engine_check_cuda_session_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_cuda_session_LDADD = $(TEST_LIBS)
 endif
+if HAVE_CHECK
+check_PROGRAMS += tests/agent/check_sweep_grid
+TESTS += tests/agent/check_sweep_grid
+tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/sweep_grid.c \
+	agent/sweep.h
+tests_agent_check_sweep_grid_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_check_sweep_grid_LDADD = $(TEST_LIBS)
+endif
+SWEEP_INTEGRATION = tests/integration/sweep_seed.sh
+TESTS += $(SWEEP_INTEGRATION)
+EXTRA_DIST += $(SWEEP_INTEGRATION)
