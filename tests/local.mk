@@ -227,6 +227,17 @@ tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/swee
 tests_agent_check_sweep_grid_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_sweep_grid_LDADD = $(TEST_LIBS)
 endif
-SWEEP_INTEGRATION = tests/integration/sweep_seed.sh
+SWEEP_INTEGRATION = tests/integration/sweep_seed.sh tests/integration/server_sweep.sh
 TESTS += $(SWEEP_INTEGRATION)
 EXTRA_DIST += $(SWEEP_INTEGRATION)
+if HAVE_CHECK
+SWEEP_SERVER_CHECKS = tests/server/check_db_sweeps tests/server/check_sweep_doc
+check_PROGRAMS += $(SWEEP_SERVER_CHECKS)
+TESTS += $(SWEEP_SERVER_CHECKS)
+tests_server_check_db_sweeps_SOURCES = tests/server/check_db_sweeps.c $(DB_FIXTURE)
+tests_server_check_db_sweeps_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_sweeps_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_sweep_doc_SOURCES = tests/server/check_sweep_doc.c
+tests_server_check_sweep_doc_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_sweep_doc_LDADD = $(SERVER_TEST_LIBS)
+endif
