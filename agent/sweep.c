@@ -1007,11 +1007,11 @@ output_doc(struct sweep *sw, struct gd_err *err)
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/sweep.json", sw->o->out);
         if (json_dump_file(sw->doc, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER |
-                                              JSON_REAL_PRECISION(9)) != 0)
+                                              JSON_REAL_PRECISION(17)) != 0)
             return gd_err_set(err, GD_EIO, "cannot write %s", path);
     }
     if (sw->o->json) {
-        json_dumpf(sw->doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+        json_dumpf(sw->doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
         fputc('\n', stdout);
     } else {
         agt_sweep_print(stdout, sw->doc);
