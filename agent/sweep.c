@@ -30,6 +30,7 @@
 
 struct sweep_opts {
     const char *model, *input, *input_key, *weights_dir, *backend, *grid, *out;
+    const char *report; /* --report FILE: print a saved document's report, run nothing */
     int repeats, warmup, captures, json, quiet, verbose;
     double atol, rtol;
     struct agt_upload_opts upload; /* upload.server NULL: no upload */
@@ -68,7 +69,8 @@ static void
 sweep_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: gpudiff-agent sweep --model FILE --input FILE [OPTIONS]\n\n"
+            "Usage: gpudiff-agent sweep --model FILE --input FILE [OPTIONS]\n"
+            "       gpudiff-agent sweep --report FILE\n\n"
             "Runs one model and input under a grid of settings on one backend, in one process\n"
             "(the model is loaded once), and answers: which settings change the results and\n"
             "by how much, how to prevent it (the settings that are deterministic and\n"
@@ -122,6 +124,8 @@ sweep_usage(FILE *out)
             "                      DIR/sweep.json\n"
             "  --json              print the sweep document (schema/json/sweep.schema.json)\n"
             "                      instead of the report\n"
+            "  --report FILE       print the report of a sweep document written earlier\n"
+            "                      (--json, or DIR/sweep.json of --out) and run nothing\n"
             "  --quiet             no progress on stderr\n"
             "  -v, --verbose       debug messages on stderr\n"
             "  -h, --help          this help\n\n"
@@ -153,7 +157,7 @@ static int
 parse_args(int argc, char **argv, struct sweep_opts *o)
 {
     enum { O_INPUT_KEY = 256, O_WEIGHTS_DIR, O_BACKEND, O_GRID, O_REPEATS, O_WARMUP,
-           O_CAPTURES, O_ATOL, O_RTOL, O_OUT, O_JSON, O_QUIET };
+           O_CAPTURES, O_ATOL, O_RTOL, O_OUT, O_JSON, O_QUIET, O_REPORT };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -169,6 +173,7 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         {"out", required_argument, NULL, O_OUT},
         {"json", no_argument, NULL, O_JSON},
         {"quiet", no_argument, NULL, O_QUIET},
+        {"report", required_argument, NULL, O_REPORT},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         AGT_UPLOAD_LONGOPTS,
@@ -248,6 +253,9 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         case O_QUIET:
             o->quiet = 1;
             break;
+        case O_REPORT:
+            o->report = optarg;
+            break;
         case 'v':
             o->verbose = 1;
             break;
@@ -262,6 +270,14 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
     if (optind < argc) {
         fprintf(stderr, "gpudiff-agent sweep: unexpected argument %s\n", argv[optind]);
         return -1;
+    }
+    if (o->report != NULL) {
+        if (o->model || o->input || o->grid || o->out || o->upload.server) {
+            fprintf(stderr, "gpudiff-agent sweep: --report prints a saved sweep; it takes no "
+                    "--model, --input, --grid, --out or --server\n");
+            return -1;
+        }
+        return 0;
     }
     const char *missing = !o->model ? "--model" : !o->input ? "--input" : NULL;
     if (missing != NULL) {
@@ -1125,6 +1141,30 @@ execute(struct sweep *sw)
     return code;
 }
 
+/* --report FILE: a document written earlier, printed as the report (or as it is, --json). */
+static int
+print_saved(const char *path, int as_json)
+{
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    const char *format = json_string_value(json_object_get(doc, "format"));
+    if (doc == NULL || format == NULL || strcmp(format, AGT_SWEEP_FORMAT) != 0 ||
+        !json_is_array(json_object_get(doc, "settings"))) {
+        fprintf(stderr, "gpudiff-agent sweep: %s: %s\n", path,
+                doc == NULL ? jerr.text : "not a sweep document (format gpudiff-sweep)");
+        json_decref(doc);
+        return AGT_EXIT_INPUT;
+    }
+    if (as_json)
+        json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    else
+        agt_sweep_print(stdout, doc);
+    if (as_json)
+        fputc('\n', stdout);
+    json_decref(doc);
+    return AGT_EXIT_OK;
+}
+
 int
 agt_cmd_sweep(int argc, char **argv)
 {
@@ -1135,6 +1175,8 @@ agt_cmd_sweep(int argc, char **argv)
     if (prc != 0)
         return prc > 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
     agt_log_init(o.verbose);
+    if (o.report != NULL)
+        return print_saved(o.report, o.json);
     struct sweep sw = {.o = &o};
     int code = execute(&sw);
     remove_bundles(&sw);

@@ -17,7 +17,7 @@ sweep --grid "$GRID" --repeats 3 --captures 2 --json --out "$TMP/out" >"$TMP/swe
 cat "$TMP/progress.txt"
 grep -q '\[3/3\] emulate=bf16:conv+gemm: .* left, about' "$TMP/progress.txt" ||
     fail "no progress line for the last setting"
-sweep --grid "$GRID" --repeats 1 --captures 2 --quiet >"$TMP/report.txt"
+"$AGENT" sweep --report "$TMP/out/sweep.json" >"$TMP/report.txt"
 cat "$TMP/report.txt"
 [ -s "$TMP/out/sweep.json" ] || fail "--out wrote no sweep.json"
 # the bundles --out wrote are ordinary bundles: `diff` reads them
@@ -126,6 +126,9 @@ grep -q 'not for the cpu backend' "$TMP/err.txt" || fail "no message for a cuda 
 expect_exit 2 sweep --repeats 0
 expect_exit 2 "$AGENT" sweep --input "$SEED_DIR/input.npz"
 expect_exit 3 "$AGENT" sweep --model "$TMP/none.json" --input "$SEED_DIR/input.npz"
+expect_exit 3 "$AGENT" sweep --report "$SEED_MODEL"
+grep -q 'not a sweep document' "$TMP/err.txt" || fail "--report of a model file"
+expect_exit 2 "$AGENT" sweep --report "$TMP/out/sweep.json" --grid 'emulate=none'
 expect_exit 6 sweep --grid 'emulate=none;batch=all' --repeats 1 --captures 1 --out "$TMP/out"
 "$AGENT" sweep --help | grep -q 'conv=heuristic,autotune,deterministic;tf32=off,on' ||
     fail "--help does not give the default cuda grid"
