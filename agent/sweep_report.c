@@ -242,13 +242,13 @@ why(FILE *out, json_t *doc)
             char ma[32];
             fmt_g(get_num(b, "output.max_abs"), ma, sizeof ma);
             item(out, "%s at batch %lld: %zu of %lld layers differ from the whole batch, the "
-                 "first %s (%s); the output moves by %s. %s%s", get_str(s, "name"),
+                 "first %s (%s); the output moves by %s. %s%s%s", get_str(s, "name"),
                  (long long)json_integer_value(json_object_get(b, "batch")),
                  json_array_size(json_object_get(b, "differing_layers")),
                  (long long)json_integer_value(json_object_get(b, "layers")),
                  get_str(b, "first_differing.layer"), get_str(b, "first_differing.op"), ma,
                  extra[0] ? "With the batch size, " : "No layer's recorded algorithm changed.",
-                 extra);
+                 extra, extra[0] ? "." : "");
         }
     }
     char sizes[256];

@@ -241,3 +241,4 @@ tests_server_check_sweep_doc_SOURCES = tests/server/check_sweep_doc.c
 tests_server_check_sweep_doc_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_sweep_doc_LDADD = $(SERVER_TEST_LIBS)
 endif
+EXTRA_DIST += tests/bench/bench_sweep.sh tests/bench/gpu_sweep.sh tests/bench/sweep_torch.py

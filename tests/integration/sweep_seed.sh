@@ -23,7 +23,7 @@ cat "$TMP/report.txt"
 # the bundles --out wrote are ordinary bundles: `diff` reads them
 "$AGENT" diff "$TMP/out/01-emulate-tf32-gemm" "$TMP/out/float64" --json >"$TMP/diff.json"
 
-"$PYTHON_NUMPY" - "$TMP" <<'PY'
+"$PYTHON_NUMPY" - "$TMP" "$GD_SRCDIR" <<'PY'
 import json, sys
 tmp = sys.argv[1]
 d = json.load(open(tmp + "/sweep.json"))
@@ -36,6 +36,17 @@ def check(cond, what):
         failed.append(what)
 
 check(d["format"] == "gpudiff-sweep" and d["version"] == 1, "format and version")
+try:
+    import jsonschema
+except ImportError:
+    jsonschema = None
+    print("skip the schema check: no python3-jsonschema (deploy/setup.sh installs it)")
+if jsonschema is not None:
+    schema = json.load(open(sys.argv[2] + "/schema/json/sweep.schema.json"))
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(d), key=str)
+    check(not errors, "the document follows schema/json/sweep.schema.json%s" %
+          ("" if not errors else ": " + "; ".join("%s at %s" % (e.message, list(e.path))
+                                                  for e in errors[:3])))
 check(d["backend"] == "cpu" and d["reference_batch"] == 1000, "backend cpu, reference batch 1000")
 check(d["batch_sizes"] == [1, 250], "batch sizes 1 and 250 besides the whole (got %s)" % d["batch_sizes"])
 check(d["float64"]["status"] == "ok" and d["float64"]["backend"] == "cpu64", "the float64 run ran")

@@ -1,0 +1,61 @@
+#!/bin/sh
+# tests/bench/gpu_sweep.sh: issue 11 on a GPU, in one go, for a machine with an NVIDIA GPU
+# where this checkout was built with CUDA (or its build folder copied):
+#   1. check_cuda_session: the session's timing, offers and pins on cuda;
+#   2. `gpudiff-agent sweep --backend cuda` with the default grid on the seed case and on a
+#      ResNet-50 (torchvision layout, random weights, 32 images, exported from PyTorch);
+#   3. the same table from PyTorch on the same GPU (cudnn.benchmark, cudnn.deterministic,
+#      allow_tf32; batch sizes 1, 8, 32), then both side by side with the lines the issue's
+#      "must show" asks for. Logs, JSON documents and reports go to OUT (default ./gpu-logs).
+# usage: tests/bench/gpu_sweep.sh BUILD_DIR SHARED_DIR [PYTHON_WITH_TORCH]
+# It takes about 4 minutes on an H200 (REPEATS below sets the timed runs per setting).
+set -u
+build=$(cd "$1" && pwd)
+shared=$(cd "$2" && pwd)
+py=${3:-python3}
+out=${OUT:-$PWD/gpu-logs}
+mkdir -p "$out"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+seed="$shared/cases/lenet-11-821"
+work="${TMPDIR:-/tmp}/gpudiff-sweep-bench"
+REPEATS=${REPEATS:-20}
+mkdir -p "$work"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
+status=0
+step() {
+    name=$1; shift
+    start=$(date +%s)
+    "$@" >"$out/$name.log" 2>"$out/$name.err"
+    rc=$?
+    echo "$name: exit $rc ($(( $(date +%s) - start )) s)" | tee -a "$out/summary.txt"
+    [ "$rc" = 0 ] || status=1
+}
+step check_cuda_session "$build/tests/engine/check_cuda_session"
+step export "$py" "$top/tests/bench/sweep_torch.py" export "$seed" "$work"
+agent_sweep() {
+    name=$1 model=$2 input=$3
+    shift 3
+    "$build/gpudiff-agent" sweep --backend cuda --model "$model" --input "$input" "$@" \
+        --repeats "$REPEATS" --json >"$out/$name.json" &&
+        "$build/gpudiff-agent" sweep --report "$out/$name.json" >"$out/$name.txt"
+}
+step sweep_seed agent_sweep sweep_seed "$work/lenet-11-821.json" "$seed/input.npz" --input-key inp
+step sweep_resnet50 agent_sweep sweep_resnet50 "$work/resnet50/model.json" \
+    "$work/resnet50/input.npy"
+step torch_seed "$py" "$top/tests/bench/sweep_torch.py" table "$seed" "$work" seed "$REPEATS" \
+    1,250,1000 "$out/torch_seed.json"
+step torch_resnet50 "$py" "$top/tests/bench/sweep_torch.py" table "$seed" "$work" resnet50 \
+    "$REPEATS" 1,8,32 "$out/torch_resnet50.json"
+for m in seed resnet50; do
+    [ -s "$out/sweep_$m.json" ] && [ -s "$out/torch_$m.json" ] &&
+        "$py" "$top/tests/bench/sweep_torch.py" side "$out/sweep_$m.json" "$out/torch_$m.json" \
+            >"$out/side_$m.txt" 2>&1
+done
+echo
+for m in seed resnet50; do
+    [ -s "$out/sweep_$m.txt" ] && sed -n '1,/^What does it cost/p' "$out/sweep_$m.txt" | head -40
+done
+cat "$out/side_seed.txt" "$out/side_resnet50.txt" 2>/dev/null
+echo
+cat "$out/summary.txt"
+exit $status
