@@ -18,6 +18,8 @@ gpudiff_agent_SOURCES += \
 	agent/sweep.c \
 	agent/sweep_capture.c \
 	agent/sweep_grid.c \
+	agent/sweep_run.h \
+	agent/sweep_setting.c \
 	agent/sweep_report.c \
 	agent/sweep_summary.c \
 	agent/sweep_upload.c

@@ -19,19 +19,19 @@
 #include "gpudiff/graph.h"
 #include "gpudiff/run.h"
 
-#define AGT_SWEEP_FORMAT "gpudiff-sweep"
-#define AGT_SWEEP_VERSION 1
-#define AGT_SWEEP_MAX_BATCHES 16
+#define AGT_SWEEP_FORMAT       "gpudiff-sweep"
+#define AGT_SWEEP_VERSION      1
+#define AGT_SWEEP_MAX_BATCHES  16
 #define AGT_SWEEP_MAX_SETTINGS 4096
 
 /* ---- the grid (sweep_grid.c) ---- */
 
 struct agt_setting {
-    char name[192];         /* "autotune tf32=on", "emulate=bf16:conv+gemm", "conv2@6 tf32=off" */
-    struct gd_knobs knobs;  /* batch 0: the whole input */
-    int strict;             /* the strict setting every other is compared with */
-    int added;              /* not in the grid: added because the strict setting was missing */
-    int expand_each;        /* conv=each: replaced by one setting per layer and offered id */
+    char name[192];        /* "autotune tf32=on", "emulate=bf16:conv+gemm", "conv2@6 tf32=off" */
+    struct gd_knobs knobs; /* batch 0: the whole input */
+    int strict;            /* the strict setting every other is compared with */
+    int added;             /* not in the grid: added because the strict setting was missing */
+    int expand_each;       /* conv=each: replaced by one setting per layer and offered id */
 };
 
 struct agt_grid {
@@ -106,14 +106,17 @@ struct agt_capture {
     struct agt_memrun *store;
     struct gd_bundle_writer *writer;
     const struct agt_memrun *check;
-    unsigned char *bytes_differ;    /* per layer, with check */
-    unsigned char *algo_differs;    /* per layer, with check */
-    char (*algo_seen)[64];          /* per layer, with check: this run's algorithm */
-    double callback_us;             /* time spent in the callback: the sweep's own work */
+    unsigned char *bytes_differ; /* per layer, with check */
+    unsigned char *algo_differs; /* per layer, with check */
+    char (*algo_seen)[64];       /* per layer, with check: this run's algorithm */
+    double callback_us;          /* time spent in the callback: the sweep's own work */
 };
 
 /* A gd_capture_fn over struct agt_capture. */
 int agt_capture_layer(void *user, const struct gd_layer *layer, struct gd_err *err);
+
+/* The monotonic clock in microseconds. */
+double agt_sweep_now_us(void);
 
 /* ---- comparisons and answers (sweep_summary.c) ---- */
 

@@ -12,8 +12,8 @@
 #include "gpudiff/ops.h"
 #include "sweep.h"
 
-static double
-now_us(void)
+double
+agt_sweep_now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -21,8 +21,7 @@ now_us(void)
 }
 
 int
-agt_memrun_new(const struct gd_graph *g, json_t *run, struct agt_memrun **out,
-               struct gd_err *err)
+agt_memrun_new(const struct gd_graph *g, json_t *run, struct agt_memrun **out, struct gd_err *err)
 {
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++)
@@ -165,8 +164,7 @@ store(struct agt_capture *c, const struct gd_layer *layer, struct gd_err *err)
     const struct gd_tensor *t = layer->value;
     int i = layer->index;
     if (i < 0 || i >= r->n_layers)
-        return gd_err_set(err, GD_EINVAL, "layer index %d outside the graph's %d", i,
-                          r->n_layers);
+        return gd_err_set(err, GD_EINVAL, "layer index %d outside the graph's %d", i, r->n_layers);
     struct gd_tensor *whole = r->tensors[i];
     if (layer->batch_offset == 0) {
         int64_t shape[GD_MAX_DIMS];
@@ -225,7 +223,7 @@ int
 agt_capture_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
 {
     struct agt_capture *c = user;
-    double t0 = now_us();
+    double t0 = agt_sweep_now_us();
     int rc = 0;
     if (c->store != NULL)
         rc = store(c, layer, err);
@@ -233,6 +231,6 @@ agt_capture_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
         rc = gd_bundle_writer_layer(c->writer, c->g, layer, err);
     if (rc == 0 && c->check != NULL)
         check(c, layer);
-    c->callback_us += now_us() - t0;
+    c->callback_us += agt_sweep_now_us() - t0;
     return rc;
 }

@@ -23,9 +23,12 @@ static const struct {
     enum axis axis;
     const char *backends; /* where the axis exists */
 } axes[] = {
-    {"conv", AX_CONV, "cuda"},          {"tf32", AX_TF32, "cuda"},
-    {"math", AX_MATH, "cuda"},          {"workspace", AX_WORKSPACE, "cuda"},
-    {"emulate", AX_EMULATE, "cpu"},     {"threads", AX_THREADS, "cpu cpu64"},
+    {"conv", AX_CONV, "cuda"},
+    {"tf32", AX_TF32, "cuda"},
+    {"math", AX_MATH, "cuda"},
+    {"workspace", AX_WORKSPACE, "cuda"},
+    {"emulate", AX_EMULATE, "cpu"},
+    {"threads", AX_THREADS, "cpu cpu64"},
     {"batch", AX_BATCH, "cuda cpu cpu64"},
 };
 
@@ -82,8 +85,8 @@ emulate_text(const struct gd_knobs *k, char *out, size_t size)
         return;
     }
     unsigned c = k->emulate_classes;
-    snprintf(out, size, "%s:%s%s%s", gd_emulate_name(k->emulate),
-             c & GD_CLASS_CONV ? "conv" : "", (c & GD_CLASS_CONV) && (c & GD_CLASS_GEMM) ? "+" : "",
+    snprintf(out, size, "%s:%s%s%s", gd_emulate_name(k->emulate), c & GD_CLASS_CONV ? "conv" : "",
+             (c & GD_CLASS_CONV) && (c & GD_CLASS_GEMM) ? "+" : "",
              c & GD_CLASS_GEMM ? "gemm" : "");
 }
 
@@ -154,9 +157,9 @@ agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_en
         json_object_set_new(j, "tf32", json_boolean(k->tf32 == 1));
         json_object_set_new(j, "math_mode",
                             json_string(k->math_mode[0] ? k->math_mode : "default"));
-        json_object_set_new(j, "workspace_limit", k->workspace_limit >= 0
-                                                      ? json_integer(k->workspace_limit)
-                                                      : json_null());
+        json_object_set_new(j, "workspace_limit",
+                            k->workspace_limit >= 0 ? json_integer(k->workspace_limit)
+                                                    : json_null());
         if (k->conv_pins[0] != '\0')
             json_object_set_new(j, "conv_pins", json_string(k->conv_pins));
     }
@@ -218,7 +221,7 @@ agt_grid_fini(struct agt_grid *g)
 
 /* ---- parsing ---- */
 
-#define MAX_AXES 8
+#define MAX_AXES   8
 #define MAX_VALUES 64
 
 struct axis_vals {
@@ -280,8 +283,10 @@ apply(enum axis axis, const char *v, struct gd_knobs *k, struct gd_err *err)
             if (at[1] == '\0' || *end != '\0' || n < 0 || n > 1000)
                 break;
             if (strchr(v, ',') != NULL || strchr(v, '=') != NULL)
-                return gd_err_set(err, GD_EINVAL, "conv=%s: a node name for a pin may not "
-                                  "hold ',' or '='", v);
+                return gd_err_set(err, GD_EINVAL,
+                                  "conv=%s: a node name for a pin may not "
+                                  "hold ',' or '='",
+                                  v);
             snprintf(k->conv_algo, sizeof k->conv_algo, "heuristic");
             snprintf(k->conv_pins, sizeof k->conv_pins, "%.*s=%ld", (int)(at - v), v, n);
             return 0;
@@ -328,8 +333,13 @@ apply(enum axis axis, const char *v, struct gd_knobs *k, struct gd_err *err)
         break;
     }
     static const char *const expect[] = {
-        "heuristic, autotune, deterministic, fixed:N, each or NODE@N", "on or off",
-        "default or pedantic", "none or a byte count (K, M, G)", "", "auto or 1 to 256", ""};
+        "heuristic, autotune, deterministic, fixed:N, each or NODE@N",
+        "on or off",
+        "default or pedantic",
+        "none or a byte count (K, M, G)",
+        "",
+        "auto or 1 to 256",
+        ""};
     return gd_err_set(err, GD_EINVAL, "%s is not a value of this axis (%s)", v, expect[axis]);
 }
 
@@ -389,8 +399,10 @@ take_batches(struct agt_grid *g, const struct axis_vals *a, struct gd_err *err)
             char *end;
             long long v = strtoll(a->v[i], &end, 10);
             if (a->v[i][0] == '\0' || *end != '\0' || v < 1)
-                return gd_err_set(err, GD_EINVAL, "batch=%s: a batch size is a positive "
-                                  "integer or all", a->v[i]);
+                return gd_err_set(err, GD_EINVAL,
+                                  "batch=%s: a batch size is a positive "
+                                  "integer or all",
+                                  a->v[i]);
             b = v;
         }
         int dup = 0;
@@ -422,8 +434,10 @@ add_axis(void *user, const char *s, size_t len, struct gd_err *err)
         if (strlen(axes[i].key) == klen && strncmp(axes[i].key, s, klen) == 0)
             found = (int)i;
     if (found < 0)
-        return gd_err_set(err, GD_EINVAL, "unknown axis %.*s (conv, tf32, math, workspace, "
-                          "emulate, threads, batch)", (int)klen, s);
+        return gd_err_set(err, GD_EINVAL,
+                          "unknown axis %.*s (conv, tf32, math, workspace, "
+                          "emulate, threads, batch)",
+                          (int)klen, s);
     if (!backend_has(axes[found].backends, c->backend))
         return gd_err_set(err, GD_EINVAL, "axis %s is not for the %s backend (it is for: %s)",
                           axes[found].key, c->backend, axes[found].backends);
@@ -437,7 +451,8 @@ add_axis(void *user, const char *s, size_t len, struct gd_err *err)
         return gd_err_prefix(err, "%s: ", axes[found].key);
     if (a.axis == AX_BATCH) {
         if (*c->batch_seen)
-            return gd_err_set(err, GD_EINVAL, "batch is given twice (it applies to every "
+            return gd_err_set(err, GD_EINVAL,
+                              "batch is given twice (it applies to every "
                               "setting: give it once)");
         *c->batch_seen = 1;
         return take_batches(c->g, &a, err);

@@ -125,8 +125,7 @@ wrap(FILE *out, const char *lead, const char *text, int width, int indent)
     fputc('\n', out);
 }
 
-static void
-item(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void item(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
 item(FILE *out, const char *fmt, ...)
@@ -149,7 +148,9 @@ list_batches(json_t *doc, char *buf, size_t size)
     buf[0] = '\0';
     json_array_foreach(b, i, v) {
         int w = snprintf(buf + used, size - used, "%s%lld",
-                         i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                         i == 0       ? ""
+                         : i + 1 == n ? " and "
+                                      : ", ",
                          (long long)json_integer_value(v));
         if (w < 0 || (size_t)w >= size - used)
             break;
@@ -197,10 +198,11 @@ why(FILE *out, json_t *doc)
             if (w > 0 && (size_t)w < sizeof amps - used)
                 used += (size_t)w;
         }
-        item(out, "%s: the difference from float64 starts at %s (%s), at %.1f bits of "
-             "precision (%s)%s; the output moves by %s (%s ULP).", get_str(s, "name"),
-             get_str(first, "layer"), get_str(first, "op"), get_num(first, "bits"),
-             get_str(first, "arithmetic"), amps, a, u);
+        item(out,
+             "%s: the difference from float64 starts at %s (%s), at %.1f bits of "
+             "precision (%s)%s; the output moves by %s (%s ULP).",
+             get_str(s, "name"), get_str(first, "layer"), get_str(first, "op"),
+             get_num(first, "bits"), get_str(first, "arithmetic"), amps, a, u);
     }
     if (quiet[0])
         item(out, "Within rounding noise of float64 at every layer: %s.", quiet);
@@ -230,20 +232,22 @@ why(FILE *out, json_t *doc)
                              json_array_size(json_object_get(b, "algo_changes")) - 4);
                     break;
                 }
-                int w = snprintf(extra + used, sizeof extra - used,
-                                 "%s%s changed algorithm from \"%s\" to \"%s\"%s",
-                                 used ? "; " : "", get_str(ch, "layer"), get_str(ch, "reference"),
-                                 get_str(ch, "this"),
-                                 json_is_true(json_object_get(ch, "identical"))
-                                     ? " (its output stayed identical)" : "");
+                int w =
+                    snprintf(extra + used, sizeof extra - used,
+                             "%s%s changed algorithm from \"%s\" to \"%s\"%s", used ? "; " : "",
+                             get_str(ch, "layer"), get_str(ch, "reference"), get_str(ch, "this"),
+                             json_is_true(json_object_get(ch, "identical"))
+                                 ? " (its output stayed identical)"
+                                 : "");
                 if (w > 0 && (size_t)w < sizeof extra - used)
                     used += (size_t)w;
             }
             char ma[32];
             fmt_g(get_num(b, "output.max_abs"), ma, sizeof ma);
-            item(out, "%s at batch %lld: %zu of %lld layers differ from the whole batch, the "
-                 "first %s (%s); the output moves by %s. %s%s%s", get_str(s, "name"),
-                 (long long)json_integer_value(json_object_get(b, "batch")),
+            item(out,
+                 "%s at batch %lld: %zu of %lld layers differ from the whole batch, the "
+                 "first %s (%s); the output moves by %s. %s%s%s",
+                 get_str(s, "name"), (long long)json_integer_value(json_object_get(b, "batch")),
                  json_array_size(json_object_get(b, "differing_layers")),
                  (long long)json_integer_value(json_object_get(b, "layers")),
                  get_str(b, "first_differing.layer"), get_str(b, "first_differing.op"), ma,
@@ -254,9 +258,10 @@ why(FILE *out, json_t *doc)
     char sizes[256];
     list_batches(doc, sizes, sizeof sizes);
     if (n_var == 0 && n_inv > 0)
-        item(out, "The batch size moves nothing: in every setting measured, every layer is "
-             "bitwise identical at batch sizes %s and at the whole %lld.", sizes,
-             (long long)json_integer_value(json_object_get(doc, "reference_batch")));
+        item(out,
+             "The batch size moves nothing: in every setting measured, every layer is "
+             "bitwise identical at batch sizes %s and at the whole %lld.",
+             sizes, (long long)json_integer_value(json_object_get(doc, "reference_batch")));
     else if (n_var == 0)
         item(out, "Batch invariance was not measured (batch sizes: %s).", sizes);
     /* run to run */
@@ -272,16 +277,20 @@ why(FILE *out, json_t *doc)
     json_array_foreach(nondet, i, s) {
         json_t *rr = json_object_get(s, "run_to_run");
         size_t nl = json_array_size(json_object_get(rr, "differing_layers"));
-        item(out, "%s is not reproducible: %s%zu layers differ between captures in fresh "
-             "sessions%s%s.", get_str(s, "name"),
+        item(out,
+             "%s is not reproducible: %s%zu layers differ between captures in fresh "
+             "sessions%s%s.",
+             get_str(s, "name"),
              json_is_false(json_object_get(rr, "outputs_identical"))
-                 ? "its outputs differ between timed runs; " : "",
+                 ? "its outputs differ between timed runs; "
+                 : "",
              nl, nl ? ", the first " : "",
              nl ? json_string_value(json_array_get(json_object_get(rr, "differing_layers"), 0))
                 : "");
     }
     if (json_array_size(nondet) == 0 && n_det > 0)
-        item(out, "Run to run nothing moves: every setting measured gives the same bits in "
+        item(out,
+             "Run to run nothing moves: every setting measured gives the same bits in "
              "each of its %lld captures (fresh sessions) and %lld timed runs.",
              (long long)json_integer_value(json_object_get(doc, "captures")),
              (long long)json_integer_value(json_object_get(doc, "repeats")));
@@ -292,8 +301,10 @@ why(FILE *out, json_t *doc)
         fmt_g(get_num(s, "from_max_abs"), fa, sizeof fa);
         fmt_g(get_num(s, "to_max_abs"), ta, sizeof ta);
         json_t *fd = json_object_get(s, "to_first_divergent");
-        item(out, "%s -> %s: %.2fx the time (%.3f -> %.3f ms); output against float64 %s -> "
-             "%s%s%s.", get_str(s, "base"), get_str(s, "changed"), get_num(s, "time_ratio"),
+        item(out,
+             "%s -> %s: %.2fx the time (%.3f -> %.3f ms); output against float64 %s -> "
+             "%s%s%s.",
+             get_str(s, "base"), get_str(s, "changed"), get_num(s, "time_ratio"),
              get_num(s, "from_ms"), get_num(s, "to_ms"), fa, ta,
              json_is_string(fd) ? ", first divergent " : "",
              json_is_string(fd) ? json_string_value(fd) : "");
@@ -321,8 +332,7 @@ prevent(FILE *out, json_t *doc)
               "none of the settings measured is, or it was not measured");
     json_t *inv = json_object_get(ans, "cheapest_batch_invariant");
     if (json_is_object(inv)) {
-        pick_line(out, inv, "The cheapest setting whose rows do not depend on the batch size",
-                  "");
+        pick_line(out, inv, "The cheapest setting whose rows do not depend on the batch size", "");
     } else {
         char layers[1024] = "";
         size_t used = 0;
@@ -335,11 +345,13 @@ prevent(FILE *out, json_t *doc)
                 used += (size_t)w;
         }
         if (layers[0])
-            item(out, "No setting of the grid is batch-invariant; the first layer to break it "
-                 "is %s: pin those layers' algorithms or run at a fixed batch size.", layers);
+            item(out,
+                 "No setting of the grid is batch-invariant; the first layer to break it "
+                 "is %s: pin those layers' algorithms or run at a fixed batch size.",
+                 layers);
         else
             item(out, "Batch invariance was not measured: no setting ran at another batch "
-                 "size.");
+                      "size.");
     }
     pick_line(out, json_object_get(ans, "cheapest_deterministic_and_batch_invariant"),
               "The cheapest that is both", "none measured");
@@ -359,9 +371,10 @@ cost(FILE *out, json_t *doc)
     size_t i;
     json_t *s;
     json_t *strict = NULL;
-    json_array_foreach(settings, i, s)
+    json_array_foreach(settings, i, s) {
         if (json_is_true(json_object_get(s, "strict")))
             strict = s;
+    }
     item(out, "The fastest setting is %s: %.3f ms a forward with the input on the device.",
          get_str(fast, "setting"), get_num(fast, "forward_ms"));
     static const char *const picks[] = {"cheapest_deterministic", "cheapest_batch_invariant",
@@ -430,7 +443,8 @@ agt_sweep_print(FILE *out, json_t *doc)
             used += (size_t)w;
     }
     const char *gpu = get_str(doc, "env.gpu_name"), *cpu = get_str(doc, "env.cpu");
-    fprintf(out, "Sweep of %s on %s (%s), input %s: %zu settings, %lld timed runs each, "
+    fprintf(out,
+            "Sweep of %s on %s (%s), input %s: %zu settings, %lld timed runs each, "
             "%lld captures, batch sizes %s against the whole %lld.\n",
             get_str(doc, "model.name"), get_str(doc, "backend"), gpu[0] ? gpu : cpu, in_shape,
             json_array_size(json_object_get(doc, "settings")),
@@ -444,8 +458,10 @@ agt_sweep_print(FILE *out, json_t *doc)
     cost(out, doc);
     table(out, doc);
     fputc('\n', out);
-    wrap(out, "", "ms: median forward without capture, input on the device; vs f64, vs strict: "
+    wrap(out, "",
+         "ms: median forward without capture, input on the device; vs f64, vs strict: "
          "the output layer's max |a-b| and max ULP; run-to-run: every layer of each capture "
          "and every timed output bitwise equal; batch-invar: every layer's rows bitwise equal "
-         "at each batch size.", 100, 0);
+         "at each batch size.",
+         100, 0);
 }

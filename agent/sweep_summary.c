@@ -51,9 +51,9 @@ layer_diff(const struct gd_diff_layer *l)
     }
     json_object_set_new(j, "identical", json_boolean(l->m.bitwise_equal));
     json_object_set_new(j, "max_abs", num(l->m.abs_max));
-    json_object_set_new(j, "max_ulp", json_integer((json_int_t)(l->m.ulp_max > INT64_MAX
-                                                                    ? INT64_MAX
-                                                                    : l->m.ulp_max)));
+    json_object_set_new(
+        j, "max_ulp",
+        json_integer((json_int_t)(l->m.ulp_max > INT64_MAX ? INT64_MAX : l->m.ulp_max)));
     json_object_set_new(j, "max_rel", l->m.n_rel ? num(l->m.rel_max) : json_null());
     json_object_set_new(j, "err", num(l->err));
     json_object_set_new(j, "bits", num(l->bits));
@@ -111,8 +111,8 @@ agt_diff_summary(const struct gd_diff *d, const char *output_layer)
         const struct gd_diff_layer *l = &d->layers[i];
         if (!l->is_amplifier)
             continue;
-        json_t *a = json_pack("{s:s, s:s, s:o}", "layer", l->name, "op", l->op, "growth",
-                              num(l->growth));
+        json_t *a =
+            json_pack("{s:s, s:s, s:o}", "layer", l->name, "op", l->op, "growth", num(l->growth));
         if (l->discontinuous) {
             json_object_set_new(a, "flipped", json_integer(l->flipped));
             json_object_set_new(a, "near_boundary", json_integer(l->near_boundary));
@@ -139,24 +139,23 @@ agt_batch_summary(const struct gd_diff *d, int64_t batch, const char *output_lay
         }
         const char *aa = l->algo_a ? l->algo_a : "", *ab = l->algo_b ? l->algo_b : "";
         if (strcmp(aa, ab) != 0)
-            json_array_append_new(changes, json_pack("{s:s, s:s, s:s, s:s, s:b}", "layer",
-                                                     l->name, "op", l->op, "reference", ab,
-                                                     "this", aa, "identical",
-                                                     l->verdict == GD_VERDICT_IDENTICAL));
+            json_array_append_new(changes,
+                                  json_pack("{s:s, s:s, s:s, s:s, s:b}", "layer", l->name, "op",
+                                            l->op, "reference", ab, "this", aa, "identical",
+                                            l->verdict == GD_VERDICT_IDENTICAL));
     }
     json_object_set_new(j, "batch", json_integer(batch));
     json_object_set_new(j, "status", json_string("ok"));
     json_object_set_new(j, "identical", json_boolean(first == NULL));
     json_object_set_new(j, "layers", json_integer(d->n_layers));
     json_object_set_new(j, "differing_layers", differ);
-    json_object_set_new(j, "first_differing",
-                        first ? json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "layer", first->name,
-                                          "op", first->op, "verdict",
-                                          gd_verdict_name(first->verdict), "max_abs",
-                                          num(first->m.abs_max), "algo",
-                                          first->algo_a ? first->algo_a : "", "reference_algo",
-                                          first->algo_b ? first->algo_b : "")
-                              : json_null());
+    json_object_set_new(
+        j, "first_differing",
+        first ? json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "layer", first->name, "op", first->op,
+                          "verdict", gd_verdict_name(first->verdict), "max_abs",
+                          num(first->m.abs_max), "algo", first->algo_a ? first->algo_a : "",
+                          "reference_algo", first->algo_b ? first->algo_b : "")
+              : json_null());
     json_object_set_new(j, "output", layer_diff(find(d, output_layer)));
     json_object_set_new(j, "algo_changes", changes);
     return j;
@@ -322,20 +321,16 @@ knob_effects(json_t *settings)
             json_object_set_new(e, "knob", json_string(differ));
             json_object_set_new(e, "from", json_string(from));
             json_object_set_new(e, "to", json_string(to));
-            json_object_set_new(e, "base", json_string(json_string_value(json_object_get(a, "name"))));
-            json_object_set_new(e, "changed", json_string(json_string_value(json_object_get(b, "name"))));
+            json_object_set(e, "base", json_object_get(a, "name"));
+            json_object_set(e, "changed", json_object_get(b, "name"));
             json_object_set_new(e, "time_ratio", num(tb / ta));
             json_object_set_new(e, "from_ms", num(ta));
             json_object_set_new(e, "to_ms", num(tb));
-            json_object_set_new(e, "from_max_abs", json_incref(get(a, "vs_float64.output.max_abs")
-                                                                ? get(a, "vs_float64.output.max_abs")
-                                                                : json_null()));
-            json_object_set_new(e, "to_max_abs", json_incref(get(b, "vs_float64.output.max_abs")
-                                                              ? get(b, "vs_float64.output.max_abs")
-                                                              : json_null()));
+            json_object_set_new(e, "from_max_abs", num(get_num(a, "vs_float64.output.max_abs")));
+            json_object_set_new(e, "to_max_abs", num(get_num(b, "vs_float64.output.max_abs")));
             json_t *fd = get(b, "vs_float64.first_divergent.layer");
-            json_object_set_new(e, "to_first_divergent", json_is_string(fd) ? json_incref(fd)
-                                                                             : json_null());
+            json_object_set_new(e, "to_first_divergent",
+                                json_is_string(fd) ? json_incref(fd) : json_null());
             json_array_append_new(out, e);
         }
     }
@@ -400,7 +395,7 @@ agt_sweep_answers(json_t *doc)
         json_decref(inv);
         json_t *ident = get(s, "vs_strict.identical");
         if (json_is_false(ident))
-            json_array_append_new(changes, json_string(json_string_value(json_object_get(s, "name"))));
+            json_array_append(changes, json_object_get(s, "name"));
     }
     json_object_set_new(ans, "settings_ok", json_integer(n_ok));
     json_object_set_new(ans, "settings_failed", json_integer(n_failed));

@@ -32,8 +32,9 @@ server_doc(json_t *doc)
     size_t i;
     json_t *s;
     json_object_del(json_object_get(copy, "float64"), "bundle");
-    json_array_foreach(json_object_get(copy, "settings"), i, s)
+    json_array_foreach(json_object_get(copy, "settings"), i, s) {
         json_object_del(s, "bundle");
+    }
     return copy;
 }
 
@@ -62,8 +63,8 @@ agt_sweep_upload(json_t *doc, const struct agt_upload_opts *o, struct gd_err *er
     code = agt_upload_post_json("/api/v1/sweeps", text, strlen(text), id, o, &answer, err);
     free(text);
     if (code == AGT_EXIT_OK && o->who != NULL)
-        fprintf(stderr, "gpudiff-agent: %s: sweep %s is on the server with its %d runs\n",
-                o->who, id, sent);
+        fprintf(stderr, "gpudiff-agent: %s: sweep %s is on the server with its %d runs\n", o->who,
+                id, sent);
     json_decref(answer);
     return code;
 }

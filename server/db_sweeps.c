@@ -46,9 +46,11 @@ check_runs(struct srv_db *db, const struct srv_sweep_doc *doc, struct gd_err *er
         srv_db_bind_text(st, 1, id);
         int s = sqlite3_step(st);
         if (s == SQLITE_DONE)
-            rc = gd_err_set(err, SRV_ECONFLICT, "run %s (%s%s%s) is not on the server: upload "
-                            "the sweep's runs first", id, doc->runs[i].role,
-                            doc->runs[i].setting[0] ? " " : "", doc->runs[i].setting);
+            rc = gd_err_set(err, SRV_ECONFLICT,
+                            "run %s (%s%s%s) is not on the server: upload "
+                            "the sweep's runs first",
+                            id, doc->runs[i].role, doc->runs[i].setting[0] ? " " : "",
+                            doc->runs[i].setting);
         else if (s != SQLITE_ROW)
             rc = srv_db_fail(db, s, "sweep run check", err);
         else if (strcmp((const char *)sqlite3_column_text(st, 0), "complete") != 0)
@@ -104,8 +106,8 @@ insert(struct srv_db *db, const struct srv_sweep_doc *doc, int64_t now, struct g
 }
 
 int
-srv_db_sweep_create(struct srv_db *db, const struct srv_sweep_doc *doc, int64_t now,
-                    int *created, struct gd_err *err)
+srv_db_sweep_create(struct srv_db *db, const struct srv_sweep_doc *doc, int64_t now, int *created,
+                    struct gd_err *err)
 {
     sqlite3_stmt *st;
     int rc = srv_db_begin(db, err);
@@ -158,13 +160,11 @@ runs_json(struct srv_db *db, const char *id, char **out, struct gd_err *err)
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *setting = (const char *)sqlite3_column_text(st, 2);
-        json_array_append_new(runs, json_pack("{s:s, s:s, s:o, s:b}", "run",
-                                              (const char *)sqlite3_column_text(st, 0), "role",
-                                              (const char *)sqlite3_column_text(st, 1),
-                                              "setting", setting[0] ? json_string(setting)
-                                                                    : json_null(),
-                                              "tensors",
-                                              sqlite3_column_type(st, 3) == SQLITE_NULL));
+        json_array_append_new(
+            runs, json_pack("{s:s, s:s, s:o, s:b}", "run", (const char *)sqlite3_column_text(st, 0),
+                            "role", (const char *)sqlite3_column_text(st, 1), "setting",
+                            setting[0] ? json_string(setting) : json_null(), "tensors",
+                            sqlite3_column_type(st, 3) == SQLITE_NULL));
     }
     srv_db_done(st);
     if (s != SQLITE_DONE) {
@@ -200,9 +200,10 @@ srv_db_sweep_get(struct srv_db *db, const char *id, char **text, size_t *len, st
         if (slen < 2 || summary[slen - 1] != '}')
             rc = gd_err_set(err, GD_EIO, "sweep %s: its stored summary is damaged", id);
         if (rc == 0 && (srv_buf_append(&b, summary, slen - 1) != 0 ||
-                        srv_buf_printf(&b, ",\"received_at\":\"%s\",\"runs\":%s,"
-                                       "\"table\":%s,\"sweep\":%s}\n", received, runs,
-                                       (const char *)sqlite3_column_text(st, 2),
+                        srv_buf_printf(&b,
+                                       ",\"received_at\":\"%s\",\"runs\":%s,"
+                                       "\"table\":%s,\"sweep\":%s}\n",
+                                       received, runs, (const char *)sqlite3_column_text(st, 2),
                                        (const char *)sqlite3_column_text(st, 3)) != 0))
             rc = gd_err_set(err, GD_ENOMEM, "out of memory");
     } else if (s == SQLITE_DONE) {

@@ -34,8 +34,8 @@ srv_sweeps_create(struct srv_req *req)
         rc = srv_db_sweep_get(db, doc.id, &text, &len, &err);
     srv_req_db_release(req, db);
     if (rc == 0 && created)
-        SRV_LOG(GD_LOG_INFO, req, "sweep %s of model %s (%s, %d settings, %d runs) stored",
-                doc.id, doc.model, doc.backend, doc.n_settings, doc.n_runs);
+        SRV_LOG(GD_LOG_INFO, req, "sweep %s of model %s (%s, %d settings, %d runs) stored", doc.id,
+                doc.model, doc.backend, doc.n_settings, doc.n_runs);
     srv_sweep_doc_fini(&doc);
     if (rc != 0)
         return srv_req_fail_err(req, &err);

@@ -76,8 +76,10 @@ copy_str(json_t *row, const char *as, json_t *obj, const char *key)
 {
     json_t *v = json_object_get(obj, key);
     const char *s = json_string_value(v);
-    json_object_set_new(row, as, s != NULL && strlen(s) <= MAX_TEXT && srv_is_text(s, MAX_TEXT)
-                                     ? json_string(s) : json_null());
+    json_object_set_new(row, as,
+                        s != NULL && strlen(s) <= MAX_TEXT && srv_is_text(s, MAX_TEXT)
+                            ? json_string(s)
+                            : json_null());
 }
 
 /* A comparison's output difference: {max_abs, max_ulp, identical, first_divergent}. */
@@ -153,29 +155,25 @@ check_settings(struct srv_sweep_doc *doc, json_t *settings, json_t *table, struc
             return gd_err_set(err, SRV_EBADREQ, "%s.name: must not be empty", path);
         if (strcmp(status, "ok") != 0 && strcmp(status, "failed") != 0 &&
             strcmp(status, "not run") != 0)
-            return gd_err_set(err, SRV_EBADREQ, "%s.status: must be ok, failed or not run",
-                              path);
+            return gd_err_set(err, SRV_EBADREQ, "%s.status: must be ok, failed or not run", path);
         if (strcmp(status, "ok") == 0 && run == NULL)
-            return gd_err_set(err, SRV_EBADREQ, "%s.run: a setting that ran names its run",
-                              path);
+            return gd_err_set(err, SRV_EBADREQ, "%s.run: a setting that ran names its run", path);
         json_t *time = json_object_get(s, "time");
         if (time != NULL && !json_is_object(time))
             return gd_err_set(err, SRV_EBADREQ, "%s.time: must be an object", path);
         json_t *ms = json_object_get(time, "forward_ms");
         if (ms != NULL && !json_is_null(ms) && (!json_is_number(ms) || json_number_value(ms) < 0))
-            return gd_err_set(err, SRV_EBADREQ, "%s.time.forward_ms: must be a number >= 0",
-                              path);
+            return gd_err_set(err, SRV_EBADREQ, "%s.time.forward_ms: must be a number >= 0", path);
         for (size_t j = 0; j < i; j++) {
-            const char *other = json_string_value(json_object_get(json_array_get(settings, j),
-                                                                  "name"));
+            const char *other =
+                json_string_value(json_object_get(json_array_get(settings, j), "name"));
             if (other != NULL && strcmp(other, name) == 0)
                 return gd_err_set(err, SRV_EBADREQ, "%s.name: %s is given twice", path, name);
         }
         if (run != NULL) {
             for (int k = 0; k < doc->n_runs; k++)
                 if (strcmp(doc->runs[k].run_id, run) == 0)
-                    return gd_err_set(err, SRV_EBADREQ, "%s.run: run %s is named twice", path,
-                                      run);
+                    return gd_err_set(err, SRV_EBADREQ, "%s.run: run %s is named twice", path, run);
             doc->runs[doc->n_runs++] = (struct srv_sweep_run){run, "setting", name};
         }
         json_array_append_new(table, table_row(s));
@@ -271,13 +269,12 @@ srv_sweep_doc_parse(const char *text, size_t len, struct srv_sweep_doc *out, str
     if ((rc = check_settings(&doc, settings, table, err)) != 0)
         goto done;
     json_t *ans = json_object_get(root, "answers");
-    summary = json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "id", doc.id, "model",
-                        doc.model, "backend", doc.backend, "created_at", doc.created_at,
-                        "settings", doc.n_settings, "fastest",
-                        pick_row(json_object_get(ans, "fastest")), "cheapest_deterministic",
-                        pick_row(json_object_get(ans, "cheapest_deterministic")),
-                        "cheapest_batch_invariant",
-                        pick_row(json_object_get(ans, "cheapest_batch_invariant")));
+    summary = json_pack(
+        "{s:s, s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "id", doc.id, "model", doc.model, "backend",
+        doc.backend, "created_at", doc.created_at, "settings", doc.n_settings, "fastest",
+        pick_row(json_object_get(ans, "fastest")), "cheapest_deterministic",
+        pick_row(json_object_get(ans, "cheapest_deterministic")), "cheapest_batch_invariant",
+        pick_row(json_object_get(ans, "cheapest_batch_invariant")));
     if (summary != NULL)
         json_object_set_new(summary, "gpu", doc.gpu[0] ? json_string(doc.gpu) : json_null());
     canon = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);

@@ -31,9 +31,10 @@ START_TEST(default_cpu_grid)
 {
     struct agt_grid g;
     parse_ok(agt_grid_default("cpu"), "cpu", &g);
-    static const char *const want[] = {
-        "emulate=none",     "emulate=tf32:gemm", "emulate=tf32:conv+gemm", "emulate=bf16:gemm",
-        "emulate=bf16:conv+gemm", "emulate=fp16:gemm", "emulate=fp16:conv+gemm"};
+    static const char *const want[] = {"emulate=none",           "emulate=tf32:gemm",
+                                       "emulate=tf32:conv+gemm", "emulate=bf16:gemm",
+                                       "emulate=bf16:conv+gemm", "emulate=fp16:gemm",
+                                       "emulate=fp16:conv+gemm"};
     names_are(&g, want, 7);
     ck_assert_int_eq(g.settings[1].knobs.emulate, GD_EMULATE_TF32);
     ck_assert_uint_eq(g.settings[1].knobs.emulate_classes, GD_CLASS_GEMM);
@@ -51,10 +52,14 @@ START_TEST(default_cuda_grid)
 {
     struct agt_grid g;
     parse_ok(agt_grid_default("cuda"), "cuda", &g);
-    static const char *const want[] = {
-        "heuristic tf32=off",     "heuristic tf32=on",     "autotune tf32=off",
-        "autotune tf32=on",       "deterministic tf32=off", "deterministic tf32=on",
-        "heuristic tf32=off math=pedantic", "heuristic tf32=off workspace=0"};
+    static const char *const want[] = {"heuristic tf32=off",
+                                       "heuristic tf32=on",
+                                       "autotune tf32=off",
+                                       "autotune tf32=on",
+                                       "deterministic tf32=off",
+                                       "deterministic tf32=on",
+                                       "heuristic tf32=off math=pedantic",
+                                       "heuristic tf32=off workspace=0"};
     names_are(&g, want, 8);
     ck_assert_str_eq(g.settings[6].knobs.math_mode, "pedantic");
     ck_assert_int_eq(g.settings[7].knobs.workspace_limit, 0);
@@ -195,8 +200,9 @@ START_TEST(bad_specs)
         int rc = agt_grid_parse(cases[i].spec, cases[i].backend, &g, &err);
         ck_assert_msg(rc == GD_EINVAL, "%s on %s: accepted (%d)", cases[i].spec, cases[i].backend,
                       rc);
-        ck_assert_msg(strstr(err.msg, cases[i].says) != NULL && strncmp(err.msg, "--grid: ", 8)
-                      == 0, "%s: the message is \"%s\"", cases[i].spec, err.msg);
+        ck_assert_msg(strstr(err.msg, cases[i].says) != NULL &&
+                          strncmp(err.msg, "--grid: ", 8) == 0,
+                      "%s: the message is \"%s\"", cases[i].spec, err.msg);
         agt_grid_fini(&g);
     }
 }

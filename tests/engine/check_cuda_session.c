@@ -67,8 +67,8 @@ START_TEST(forward_and_end_to_end)
             clock_gettime(CLOCK_MONOTONIC, &t0);
             ck_assert_msg(gd_session_forward(s, &us, &err) == 0, "%s", err.msg);
             clock_gettime(CLOCK_MONOTONIC, &t1);
-            double wall = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
-                          (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+            double wall =
+                (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
             ck_assert_msg(us > 0 && us <= wall * 1.01 + 5, "device %g us, wall %g us", us, wall);
         }
         double us = -1;
@@ -156,8 +156,8 @@ check_conv(const struct gd_tensor *y, const char *what)
     ck_assert_int_eq(gd_tensor_numel(y), 12);
     for (int64_t i = 0; i < 12; i++) {
         double got = gd_tensor_get_f64(y, i), w = (&want[0][0][0])[i];
-        ck_assert_msg(fabs(got - w) <= 1e-3, "%s: element %lld is %.9g, not %g", what,
-                      (long long)i, got, w);
+        ck_assert_msg(fabs(got - w) <= 1e-3, "%s: element %lld is %.9g, not %g", what, (long long)i,
+                      got, w);
     }
 }
 
@@ -173,8 +173,8 @@ START_TEST(offers_and_pins)
     check_conv(ref.y, "heuristic");
     struct gd_algo_offer offers[GD_ALGO_OFFERS_MAX];
     int n = -1, chosen = -1, n_fc = -1;
-    ck_assert_msg(gd_session_algo_offers(s, conv, offers, GD_ALGO_OFFERS_MAX, &n, &err) == 0,
-                  "%s", err.msg);
+    ck_assert_msg(gd_session_algo_offers(s, conv, offers, GD_ALGO_OFFERS_MAX, &n, &err) == 0, "%s",
+                  err.msg);
     ck_assert_msg(n > 0, "cuDNN offered no algorithm");
     struct gd_algo_offer none[1];
     ck_assert_int_eq(gd_session_algo_offers(s, fc, none, 1, &n_fc, &err), 0);

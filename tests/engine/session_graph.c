@@ -8,8 +8,8 @@
 #include "session_graph.h"
 
 #define ROWS SG_ROWS
-#define IN SG_IN
-#define OUT SG_OUT
+#define IN   SG_IN
+#define OUT  SG_OUT
 
 static const float W[OUT][IN] = {{1, -2, 3, 0}, {-1, 1, 1, 2}, {2, 0, -3, 1}};
 static const float B[OUT] = {1, -4, 2};
@@ -43,8 +43,7 @@ sg_graph(int with_conv)
     ck_assert_int_eq(gd_graph_add_node(g, "fc", "Gemm", 3, fc_in, 1, fc_out, 1, attrs, &err), 0);
     free(attrs);
     const char *act_in[] = {"fc"}, *act_out[] = {"act"};
-    ck_assert_int_eq(gd_graph_add_node(g, "act", "Relu", 1, act_in, 1, act_out, 0, NULL, &err),
-                     0);
+    ck_assert_int_eq(gd_graph_add_node(g, "act", "Relu", 1, act_in, 1, act_out, 0, NULL, &err), 0);
     ck_assert_int_eq(gd_graph_add_output(g, "act", &err), 0);
     if (with_conv) {
         struct gd_input_decl d4 = {.dtype = GD_F32, .shape = {.ndim = 4, .dim = {-1, 1, 4, 4}}};
@@ -53,8 +52,7 @@ sg_graph(int with_conv)
         float k[9] = {1, 0, 1, 0, 1, 0, 1, 0, 1};
         ck_assert_int_eq(gd_graph_add_constant(g, "k", tensor_of(4, ks, k), &err), 0);
         const char *c_in[] = {"img", "k"}, *c_out[] = {"conv"};
-        ck_assert_int_eq(gd_graph_add_node(g, "conv", "Conv", 2, c_in, 1, c_out, 0, NULL, &err),
-                         0);
+        ck_assert_int_eq(gd_graph_add_node(g, "conv", "Conv", 2, c_in, 1, c_out, 0, NULL, &err), 0);
         ck_assert_int_eq(gd_graph_add_output(g, "conv", &err), 0);
     }
     ck_assert_msg(gd_graph_finalize(g, &err) == 0, "%s", err.msg);
@@ -98,8 +96,8 @@ sg_check_output(const struct gd_tensor *y, const struct gd_tensor *x, const char
     const float *yv = y->data;
     for (int r = 0; r < ROWS; r++)
         for (int o = 0; o < OUT; o++)
-            ck_assert_msg(yv[r * OUT + o] == want[r][o], "%s: row %d col %d is %g, not %g",
-                          what, r, o, yv[r * OUT + o], want[r][o]);
+            ck_assert_msg(yv[r * OUT + o] == want[r][o], "%s: row %d col %d is %g, not %g", what, r,
+                          o, yv[r * OUT + o], want[r][o]);
 }
 
 struct gd_tensor *

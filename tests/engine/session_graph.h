@@ -11,8 +11,8 @@
 #include "gpudiff/tensor.h"
 
 #define SG_ROWS 5
-#define SG_IN 4
-#define SG_OUT 3
+#define SG_IN   4
+#define SG_OUT  3
 
 /* x (SG_ROWS x SG_IN) -> fc (Gemm, transB) -> act (Relu), outputs act; with_conv adds
  * img (N x 1 x 4 x 4) -> conv (Conv 3x3, one filter) as a second input and output. */

@@ -76,18 +76,17 @@ make_doc(struct srv_sweep_doc *doc, const char *id, const char *created, const c
         "[{s:s, s:s, s:o, s:{s:f, s:f}, s:{s:b, s:{s:f, s:i}}, s:b, s:s},"
         " {s:s, s:s, s:o, s:{s:f}, s:b}]",
         "name", "strict", "status", a ? "ok" : "failed", "run", a ? json_string(a) : json_null(),
-        "time",
-        "forward_ms", 2.5, "x_fastest", 1.25, "vs_float64", "compared", 1, "output", "max_abs",
-        2e-7, "max_ulp", 3, "deterministic", 1, "cause", cause,
-        "name", "fast", "status", b ? "ok" : "failed", "run", b ? json_string(b) : json_null(),
-        "time", "forward_ms", 2.0, "batch_invariant", 0);
-    json_t *root = json_pack("{s:s, s:i, s:s, s:s, s:{s:s}, s:s, s:{s:s}, s:{s:o}, s:o, "
-                             "s:{s:{s:s, s:f}}}",
-                             "format", "gpudiff-sweep", "version", 1, "id", id, "created_at",
-                             created, "model", "name", "m", "backend", backend, "env",
-                             "gpu_name", "GPU 9", "float64", "run",
-                             f ? json_string(f) : json_null(), "settings", settings, "answers",
-                             "fastest", "setting", "fast", "forward_ms", 2.0);
+        "time", "forward_ms", 2.5, "x_fastest", 1.25, "vs_float64", "compared", 1, "output",
+        "max_abs", 2e-7, "max_ulp", 3, "deterministic", 1, "cause", cause, "name", "fast", "status",
+        b ? "ok" : "failed", "run", b ? json_string(b) : json_null(), "time", "forward_ms", 2.0,
+        "batch_invariant", 0);
+    json_t *root =
+        json_pack("{s:s, s:i, s:s, s:s, s:{s:s}, s:s, s:{s:s}, s:{s:o}, s:o, "
+                  "s:{s:{s:s, s:f}}}",
+                  "format", "gpudiff-sweep", "version", 1, "id", id, "created_at", created, "model",
+                  "name", "m", "backend", backend, "env", "gpu_name", "GPU 9", "float64", "run",
+                  f ? json_string(f) : json_null(), "settings", settings, "answers", "fastest",
+                  "setting", "fast", "forward_ms", 2.0);
     char *text = json_dumps(root, JSON_COMPACT);
     struct gd_err err;
     ck_assert_msg(srv_sweep_doc_parse(text, strlen(text), doc, &err) == 0, "%s", err.msg);
@@ -144,8 +143,8 @@ START_TEST(store_and_serve)
     /* the runs in the document's order: float64, then the settings */
     json_t *runs = json_object_get(j, "runs");
     ck_assert_int_eq(json_array_size(runs), 3);
-    const char *want[3][3] = {{RUN_F, "float64", NULL}, {RUN_A, "setting", "strict"},
-                              {RUN_B, "setting", "fast"}};
+    const char *want[3][3] = {
+        {RUN_F, "float64", NULL}, {RUN_A, "setting", "strict"}, {RUN_B, "setting", "fast"}};
     for (int i = 0; i < 3; i++) {
         json_t *r = json_array_get(runs, (size_t)i);
         ck_assert_str_eq(json_string_value(json_object_get(r, "run")), want[i][0]);
@@ -160,8 +159,8 @@ START_TEST(store_and_serve)
     json_t *row = json_array_get(json_object_get(j, "table"), 0);
     ck_assert_str_eq(json_string_value(json_object_get(row, "setting")), "strict");
     ck_assert(json_number_value(json_object_get(row, "forward_ms")) == 2.5);
-    ck_assert(json_number_value(json_object_get(json_object_get(row, "vs_float64"), "max_abs"))
-              == 2e-7);
+    ck_assert(json_number_value(json_object_get(json_object_get(row, "vs_float64"), "max_abs")) ==
+              2e-7);
     ck_assert(json_is_true(json_object_get(row, "deterministic")));
     ck_assert(json_is_null(json_object_get(row, "batch_invariant")));
     ck_assert_str_eq(json_string_value(json_object_get(row, "cause")), "tf32=on");
@@ -208,8 +207,8 @@ START_TEST(runs_must_be_there)
         int created = -1;
         make_doc(&doc, SWEEP_2, "2026-02-01T00:00:00Z", "cuda", RUN_F, cases[i].a, RUN_B, "");
         ck_assert_int_eq(srv_db_sweep_create(db, &doc, 1, &created, &err), SRV_ECONFLICT);
-        ck_assert_msg(strstr(err.msg, cases[i].says) != NULL && strstr(err.msg, cases[i].a),
-                      "%s", err.msg);
+        ck_assert_msg(strstr(err.msg, cases[i].says) != NULL && strstr(err.msg, cases[i].a), "%s",
+                      err.msg);
         ck_assert_int_eq(created, -1);
         srv_sweep_doc_fini(&doc);
     }
@@ -232,8 +231,8 @@ END_TEST
 static json_t *
 list(struct srv_db *db, const char *model, const char *backend, int64_t limit, int64_t offset)
 {
-    struct srv_sweep_filter f = {.model = model, .backend = backend, .limit = limit,
-                                 .offset = offset};
+    struct srv_sweep_filter f = {
+        .model = model, .backend = backend, .limit = limit, .offset = offset};
     json_t *out = NULL;
     struct gd_err err;
     ck_assert_msg(srv_db_sweeps_list(db, &f, &out, &err) == 0, "%s", err.msg);
@@ -243,8 +242,8 @@ list(struct srv_db *db, const char *model, const char *backend, int64_t limit, i
 static const char *
 nth_id(json_t *l, size_t i)
 {
-    return json_string_value(json_object_get(json_array_get(json_object_get(l, "sweeps"), i),
-                                             "id"));
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(l, "sweeps"), i), "id"));
 }
 
 START_TEST(list_and_links)
@@ -253,13 +252,12 @@ START_TEST(list_and_links)
     struct gd_err err;
     int created;
     const char *ids[3] = {SWEEP_1, SWEEP_2, SWEEP_3};
-    const char *dates[3] = {"2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z",
-                            "2026-01-01T00:00:00Z"};
+    const char *dates[3] = {"2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z", "2026-01-01T00:00:00Z"};
     const char *backends[3] = {"cuda", "cpu", "cuda"};
     for (int i = 0; i < 3; i++) {
         struct srv_sweep_doc doc;
-        make_doc(&doc, ids[i], dates[i], backends[i], i == 0 ? RUN_F : NULL,
-                 i == 0 ? RUN_A : NULL, i == 0 ? RUN_B : NULL, "");
+        make_doc(&doc, ids[i], dates[i], backends[i], i == 0 ? RUN_F : NULL, i == 0 ? RUN_A : NULL,
+                 i == 0 ? RUN_B : NULL, "");
         ck_assert_msg(srv_db_sweep_create(db, &doc, 10 + i, &created, &err) == 0, "%s", err.msg);
         srv_sweep_doc_fini(&doc);
     }
@@ -285,21 +283,26 @@ START_TEST(list_and_links)
     ck_assert_int_eq(json_array_size(json_object_get(l, "sweeps")), 0);
     json_decref(l);
     /* a run deleted: its link goes, the sweep stays */
-    ck_assert_int_eq(sqlite3_exec(srv_db_conn(db), "DELETE FROM layers WHERE run_id = "
+    ck_assert_int_eq(sqlite3_exec(srv_db_conn(db),
+                                  "DELETE FROM layers WHERE run_id = "
                                   "'22222222-2222-4222-8222-222222222222';"
                                   "DELETE FROM runs WHERE id = "
-                                  "'22222222-2222-4222-8222-222222222222'", 0, 0, 0),
+                                  "'22222222-2222-4222-8222-222222222222'",
+                                  0, 0, 0),
                      SQLITE_OK);
     json_t *j = get(db, SWEEP_1);
     ck_assert_int_eq(json_array_size(json_object_get(j, "runs")), 2);
     ck_assert_int_eq(json_array_size(json_object_get(json_object_get(j, "sweep"), "settings")), 2);
     json_decref(j);
     /* retention dropped a run's tensors: the link says so */
-    ck_assert_int_eq(sqlite3_exec(srv_db_conn(db), "UPDATE runs SET trimmed_at = 5 WHERE id = "
-                                  "'33333333-3333-4333-8333-333333333333'", 0, 0, 0), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(srv_db_conn(db),
+                                  "UPDATE runs SET trimmed_at = 5 WHERE id = "
+                                  "'33333333-3333-4333-8333-333333333333'",
+                                  0, 0, 0),
+                     SQLITE_OK);
     j = get(db, SWEEP_1);
-    ck_assert(json_is_false(json_object_get(json_array_get(json_object_get(j, "runs"), 1),
-                                            "tensors")));
+    ck_assert(
+        json_is_false(json_object_get(json_array_get(json_object_get(j, "runs"), 1), "tensors")));
     json_decref(j);
     drop_db(db);
 }

@@ -50,8 +50,7 @@ START_TEST(a_good_document)
     ck_assert(json_is_null(json_object_get(row, "end_to_end_ms")));
     ck_assert(json_is_null(json_object_get(row, "cause")));
     ck_assert(json_is_true(json_object_get(row, "deterministic")));
-    ck_assert(json_is_null(json_object_get(json_object_get(row, "vs_float64"),
-                                           "first_divergent")));
+    ck_assert(json_is_null(json_object_get(json_object_get(row, "vs_float64"), "first_divergent")));
     row = json_array_get(table, 1);
     ck_assert_str_eq(json_string_value(json_object_get(row, "status")), "failed");
     ck_assert_str_eq(json_string_value(json_object_get(row, "error")), "no");
@@ -130,8 +129,8 @@ START_TEST(broken_rules)
                       "case %zu: %d \"%s\"", i, rc, err.msg);
         free(text);
     }
-    static const char *const whole[] = {"", "[]", "{}", "{\"format\":\"gpudiff-sweep\"}",
-                                        "null", "{\"format\":1}"};
+    static const char *const whole[] = {
+        "", "[]", "{}", "{\"format\":\"gpudiff-sweep\"}", "null", "{\"format\":1}"};
     for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++) {
         struct srv_sweep_doc doc;
         struct gd_err err = {0};
