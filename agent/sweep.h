@@ -132,10 +132,13 @@ json_t *agt_diff_summary(const struct gd_diff *d, const char *output_layer);
 
 /*
  * A run at another batch size (a) against the reference batch size (b), both of the same
- * rows: the layers not bitwise equal, the first of them, the output's difference, and every
- * layer whose recorded algorithm changed with the batch size. New reference.
+ * rows, layer by layer: bit for bit (memcmp), the metrics of the layers that differ and of
+ * the output layer (gd_metrics_compute), and every layer whose recorded algorithm changed
+ * with the batch size. *out (new reference) gets the document's batch-size record.
  */
-json_t *agt_batch_summary(const struct gd_diff *d, int64_t batch, const char *output_layer);
+int agt_batch_compare(const struct agt_memrun *a, const struct agt_memrun *b, int64_t batch,
+                      const char *output_layer, double atol, double rtol, json_t **out,
+                      struct gd_err *err);
 
 /* Fills doc's per-setting "x_fastest" and "deterministic"/"batch_invariant" verdicts and its
  * "answers": the fastest, cheapest deterministic, cheapest batch-invariant settings, the

@@ -132,23 +132,27 @@ agt_sweep_close(struct sweep *sw, struct gd_session *s)
     sw->engine_us += agt_sweep_now_us() - t0;
 }
 
-/* gd_diff_runs of a against b, summed up (as a batch size against the whole batch when
- * batch > 0); NULL and err on failure. */
+/* gd_diff_runs of a against b, summed up; with batch > 0, a at that batch size against b
+ * at the whole batch (agt_batch_compare). NULL and err on failure. */
 static json_t *
 compare(struct sweep *sw, struct agt_memrun *a, struct agt_memrun *b, int64_t batch,
         struct gd_err *err)
 {
-    struct gd_run_view va, vb;
-    agt_memrun_view(a, &va);
-    agt_memrun_view(b, &vb);
-    struct gd_diff *d = NULL;
-    double t0 = agt_sweep_now_us();
-    int rc = gd_diff_runs(&va, &vb, NULL, sw->o->atol, sw->o->rtol, &d, err);
     json_t *j = NULL;
-    if (rc == 0)
-        j = batch > 0 ? agt_batch_summary(d, batch, agt_output_layer(sw->g))
-                      : agt_diff_summary(d, agt_output_layer(sw->g));
-    gd_diff_free(d);
+    double t0 = agt_sweep_now_us();
+    if (batch > 0) {
+        if (agt_batch_compare(a, b, batch, agt_output_layer(sw->g), sw->o->atol, sw->o->rtol, &j,
+                              err) != 0)
+            j = NULL;
+    } else {
+        struct gd_run_view va, vb;
+        agt_memrun_view(a, &va);
+        agt_memrun_view(b, &vb);
+        struct gd_diff *d = NULL;
+        if (gd_diff_runs(&va, &vb, NULL, sw->o->atol, sw->o->rtol, &d, err) == 0)
+            j = agt_diff_summary(d, agt_output_layer(sw->g));
+        gd_diff_free(d);
+    }
     sw->compare_us += agt_sweep_now_us() - t0;
     return j;
 }

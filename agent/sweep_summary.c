@@ -124,41 +124,72 @@ agt_diff_summary(const struct gd_diff *d, const char *output_layer)
     return j;
 }
 
-json_t *
-agt_batch_summary(const struct gd_diff *d, int64_t batch, const char *output_layer)
+/* What the table shows of a layer measured without the run-level comparison. */
+static json_t *
+metrics_json(const char *name, const char *op, const struct gd_metrics *m)
 {
-    json_t *j = json_object();
-    json_t *differ = json_array(), *changes = json_array();
-    const struct gd_diff_layer *first = NULL;
-    for (int i = 0; i < d->n_layers; i++) {
-        const struct gd_diff_layer *l = &d->layers[i];
-        if (l->verdict != GD_VERDICT_IDENTICAL) {
-            json_array_append_new(differ, json_string(l->name));
-            if (first == NULL)
-                first = l;
-        }
-        const char *aa = l->algo_a ? l->algo_a : "", *ab = l->algo_b ? l->algo_b : "";
-        if (strcmp(aa, ab) != 0)
-            json_array_append_new(changes,
-                                  json_pack("{s:s, s:s, s:s, s:s, s:b}", "layer", l->name, "op",
-                                            l->op, "reference", ab, "this", aa, "identical",
-                                            l->verdict == GD_VERDICT_IDENTICAL));
-    }
-    json_object_set_new(j, "batch", json_integer(batch));
-    json_object_set_new(j, "status", json_string("ok"));
-    json_object_set_new(j, "identical", json_boolean(first == NULL));
-    json_object_set_new(j, "layers", json_integer(d->n_layers));
-    json_object_set_new(j, "differing_layers", differ);
-    json_object_set_new(
-        j, "first_differing",
-        first ? json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "layer", first->name, "op", first->op,
-                          "verdict", gd_verdict_name(first->verdict), "max_abs",
-                          num(first->m.abs_max), "algo", first->algo_a ? first->algo_a : "",
-                          "reference_algo", first->algo_b ? first->algo_b : "")
-              : json_null());
-    json_object_set_new(j, "output", layer_diff(find(d, output_layer)));
-    json_object_set_new(j, "algo_changes", changes);
+    json_t *j = json_pack("{s:s, s:s, s:b, s:o, s:I, s:o, s:I}", "layer", name, "op", op,
+                          "identical", m->bitwise_equal, "max_abs", num(m->abs_max), "max_ulp",
+                          (json_int_t)(m->ulp_max > INT64_MAX ? INT64_MAX : m->ulp_max), "max_rel",
+                          m->n_rel ? num(m->rel_max) : json_null(), "mismatches",
+                          (json_int_t)m->n_mismatch);
     return j;
+}
+
+int
+agt_batch_compare(const struct agt_memrun *a, const struct agt_memrun *b, int64_t batch,
+                  const char *output_layer, double atol, double rtol, json_t **out,
+                  struct gd_err *err)
+{
+    json_t *differ = json_array(), *changes = json_array(), *first = json_null();
+    json_t *output = json_null();
+    int rc = 0;
+    for (int i = 0; i < a->n_layers && rc == 0; i++) {
+        const struct gd_bundle_layer *la = &a->layers[i], *lb = &b->layers[i];
+        const struct gd_tensor *ta = a->tensors[i], *tb = b->tensors[i];
+        if (ta == NULL || tb == NULL || ta->dtype != tb->dtype || ta->ndim != tb->ndim ||
+            gd_tensor_nbytes(ta) != gd_tensor_nbytes(tb)) {
+            rc = gd_err_set(err, GD_EINVAL, "layer %s: not captured alike at both batch sizes",
+                            la->name);
+            break;
+        }
+        /* bitwise first: most layers of most settings are equal, and memcmp is the cheapest
+         * answer; the metrics only where they differ, and for the output */
+        int same = memcmp(ta->data, tb->data, gd_tensor_nbytes(ta)) == 0;
+        int is_output = strcmp(la->name, output_layer) == 0;
+        struct gd_metrics m;
+        if ((!same || is_output) && (rc = gd_metrics_compute(ta, tb, atol, rtol, &m, err)) != 0)
+            break;
+        if (!same) {
+            json_array_append_new(differ, json_string(la->name));
+            if (json_is_null(first)) {
+                json_decref(first);
+                first = metrics_json(la->name, la->op, &m);
+                json_object_set_new(first, "algo", json_string(la->algo));
+                json_object_set_new(first, "reference_algo", json_string(lb->algo));
+            }
+        }
+        if (is_output && json_is_null(output)) {
+            json_decref(output);
+            output = metrics_json(la->name, la->op, &m);
+        }
+        if (strcmp(la->algo, lb->algo) != 0)
+            json_array_append_new(changes, json_pack("{s:s, s:s, s:s, s:s, s:b}", "layer", la->name,
+                                                     "op", la->op, "reference", lb->algo, "this",
+                                                     la->algo, "identical", same));
+    }
+    if (rc != 0) {
+        json_decref(differ);
+        json_decref(changes);
+        json_decref(first);
+        json_decref(output);
+        return rc;
+    }
+    *out = json_pack("{s:I, s:s, s:b, s:i, s:o, s:o, s:o, s:o}", "batch", (json_int_t)batch,
+                     "status", "ok", "identical", json_array_size(differ) == 0, "layers",
+                     a->n_layers, "differing_layers", differ, "first_differing", first, "output",
+                     output, "algo_changes", changes);
+    return *out != NULL ? 0 : gd_err_set(err, GD_ENOMEM, "out of memory");
 }
 
 /* ---- answers ---- */

@@ -242,3 +242,11 @@ tests_server_check_sweep_doc_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_sweep_doc_LDADD = $(SERVER_TEST_LIBS)
 endif
 EXTRA_DIST += tests/bench/bench_sweep.sh tests/bench/gpu_sweep.sh tests/bench/sweep_torch.py
+if HAVE_CHECK
+check_PROGRAMS += tests/agent/check_sweep_summary
+TESTS += tests/agent/check_sweep_summary
+tests_agent_check_sweep_summary_SOURCES = tests/agent/check_sweep_summary.c \
+	agent/sweep_summary.c agent/sweep.h
+tests_agent_check_sweep_summary_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_check_sweep_summary_LDADD = $(TEST_LIBS)
+endif

@@ -22,16 +22,20 @@ REPEATS=${REPEATS:-20}
 mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 status=0
+# step NAME LIMIT_S COMMAND...: a step may not run past its limit (exit 124 if it does)
 step() {
-    name=$1; shift
+    name=$1 limit=$2; shift 2
     start=$(date +%s)
-    "$@" >"$out/$name.log" 2>"$out/$name.err"
+    timeout "$limit" "$@" >"$out/$name.log" 2>"$out/$name.err"
     rc=$?
     echo "$name: exit $rc ($(( $(date +%s) - start )) s)" | tee -a "$out/summary.txt"
     [ "$rc" = 0 ] || status=1
 }
-step check_cuda_session "$build/tests/engine/check_cuda_session"
-step export "$py" "$top/tests/bench/sweep_torch.py" export "$seed" "$work"
+# a check program: built here when the build folder has not made it (make check does)
+[ -x "$build/tests/engine/check_cuda_session" ] ||
+    make -C "$build" tests/engine/check_cuda_session >"$out/make.log" 2>&1
+step check_cuda_session 120 "$build/tests/engine/check_cuda_session"
+step export 120 "$py" "$top/tests/bench/sweep_torch.py" export "$seed" "$work"
 agent_sweep() {
     name=$1 model=$2 input=$3
     shift 3
@@ -39,12 +43,12 @@ agent_sweep() {
         --repeats "$REPEATS" --json >"$out/$name.json" &&
         "$build/gpudiff-agent" sweep --report "$out/$name.json" >"$out/$name.txt"
 }
-step sweep_seed agent_sweep sweep_seed "$work/lenet-11-821.json" "$seed/input.npz" --input-key inp
-step sweep_resnet50 agent_sweep sweep_resnet50 "$work/resnet50/model.json" \
+step sweep_seed 150 agent_sweep sweep_seed "$work/lenet-11-821.json" "$seed/input.npz" --input-key inp
+step sweep_resnet50 300 agent_sweep sweep_resnet50 "$work/resnet50/model.json" \
     "$work/resnet50/input.npy"
-step torch_seed "$py" "$top/tests/bench/sweep_torch.py" table "$seed" "$work" seed "$REPEATS" \
+step torch_seed 120 "$py" "$top/tests/bench/sweep_torch.py" table "$seed" "$work" seed "$REPEATS" \
     1,250,1000 "$out/torch_seed.json"
-step torch_resnet50 "$py" "$top/tests/bench/sweep_torch.py" table "$seed" "$work" resnet50 \
+step torch_resnet50 150 "$py" "$top/tests/bench/sweep_torch.py" table "$seed" "$work" resnet50 \
     "$REPEATS" 1,8,32 "$out/torch_resnet50.json"
 for m in seed resnet50; do
     [ -s "$out/sweep_$m.json" ] && [ -s "$out/torch_$m.json" ] &&
