@@ -206,9 +206,11 @@ why(FILE *out, json_t *doc)
     }
     if (quiet[0])
         item(out, "Within rounding noise of float64 at every layer: %s.", quiet);
-    if (n_compared == 0)
-        item(out, "No setting was compared with a float64 run (%s).",
-             get_str(doc, "float64.error")[0] ? get_str(doc, "float64.error") : "none ran");
+    if (n_compared == 0 && !is_ok(json_object_get(doc, "float64")))
+        item(out, "No setting was compared with float64: the float64 run failed (%s).",
+             get_str(doc, "float64.error"));
+    else if (n_compared == 0)
+        item(out, "No setting was compared with float64: none of the settings ran.");
     /* batch size */
     int n_var = 0, n_inv = 0;
     json_array_foreach(settings, i, s) {
@@ -396,14 +398,19 @@ cost(FILE *out, json_t *doc)
 static void
 table(FILE *out, json_t *doc)
 {
-    fprintf(out, "\n%-28s %9s %6s %9s %6s | %9s %6s | %-10s | %-11s | %-14s | %s\n", "setting",
-            "ms", "x fast", "vs f64", "ulp", "vs strict", "ulp", "run-to-run", "batch-invar",
-            "first diverg.", "cause");
     size_t i;
     json_t *s;
+    int w = 20; /* the names' column: as wide as the longest name */
+    json_array_foreach(json_object_get(doc, "settings"), i, s) {
+        int n = (int)strlen(get_str(s, "name"));
+        w = n > w ? (n < 64 ? n : 64) : w;
+    }
+    fprintf(out, "\n%-*s %9s %6s %9s %6s | %9s %6s | %-10s | %-11s | %-14s | %s\n", w, "setting",
+            "ms", "x fast", "vs f64", "ulp", "vs strict", "ulp", "run-to-run", "batch-invar",
+            "first diverg.", "cause");
     json_array_foreach(json_object_get(doc, "settings"), i, s) {
         if (!is_ok(s)) {
-            fprintf(out, "%-28s %s: %s\n", get_str(s, "name"),
+            fprintf(out, "%-*s %s: %s\n", w, get_str(s, "name"),
                     strcmp(get_str(s, "status"), "failed") == 0 ? "cannot run" : "not run",
                     get_str(s, "error"));
             continue;
@@ -419,7 +426,7 @@ table(FILE *out, json_t *doc)
             fmt_vs(json_object_get(s, "vs_strict"), sa, sizeof sa, su, sizeof su);
         }
         const char *fd = get_str(s, "vs_float64.first_divergent.layer");
-        fprintf(out, "%-28s %9s %6s %9s %6s | %9s %6s | %-10s | %-11s | %-14s | %s\n",
+        fprintf(out, "%-*s %9s %6s %9s %6s | %9s %6s | %-10s | %-11s | %-14s | %s\n", w,
                 get_str(s, "name"), ms, x, fa, fu, sa, su,
                 tristate(json_object_get(s, "deterministic"), "identical", "differs"),
                 tristate(json_object_get(s, "batch_invariant"), "yes", "no"), fd[0] ? fd : "-",
@@ -443,10 +450,12 @@ agt_sweep_print(FILE *out, json_t *doc)
             used += (size_t)w;
     }
     const char *gpu = get_str(doc, "env.gpu_name"), *cpu = get_str(doc, "env.cpu");
+    const char *where = gpu[0] ? gpu : cpu;
     fprintf(out,
-            "Sweep of %s on %s (%s), input %s: %zu settings, %lld timed runs each, "
+            "Sweep of %s on %s%s%s%s, input %s: %zu settings, %lld timed runs each, "
             "%lld captures, batch sizes %s against the whole %lld.\n",
-            get_str(doc, "model.name"), get_str(doc, "backend"), gpu[0] ? gpu : cpu, in_shape,
+            get_str(doc, "model.name"), get_str(doc, "backend"), where[0] ? " (" : "", where,
+            where[0] ? ")" : "", in_shape,
             json_array_size(json_object_get(doc, "settings")),
             (long long)json_integer_value(json_object_get(doc, "repeats")),
             (long long)json_integer_value(json_object_get(doc, "captures")), sizes,

@@ -8,7 +8,8 @@
 #      allow_tf32; batch sizes 1, 8, 32), then both side by side with the lines the issue's
 #      "must show" asks for. Logs, JSON documents and reports go to OUT (default ./gpu-logs).
 # usage: tests/bench/gpu_sweep.sh BUILD_DIR SHARED_DIR [PYTHON_WITH_TORCH]
-# It takes about 4 minutes on an H200 (REPEATS below sets the timed runs per setting).
+# Estimated at 4 to 6 minutes on an H200 (not measured yet); REPEATS sets the timed runs per
+# setting (default 20), each step has a time limit.
 set -u
 build=$(cd "$1" && pwd)
 shared=$(cd "$2" && pwd)
@@ -36,16 +37,21 @@ step() {
     make -C "$build" tests/engine/check_cuda_session >"$out/make.log" 2>&1
 step check_cuda_session 120 "$build/tests/engine/check_cuda_session"
 step export 120 "$py" "$top/tests/bench/sweep_torch.py" export "$seed" "$work"
+# the engine's sweep with the default grid: its document is the step's stdout (.log), kept as
+# .json, and its report made from it (.txt)
 agent_sweep() {
-    name=$1 model=$2 input=$3
-    shift 3
-    "$build/gpudiff-agent" sweep --backend cuda --model "$model" --input "$input" "$@" \
-        --repeats "$REPEATS" --json >"$out/$name.json" &&
-        "$build/gpudiff-agent" sweep --report "$out/$name.json" >"$out/$name.txt"
+    name=$1 limit=$2 model=$3 input=$4
+    shift 4
+    step "$name" "$limit" "$build/gpudiff-agent" sweep --backend cuda --model "$model" \
+        --input "$input" --repeats "$REPEATS" --json "$@"
+    cp "$out/$name.log" "$out/$name.json"
+    "$build/gpudiff-agent" sweep --report "$out/$name.json" >"$out/$name.txt" 2>&1
 }
-step sweep_seed 150 agent_sweep sweep_seed "$work/lenet-11-821.json" "$seed/input.npz" --input-key inp
-step sweep_resnet50 300 agent_sweep sweep_resnet50 "$work/resnet50/model.json" \
-    "$work/resnet50/input.npy"
+agent_sweep sweep_seed 150 "$work/lenet-11-821.json" "$seed/input.npz" --input-key inp
+# 2 captures (one repeat in a fresh session) beside the 20 timed outputs: each capture of it
+# is about 4 GB, and the script must stay within minutes
+agent_sweep sweep_resnet50 300 "$work/resnet50/model.json" "$work/resnet50/input.npy" \
+    --captures 2
 step torch_seed 120 "$py" "$top/tests/bench/sweep_torch.py" table "$seed" "$work" seed "$REPEATS" \
     1,250,1000 "$out/torch_seed.json"
 step torch_resnet50 150 "$py" "$top/tests/bench/sweep_torch.py" table "$seed" "$work" resnet50 \
