@@ -303,6 +303,17 @@ why(FILE *out, json_t *doc)
         fmt_g(get_num(s, "from_max_abs"), fa, sizeof fa);
         fmt_g(get_num(s, "to_max_abs"), ta, sizeof ta);
         json_t *fd = json_object_get(s, "to_first_divergent");
+        if (strcmp(get_str(s, "knob"), "tf32") == 0) {
+            /* the question users ask of TF32: what it moves, and what turning it off costs */
+            item(out,
+                 "TF32 (%s): on, the output moves by %s against float64%s%s (off: %s); "
+                 "turning it off costs %.2fx the time (%.3f -> %.3f ms).",
+                 get_str(s, "changed"), ta,
+                 json_is_string(fd) ? ", the difference starting at " : "",
+                 json_is_string(fd) ? json_string_value(fd) : "", fa,
+                 1 / get_num(s, "time_ratio"), get_num(s, "to_ms"), get_num(s, "from_ms"));
+            continue;
+        }
         item(out,
              "%s -> %s: %.2fx the time (%.3f -> %.3f ms); output against float64 %s -> "
              "%s%s%s.",
