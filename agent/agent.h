@@ -49,6 +49,7 @@ int agt_cmd_run(int argc, char **argv);
 int agt_cmd_diff(int argc, char **argv);
 int agt_cmd_bundle(int argc, char **argv);
 int agt_cmd_push(int argc, char **argv);
+int agt_cmd_sweep(int argc, char **argv);
 
 /* ---- the upload flags `push` and `run` share (push.c) ---- */
 

@@ -12,3 +12,14 @@ gpudiff_agent_SOURCES = \
 	agent/upload.c
 gpudiff_agent_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)
 gpudiff_agent_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS)
+# `gpudiff-agent sweep` (agent/sweep.h)
+gpudiff_agent_SOURCES += \
+	agent/sweep.h \
+	agent/sweep.c \
+	agent/sweep_capture.c \
+	agent/sweep_grid.c \
+	agent/sweep_run.h \
+	agent/sweep_setting.c \
+	agent/sweep_report.c \
+	agent/sweep_summary.c \
+	agent/sweep_upload.c

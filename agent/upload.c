@@ -615,3 +615,79 @@ done:
     gd_bundle_close(u.b);
     return code;
 }
+
+/* ---- one JSON document (gpudiff-agent sweep's POST /api/v1/sweeps) ---- */
+
+int
+agt_upload_post_json(const char *path, const char *json, size_t len, const char *id,
+                     const struct agt_upload_opts *o, json_t **answer, struct gd_err *err)
+{
+    struct client c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    int code = AGT_EXIT_OK, curl_started = 0;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {
+        curl_started = 1;
+        c.h = curl_easy_init();
+    }
+    if (c.h == NULL) {
+        gd_err_set(err, GD_ENOMEM, "out of memory, or libcurl could not start");
+        code = AGT_EXIT_INTERNAL;
+        goto done;
+    }
+    size_t n = strlen(o->server);
+    while (n > 0 && o->server[n - 1] == '/')
+        n--;
+    snprintf(c.base, sizeof c.base, "%.*s", (int)n, o->server);
+    snprintf(c.auth, sizeof c.auth, "Authorization: Bearer %s", o->token);
+    snprintf(c.rid_prefix, sizeof c.rid_prefix, "agt-%.8s", id);
+    c.rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(now() * 1e6) ^ 0x9e3779b97f4a7c15ULL;
+    int failures = 0;
+    double streak_start = now();
+    for (;;) {
+        long status = 0;
+        char why[400];
+        CURLcode cc = attempt(&c, "POST", path, json, len, NULL, 0, &status);
+        enum agt_outcome outcome = agt_outcome_of(cc, status);
+        if (cc != CURLE_OK)
+            snprintf(why, sizeof why, "%s", c.curl_err[0] ? c.curl_err : curl_easy_strerror(cc));
+        else
+            agt_server_error(c.answer.data, c.answer.len, why, sizeof why);
+        if (outcome == AGT_OUTCOME_OK) {
+            if (answer != NULL)
+                *answer = json_loadb(c.answer.data ? c.answer.data : "", c.answer.len, 0, NULL);
+            break;
+        }
+        if (outcome == AGT_OUTCOME_REFUSED) {
+            gd_err_set(err, GD_EINVAL, "POST %s: the server refused the token (%ld %s)", path,
+                       status, why);
+            code = AGT_EXIT_TOKEN;
+            break;
+        }
+        if (outcome == AGT_OUTCOME_FAILED) {
+            gd_err_set(err, GD_EIO, "POST %s: the server answered %ld %s (request %s)", path,
+                       status, why, c.rid);
+            code = AGT_EXIT_UPLOAD;
+            break;
+        }
+        failures++;
+        if (failures > o->retries || now() - streak_start > o->retry_time) {
+            gd_err_set(err, GD_EIO, "POST %s: %s; gave up after %d attempts", path, why,
+                       failures);
+            code = AGT_EXIT_UPLOAD;
+            break;
+        }
+        double delay = agt_backoff_delay(failures - 1, o->backoff_first, o->backoff_max,
+                                         jitter(&c));
+        if (o->who != NULL)
+            fprintf(stderr, "gpudiff-agent: %s: POST %s: %s; retry %d of %d in %.1f s\n", o->who,
+                    path, why, failures, o->retries, delay);
+        sleep_for(delay);
+    }
+done:
+    curl_easy_cleanup(c.h);
+    if (curl_started)
+        curl_global_cleanup();
+    free(c.answer.data);
+    return code;
+}

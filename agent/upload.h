@@ -62,6 +62,15 @@ struct agt_upload_stats {
 int agt_upload_bundle(const char *dir, const struct agt_upload_opts *opts,
                       struct agt_upload_stats *stats, struct gd_err *err);
 
+/*
+ * POSTs one JSON document (json, len bytes) to path on the server, with the retries of a
+ * bundle's upload; id (a UUID) names the requests' X-Request-Id. The answer's JSON goes to
+ * *answer when not NULL (NULL when it is not JSON). Returns an exit code as
+ * agt_upload_bundle() does.
+ */
+int agt_upload_post_json(const char *path, const char *json, size_t len, const char *id,
+                         const struct agt_upload_opts *o, json_t **answer, struct gd_err *err);
+
 /* ---- the pure parts, for tests ---- */
 
 /*

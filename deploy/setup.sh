@@ -33,6 +33,8 @@ packages="build-essential autoconf automake libtool pkg-config
   libjansson-dev zlib1g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev
   libmicrohttpd-dev libzstd-dev check python3 python3-numpy ca-certificates
   sqlite3 curl jq"
+# gpudiff-agent sweep's test checks its document against schema/json/sweep.schema.json
+packages="$packages python3-jsonschema"
 
 install_packages() {
     missing=""

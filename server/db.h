@@ -337,4 +337,35 @@ int srv_db_token_revoke(struct srv_db *db, int64_t id, int64_t now, struct gd_er
 /* Live tokens by role (index enum srv_role). */
 int srv_db_token_counts(struct srv_db *db, int64_t counts[4], struct gd_err *err);
 
+/* ---- sweeps (db_sweeps.c) ---- */
+
+struct srv_sweep_doc; /* sweep_doc.h */
+
+/*
+ * Stores a checked sweep document and links it to the runs it names, in one transaction.
+ * Every named run must be a complete run of the sweep's model (SRV_ECONFLICT names the one
+ * that is not). The same document again leaves it as it is (*created = 0); other content
+ * under the same id is SRV_ECONFLICT.
+ */
+int srv_db_sweep_create(struct srv_db *db, const struct srv_sweep_doc *doc, int64_t now,
+                        int *created, struct gd_err *err);
+
+/*
+ * GET /api/v1/sweeps/{id}'s answer as JSON text followed by a newline (*text owned by the
+ * caller, NUL-terminated; *len without the NUL): the summary's fields, "received_at",
+ * "runs" (the linked runs the server holds), "table" (a checked row per setting) and
+ * "sweep" (the document). SRV_ENOTFOUND for an unknown id.
+ */
+int srv_db_sweep_get(struct srv_db *db, const char *id, char **text, size_t *len,
+                     struct gd_err *err);
+
+struct srv_sweep_filter {
+    const char *model, *backend; /* NULL: any */
+    int64_t limit, offset;
+};
+
+/* {"sweeps": [summaries, newest first], "total", "limit", "offset"}. */
+int srv_db_sweeps_list(struct srv_db *db, const struct srv_sweep_filter *f, json_t **out,
+                       struct gd_err *err);
+
 #endif

@@ -57,3 +57,11 @@ BUILT_SOURCES += server/migrations.c
 CLEANFILES += server/migrations.c
 EXTRA_DIST += $(SERVER_SQL) server/embed_sql.sh schema/openapi.yaml \
 	deploy/gpudiffd.conf.example
+
+# sweeps (gpudiff-agent sweep --server): migration 004 follows 003 once that is merged
+SERVER_SQL += schema/sql/004_sweeps.sql
+libsrv_la_SOURCES += \
+	server/sweep_doc.h \
+	server/sweep_doc.c \
+	server/db_sweeps.c \
+	server/route_sweeps.c

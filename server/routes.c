@@ -35,6 +35,10 @@ const struct srv_route srv_routes[] = {
     {"POST", "/api/v1/tokens", SRV_ROLE_ADMIN, SRV_BODY_JSON, NULL, NULL, srv_tokens_create},
     {"GET", "/api/v1/tokens", SRV_ROLE_ADMIN, SRV_BODY_NONE, NULL, NULL, srv_tokens_list},
     {"DELETE", "/api/v1/tokens/{id}", SRV_ROLE_ADMIN, SRV_BODY_NONE, NULL, NULL, srv_tokens_revoke},
+    /* sweeps (gpudiff-agent sweep --server) */
+    {"POST", "/api/v1/sweeps", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL, srv_sweeps_create},
+    {"GET", "/api/v1/sweeps", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_sweeps_list},
+    {"GET", "/api/v1/sweeps/{id}", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_sweeps_get},
 };
 
 const int srv_route_count = (int)(sizeof srv_routes / sizeof srv_routes[0]);

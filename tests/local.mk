@@ -220,3 +220,52 @@ tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
 endif
 EXTRA_DIST += tests/bench/gpu_session.sh
 EXTRA_DIST += tests/bench/gpu_ops-elt.sh
+
+# ---- sweep: the session calls it times and slices with, its grid, its reports ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_session
+TESTS += tests/engine/check_session
+tests_engine_check_session_SOURCES = tests/engine/check_session.c tests/engine/session_graph.c \
+	tests/engine/session_graph.h
+tests_engine_check_session_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_session_LDADD = $(TEST_LIBS)
+endif
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_cuda_session
+TESTS += tests/engine/check_cuda_session
+tests_engine_check_cuda_session_SOURCES = tests/engine/check_cuda_session.c \
+	tests/engine/session_graph.c tests/engine/session_graph.h
+tests_engine_check_cuda_session_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_cuda_session_LDADD = $(TEST_LIBS)
+endif
+if HAVE_CHECK
+check_PROGRAMS += tests/agent/check_sweep_grid
+TESTS += tests/agent/check_sweep_grid
+tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/sweep_grid.c \
+	agent/sweep.h
+tests_agent_check_sweep_grid_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_check_sweep_grid_LDADD = $(TEST_LIBS)
+endif
+SWEEP_INTEGRATION = tests/integration/sweep_seed.sh tests/integration/server_sweep.sh
+TESTS += $(SWEEP_INTEGRATION)
+EXTRA_DIST += $(SWEEP_INTEGRATION)
+if HAVE_CHECK
+SWEEP_SERVER_CHECKS = tests/server/check_db_sweeps tests/server/check_sweep_doc
+check_PROGRAMS += $(SWEEP_SERVER_CHECKS)
+TESTS += $(SWEEP_SERVER_CHECKS)
+tests_server_check_db_sweeps_SOURCES = tests/server/check_db_sweeps.c $(DB_FIXTURE)
+tests_server_check_db_sweeps_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_sweeps_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_sweep_doc_SOURCES = tests/server/check_sweep_doc.c
+tests_server_check_sweep_doc_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_sweep_doc_LDADD = $(SERVER_TEST_LIBS)
+endif
+EXTRA_DIST += tests/bench/bench_sweep.sh tests/bench/gpu_sweep.sh tests/bench/sweep_torch.py
+if HAVE_CHECK
+check_PROGRAMS += tests/agent/check_sweep_summary
+TESTS += tests/agent/check_sweep_summary
+tests_agent_check_sweep_summary_SOURCES = tests/agent/check_sweep_summary.c \
+	agent/sweep_summary.c agent/sweep.h
+tests_agent_check_sweep_summary_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_check_sweep_summary_LDADD = $(TEST_LIBS)
+endif

@@ -91,6 +91,18 @@ struct gd__backend {
     int (*op_end)(void *ctx, int node_index, int timing, struct gd_err *err);
 
     const gd_op_fn *ops;             /* GD_OP_COUNT entries; NULL = not supported */
+
+    /* Optional, for gd_session_forward() (NULL: the session's wall clock): a device timer,
+     * started before the first node and stopped after the last; stop waits for the work
+     * and gives the microseconds between the two. */
+    int (*timer_start)(void *ctx, struct gd_err *err);
+    int (*timer_stop)(void *ctx, double *us, struct gd_err *err);
+    /* Optional (NULL: t is host memory, memcpy reads it): copies t's data to host memory at
+     * dst and waits for the copy. */
+    int (*download)(void *ctx, void *dst, const struct gd_tensor *t, struct gd_err *err);
+    /* Optional (NULL: no algorithm choices): gd_session_algo_offers() for one node. */
+    int (*algo_offers)(void *ctx, int node_index, struct gd_algo_offer *out, int max, int *n,
+                       struct gd_err *err);
 };
 
 /* The backends built in, NULL-terminated; defined in backend.c. */

@@ -35,6 +35,14 @@ struct gd_session {
     void *user;
     int64_t batch_offset;
     int64_t batch_total;
+    /* gd_session_stage(): the inputs kept in backend memory (n_staged of them, 0 none), read
+     * in place while `resident` (gd_session_forward) */
+    int n_staged;
+    struct gd_tensor *staged;
+    int resident;
+    /* gd_session_run_end_to_end(): the graph outputs copied back while `fetching` */
+    int fetching;
+    struct gd_tensor **fetched; /* per graph output, host, every row; NULL until fetched */
 };
 
 const char *
@@ -83,6 +91,19 @@ env_common(struct gd_session *s)
     gd_env_set(&s->env, "build_flags", "%s", GD_BUILD_FLAGS);
 }
 
+/* Releases value v's backend memory, except a staged input's, which is only let go of. */
+static void
+release_value(struct gd_session *s, int v)
+{
+    if (s->resident)
+        for (int i = 0; i < s->g->n_inputs; i++)
+            if (s->g->inputs[i] == v) {
+                s->vals[v].data = NULL;
+                return;
+            }
+    s->be->release(s->ctx, &s->vals[v]);
+}
+
 static void
 vals_release(struct gd_session *s, int constants_too)
 {
@@ -91,9 +112,11 @@ vals_release(struct gd_session *s, int constants_too)
     for (int v = 0; v < s->g->n_values; v++) {
         int is_const = s->g->values[v].constant != NULL;
         if (s->vals[v].data != NULL && (constants_too || !is_const))
-            s->be->release(s->ctx, &s->vals[v]);
+            release_value(s, v);
     }
 }
+
+static void timing_free(struct gd_session *s);
 
 void
 gd_session_free(struct gd_session *s)
@@ -101,6 +124,7 @@ gd_session_free(struct gd_session *s)
     if (s == NULL)
         return;
     vals_release(s, 1);
+    timing_free(s);
     if (s->ctx != NULL)
         s->be->close(s->ctx);
     free(s->vals);
@@ -128,6 +152,39 @@ upload_value(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
         rc = s->be->upload(s->ctx, dst, from, err);
     gd_tensor_free(cast);
     return rc;
+}
+
+/* Every name in knobs.conv_pins ("NODE=ID,...") must be a convolution of g. */
+static int
+check_conv_pins(const struct gd_graph *g, const char *pins, struct gd_err *err)
+{
+    for (const char *p = pins; *p != '\0';) {
+        size_t len = strcspn(p, ","), name_len = 0;
+        const char *eq = memchr(p, '=', len);
+        char *end = NULL;
+        long id = eq != NULL ? strtol(eq + 1, &end, 10) : -1;
+        if (eq == NULL || eq == p || end != p + len || end == eq + 1 || id < 0)
+            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=ID (ID >= 0)",
+                              (int)len, p);
+        name_len = (size_t)(eq - p);
+        int found = 0;
+        for (int ni = 0; ni < g->n_nodes && !found; ni++) {
+            const struct gd_node *n = &g->nodes[ni];
+            if (strlen(n->name) != name_len || strncmp(n->name, p, name_len) != 0)
+                continue;
+            if (n->op != GD_OP_CONV && n->op != GD_OP_CONV_TRANSPOSE)
+                return gd_err_set(err, GD_EINVAL, "conv pin %.*s: node %s is a %s, not a "
+                                  "convolution", (int)len, p, n->name, gd_op_name(n->op));
+            found = 1;
+        }
+        if (!found)
+            return gd_err_set(err, GD_EINVAL, "conv pin %.*s: the model has no node %.*s",
+                              (int)len, p, (int)name_len, p);
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
 }
 
 struct gd_session *
@@ -174,7 +231,8 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
         s->first_layer[ni] = layer;
         layer += g->nodes[ni].n_outputs;
     }
-    if (be->open(&s->knobs, &s->env, &s->ctx, err) != 0)
+    if (check_conv_pins(g, knobs->conv_pins, err) != 0 ||
+        be->open(&s->knobs, &s->env, &s->ctx, err) != 0)
         goto fail;
     for (int v = 0; v < g->n_values; v++) {
         if (g->values[v].constant == NULL)
@@ -252,6 +310,8 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
     return 0;
 }
 
+static int fetch_outputs(struct gd_session *s, const struct gd_node *n, struct gd_err *err);
+
 static int
 run_nodes(struct gd_session *s, struct gd_err *err)
 {
@@ -289,6 +349,8 @@ run_nodes(struct gd_session *s, struct gd_err *err)
                                           .algo = call.algo, .math = call.math};
             rc = s->be->capture(s->ctx, call.out[k], &req, deliver, s, err);
         }
+        if (rc == 0 && s->fetching)
+            rc = fetch_outputs(s, n, err);
         if (rc != 0)
             return err && err->msg[0] ? gd_err_prefix(err, "node %s (%s): ", n->name,
                                                       gd_op_name(n->op))
@@ -298,12 +360,12 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             int v = n->inputs[i];
             if (v >= 0 && g->values[v].constant == NULL && g->values[v].last_use == ni &&
                 s->vals[v].data != NULL)
-                s->be->release(s->ctx, &s->vals[v]);
+                release_value(s, v);
         }
         for (int k = 0; k < n->n_outputs; k++) {
             int v = n->outputs[k];
             if (g->values[v].last_use < 0)
-                s->be->release(s->ctx, &s->vals[v]);
+                release_value(s, v);
         }
     }
     return s->be->flush(s->ctx, err);
@@ -352,7 +414,10 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
                 slice.shape[0] = rows;
                 slice.data = (char *)inputs[i]->data + (size_t)off * row_bytes;
             }
-            rc = upload_value(s, &s->vals[g->inputs[i]], &slice, err);
+            if (s->resident)
+                s->vals[g->inputs[i]] = slice; /* a view of the staged input */
+            else
+                rc = upload_value(s, &s->vals[g->inputs[i]], &slice, err);
             if (rc != 0)
                 gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
         }
@@ -366,4 +431,177 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
     s->capture = NULL;
     s->user = NULL;
     return rc;
+}
+
+/* ---- timing without capture, batch sizes, algorithm choices ---- */
+
+static void
+staged_release(struct gd_session *s)
+{
+    for (int i = 0; i < s->n_staged; i++)
+        if (s->staged[i].data != NULL)
+            s->be->release(s->ctx, &s->staged[i]);
+    free(s->staged);
+    s->staged = NULL;
+    s->n_staged = 0;
+}
+
+static void
+timing_free(struct gd_session *s)
+{
+    staged_release(s);
+    if (s->fetched != NULL)
+        for (int i = 0; i < s->g->n_outputs; i++)
+            gd_tensor_free(s->fetched[i]);
+    free(s->fetched);
+    s->fetched = NULL;
+}
+
+int
+gd_session_stage(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
+                 struct gd_err *err)
+{
+    const struct gd_graph *g = s->g;
+    if (n_inputs != g->n_inputs)
+        return gd_err_set(err, GD_EINVAL, "the model takes %d inputs, %d given", g->n_inputs,
+                          n_inputs);
+    staged_release(s);
+    s->staged = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *s->staged);
+    if (s->staged == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory for the staged inputs");
+    int rc = 0;
+    for (int i = 0; i < n_inputs && rc == 0; i++) {
+        rc = upload_value(s, &s->staged[i], inputs[i], err);
+        if (rc != 0)
+            gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
+        s->n_staged = i + 1;
+    }
+    if (rc != 0)
+        staged_release(s);
+    return rc;
+}
+
+int
+gd_session_forward(struct gd_session *s, double *us, struct gd_err *err)
+{
+    if (s->staged == NULL || s->n_staged != s->g->n_inputs)
+        return gd_err_set(err, GD_EINVAL, "no inputs are staged (gd_session_stage)");
+    const struct gd_tensor *inputs[s->n_staged > 0 ? s->n_staged : 1];
+    for (int i = 0; i < s->n_staged; i++)
+        inputs[i] = &s->staged[i];
+    int rc = s->be->timer_start != NULL ? s->be->timer_start(s->ctx, err) : 0;
+    if (rc != 0)
+        return rc;
+    double t0 = gd__now_us();
+    s->resident = 1;
+    rc = gd_session_run(s, s->n_staged, inputs, NULL, NULL, err);
+    s->resident = 0;
+    double wall = gd__now_us() - t0, device = wall;
+    if (s->be->timer_stop != NULL) {
+        /* stopped even after a failure, so the timer is never left running */
+        struct gd_err stop_err = {0};
+        int src = s->be->timer_stop(s->ctx, &device, &stop_err);
+        if (rc == 0 && src != 0) {
+            if (err != NULL)
+                *err = stop_err;
+            rc = src;
+        }
+    }
+    if (rc == 0)
+        *us = device;
+    return rc;
+}
+
+/* With fetching on: copies node n's outputs that are graph outputs into s->fetched, at the
+ * rows of the slice in progress. */
+static int
+fetch_outputs(struct gd_session *s, const struct gd_node *n, struct gd_err *err)
+{
+    const struct gd_graph *g = s->g;
+    for (int k = 0; k < n->n_outputs; k++) {
+        int v = n->outputs[k];
+        const struct gd_tensor *t = &s->vals[v];
+        for (int o = 0; o < g->n_outputs; o++) {
+            if (g->outputs[o] != v)
+                continue;
+            int64_t shape[GD_MAX_DIMS];
+            memcpy(shape, t->shape, sizeof shape);
+            if (t->ndim > 0)
+                shape[0] = s->batch_total;
+            struct gd_tensor *h = s->fetched[o];
+            if (h == NULL || h->dtype != t->dtype || h->ndim != t->ndim ||
+                memcmp(h->shape, shape, (size_t)t->ndim * sizeof shape[0]) != 0) {
+                gd_tensor_free(h);
+                s->fetched[o] = NULL;
+                h = gd_tensor_new(t->dtype, t->ndim, shape, err);
+                if (h == NULL)
+                    return err ? err->code : GD_ENOMEM;
+                s->fetched[o] = h;
+            }
+            size_t bytes = gd_tensor_nbytes(t);
+            size_t row_bytes = t->ndim > 0 && t->shape[0] > 0 ? bytes / (size_t)t->shape[0] : 0;
+            char *dst = (char *)h->data + (size_t)s->batch_offset * row_bytes;
+            if (s->be->download != NULL) {
+                int rc = s->be->download(s->ctx, dst, t, err);
+                if (rc != 0)
+                    return rc;
+            } else if (bytes > 0) {
+                memcpy(dst, t->data, bytes);
+            }
+        }
+    }
+    return 0;
+}
+
+int
+gd_session_run_end_to_end(struct gd_session *s, int n_inputs,
+                          const struct gd_tensor *const *inputs, double *us, struct gd_err *err)
+{
+    if (s->fetched == NULL) {
+        s->fetched = calloc((size_t)(s->g->n_outputs > 0 ? s->g->n_outputs : 1),
+                            sizeof *s->fetched);
+        if (s->fetched == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory");
+    }
+    double t0 = gd__now_us();
+    s->fetching = 1;
+    int rc = gd_session_run(s, n_inputs, inputs, NULL, NULL, err);
+    s->fetching = 0;
+    double wall = gd__now_us() - t0;
+    if (rc == 0)
+        *us = wall;
+    return rc;
+}
+
+const struct gd_tensor *
+gd_session_output(const struct gd_session *s, int i)
+{
+    if (s->fetched == NULL || i < 0 || i >= s->g->n_outputs)
+        return NULL;
+    return s->fetched[i];
+}
+
+int
+gd_session_set_batch(struct gd_session *s, int64_t batch, struct gd_err *err)
+{
+    if (batch < 0)
+        return gd_err_set(err, GD_EINVAL, "a batch size is 0 (the whole input) or more, not %lld",
+                          (long long)batch);
+    if (s->knobs.batch != batch) {
+        s->knobs.batch = batch;
+        s->inferred_rows = -1;
+    }
+    return 0;
+}
+
+int
+gd_session_algo_offers(const struct gd_session *s, int node_index, struct gd_algo_offer *out,
+                       int max, int *n, struct gd_err *err)
+{
+    if (s->be->algo_offers == NULL)
+        return gd_err_set(err, GD_ENOTSUP, "backend %s has no algorithm choices", s->be->name);
+    if (node_index < 0 || node_index >= s->g->n_nodes)
+        return gd_err_set(err, GD_EINVAL, "node index %d is outside 0..%d", node_index,
+                          s->g->n_nodes - 1);
+    return s->be->algo_offers(s->ctx, node_index, out, max, n, err);
 }

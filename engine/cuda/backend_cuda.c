@@ -74,6 +74,18 @@ check_knobs(const struct gd_knobs *k, struct gd_err *err)
             return gd_err_set(err, GD_EINVAL, "conv algorithm %s is not heuristic, autotune, "
                               "deterministic or fixed:N", a);
     }
+    for (const char *p = k->conv_pins; *p != '\0';) {
+        /* NODE=ID entries; the session checked the names against the graph */
+        size_t len = strcspn(p, ",");
+        const char *eq = memchr(p, '=', len);
+        char *end = NULL;
+        long id = eq != NULL ? strtol(eq + 1, &end, 10) : -1;
+        if (eq == NULL || eq == p || end != p + len || end == eq + 1 || id < 0)
+            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=ID", (int)len, p);
+        p += len;
+        if (*p == ',')
+            p++;
+    }
     const char *m = k->math_mode;
     if (m[0] != '\0' && strcmp(m, "default") != 0 && strcmp(m, "pedantic") != 0)
         return gd_err_set(err, GD_EINVAL, "math mode %s is not default or pedantic", m);
@@ -142,6 +154,8 @@ fill_env(struct gd__cuda_ctx *ctx, struct gd_env *env, struct gd_err *err)
     gd_env_set(env, "tf32", "%s", ctx->tf32 ? "on" : "off");
     gd_env_set(env, "conv_algo", "%s", ctx->knobs.conv_algo[0] ? ctx->knobs.conv_algo : "heuristic");
     gd_env_set(env, "math_mode", "%s", ctx->knobs.math_mode[0] ? ctx->knobs.math_mode : "default");
+    if (ctx->knobs.conv_pins[0] != '\0')
+        gd_env_set(env, "conv_pins", "%s", ctx->knobs.conv_pins);
 done:
     return rc;
 }
@@ -243,6 +257,10 @@ cuda_close(void *vctx)
     }
     for (int i = 0; i < ctx->event_pool_n; i++)
         cudaEventDestroy(ctx->event_pool[i]);
+    if (ctx->timer_start)
+        cudaEventDestroy(ctx->timer_start);
+    if (ctx->timer_stop)
+        cudaEventDestroy(ctx->timer_stop);
     if (ctx->workspace)
         cudaFree(ctx->workspace);
     if (ctx->ring)
@@ -638,6 +656,83 @@ done:
     return rc;
 }
 
+/* ---- timing without capture, outputs to the host, algorithm offers ---- */
+
+static int
+cuda_timer_start(void *vctx, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    if (ctx->timer_start == NULL)
+        GD_CUDA_TRY(cudaEventCreate(&ctx->timer_start));
+    if (ctx->timer_stop == NULL)
+        GD_CUDA_TRY(cudaEventCreate(&ctx->timer_stop));
+    GD_CUDA_TRY(cudaEventRecord(ctx->timer_start, ctx->compute));
+done:
+    return rc;
+}
+
+static int
+cuda_timer_stop(void *vctx, double *us, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    float ms = 0;
+    if (ctx->timer_start == NULL || ctx->timer_stop == NULL)
+        return gd_err_set(err, GD_EINVAL, "the device timer was not started");
+    GD_CUDA_TRY(cudaEventRecord(ctx->timer_stop, ctx->compute));
+    GD_CUDA_TRY(cudaEventSynchronize(ctx->timer_stop));
+    GD_CUDA_TRY(cudaEventElapsedTime(&ms, ctx->timer_start, ctx->timer_stop));
+    *us = (double)ms * 1e3;
+done:
+    return rc;
+}
+
+static int
+cuda_download(void *vctx, void *dst, const struct gd_tensor *t, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    size_t n = gd_tensor_nbytes(t);
+    if (n == 0)
+        return 0;
+    /* Into the caller's pageable memory, as a framework's .cpu() copies a result. */
+    GD_CUDA_TRY(cudaMemcpyAsync(dst, t->data, n, cudaMemcpyDeviceToHost, ctx->compute));
+    GD_CUDA_TRY(cudaStreamSynchronize(ctx->compute));
+done:
+    return rc;
+}
+
+static int
+cuda_algo_offers(void *vctx, int node_index, struct gd_algo_offer *out, int max, int *n,
+                 struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    (void)err;
+    int have = node_index < ctx->n_nodes ? ctx->nodes[node_index].n_offers : 0;
+    int k = have < max ? have : max;
+    if (k > 0)
+        memcpy(out, ctx->nodes[node_index].offers, (size_t)k * sizeof *out);
+    *n = k;
+    return 0;
+}
+
+int
+gd__cuda_conv_pin(const struct gd__cuda_ctx *ctx, const char *name)
+{
+    size_t name_len = strlen(name);
+    for (const char *p = ctx->knobs.conv_pins; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        const char *eq = memchr(p, '=', len);
+        if (eq != NULL && (size_t)(eq - p) == name_len && strncmp(p, name, name_len) == 0)
+            return atoi(eq + 1);
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return -1;
+}
+
 /* ---- the op table: NULL where the backend has no such op ---- */
 
 /* ops.def's CUDA column picks the entry: gd__cuda_<fn> where it is 1, NULL where it is 0. */
@@ -666,4 +761,8 @@ const struct gd__backend gd__backend_cuda = {
     .op_begin = cuda_op_begin,
     .op_end = cuda_op_end,
     .ops = cuda_ops,
+    .timer_start = cuda_timer_start,
+    .timer_stop = cuda_timer_stop,
+    .download = cuda_download,
+    .algo_offers = cuda_algo_offers,
 };

@@ -35,6 +35,9 @@ struct gd__cuda_node {
     cublasLtMatrixLayout_t a_layout, b_layout, c_layout;
     cublasLtMatmulAlgo_t mm_algo;
     char algo_text[64];             /* what the per-layer record says */
+    int pin;                        /* cuDNN id from knobs.conv_pins; -1 none */
+    int n_offers;                   /* what cuDNN offered at the last choice (op_conv.cu) */
+    struct gd_algo_offer offers[GD_ALGO_OFFERS_MAX];
 };
 
 /* One captured output on its way to the host. */
@@ -72,6 +75,7 @@ struct gd__cuda_ctx {
     cudaEvent_t *event_pool;
     int event_pool_n, event_pool_cap;
     int capturing;                  /* this run's outputs go to the host */
+    cudaEvent_t timer_start, timer_stop; /* gd_session_forward's, made on first use */
 };
 
 /* Maps a status to 0 or GD_EDEVICE with "what: library message (file:line)". */
@@ -129,6 +133,9 @@ gd__cuda_ctx_of(const struct gd_op_call *c)
 }
 
 struct gd__cuda_node *gd__cuda_node_of(const struct gd_op_call *c);
+
+/* The cuDNN algorithm knobs.conv_pins gives the node called name, or -1. */
+int gd__cuda_conv_pin(const struct gd__cuda_ctx *ctx, const char *name);
 
 /* Makes ctx->workspace at least `bytes` large (stream-ordered on the compute stream). */
 int gd__cuda_workspace(struct gd__cuda_ctx *ctx, size_t bytes, struct gd_err *err);

@@ -168,6 +168,28 @@ done:
 
 #define MAX_ALGOS 16
 
+/* Keeps what cuDNN offered (the usable ones, in its order) for gd_session_algo_offers(). */
+static void
+keep_offers(struct gd__cuda_node *nd, const struct algo_perf *r, int n, int chosen, int transpose,
+            int measured)
+{
+    nd->n_offers = 0;
+    for (int i = 0; i < n && nd->n_offers < GD_ALGO_OFFERS_MAX; i++) {
+        if (r[i].status != CUDNN_STATUS_SUCCESS)
+            continue;
+        struct gd_algo_offer *o = &nd->offers[nd->n_offers++];
+        memset(o, 0, sizeof *o);
+        o->id = r[i].algo;
+        snprintf(o->name, sizeof o->name, "%s",
+                 transpose ? bwd_algo_name(r[i].algo) : fwd_algo_name(r[i].algo));
+        o->deterministic = r[i].determinism == CUDNN_DETERMINISTIC;
+        o->workspace = (int64_t)r[i].memory;
+        snprintf(o->math, sizeof o->math, "%s", r[i].math == CUDNN_FMA_MATH ? "fp32" : "tf32");
+        o->time_us = measured ? (double)r[i].time * 1e3 : -1.0;
+        o->chosen = i == chosen;
+    }
+}
+
 /* Chooses the algorithm for a forward (transpose = 0) or backward-data convolution. */
 static int
 choose(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int transpose, struct gd_err *err)
@@ -175,6 +197,11 @@ choose(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int transpose, struct
     int rc = 0, n = 0, fixed = -1;
     struct algo_perf r[MAX_ALGOS];
     enum choice how = choice_of(&ctx->knobs, &fixed);
+    if (nd->pin >= 0) {
+        how = CHOOSE_FIXED;
+        fixed = nd->pin;
+    }
+    nd->n_offers = 0;
     if (how == CHOOSE_FIXED) {
         size_t ws = 0;
         cudnnStatus_t s =
@@ -230,6 +257,7 @@ choose(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int transpose, struct
             return gd_err_set(err, GD_ENOTSUP, "cuDNN offers no %salgorithm for this "
                               "convolution within the workspace limit",
                               how == CHOOSE_DETERMINISTIC ? "deterministic " : "");
+        keep_offers(nd, r, n, i, transpose, measured);
         nd->algo = r[i].algo;
         nd->workspace = r[i].memory;
         nd->math = r[i].math;
@@ -248,7 +276,7 @@ record(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
     snprintf(nd->algo_text, sizeof nd->algo_text, "cudnn %s %d %s (%s)",
              transpose ? "bwd_data" : "fwd", nd->algo,
              transpose ? bwd_algo_name(nd->algo) : fwd_algo_name(nd->algo),
-             how[choice_of(&ctx->knobs, &fixed)]);
+             nd->pin >= 0 ? "pinned" : how[choice_of(&ctx->knobs, &fixed)]);
     snprintf(c->algo, sizeof c->algo, "%s", nd->algo_text);
     snprintf(c->math, sizeof c->math, "%s", math_name(nd->math, ctx->tf32));
 }
@@ -283,6 +311,7 @@ prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd
     const struct gd_params *p = c->params;
     int64_t key[16];
     make_key(c, key);
+    nd->pin = gd__cuda_conv_pin(ctx, c->node->name);
     if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
         nd->ready = 0;
         int symmetric = symmetric_pads(p);

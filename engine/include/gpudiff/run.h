@@ -35,6 +35,10 @@ struct gd_knobs {
     int tf32;                    /* cuda: 0 off, 1 on; -1 unset */
     char math_mode[32];          /* cuda: cuBLAS math mode; "" unset */
     int64_t workspace_limit;     /* cuda: bytes; -1 unset */
+    /* cuda: "NODE=ID[,NODE=ID...]": these Conv/ConvTranspose nodes run cuDNN algorithm ID,
+     * the others as conv_algo says; "" none. gd_session_new refuses a name that is not a
+     * convolution of the graph. */
+    char conv_pins[1024];
 };
 
 /* Fills knobs with "unset" everywhere (emulate_classes preset to GD_CLASS_GEMM). */
@@ -117,6 +121,67 @@ const char *gd_session_backend(const struct gd_session *s);
  */
 int gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
                    gd_capture_fn capture, void *user, struct gd_err *err);
+
+/* ---- timing without capture, batch sizes, algorithm choices (gpudiff-agent sweep) ---- */
+
+/*
+ * Copies the inputs into backend memory (in the compute dtype) and keeps them there for
+ * gd_session_forward(), replacing any staged before; the host tensors may be freed after.
+ * The same checks as gd_session_run(). Staged memory is released by gd_session_free().
+ */
+int gd_session_stage(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
+                     struct gd_err *err);
+
+/*
+ * Runs the graph on the staged inputs without capture, exactly as gd_session_run() computes
+ * (slice by slice with knobs.batch), and writes the forward's time in microseconds to *us:
+ * on cuda the device time between CUDA events recorded on the compute stream before the
+ * first node and after the last; on the CPU backends (which compute synchronously) the wall
+ * clock. No input is copied inside the time. GD_EINVAL when nothing is staged.
+ */
+int gd_session_forward(struct gd_session *s, double *us, struct gd_err *err);
+
+/*
+ * End to end: gd_session_run() without capture from host inputs, and the graph outputs
+ * copied back to host memory as they are made; *us is the wall clock of all of it (input
+ * upload, forward, output download). The outputs stay readable through gd_session_output()
+ * until the next run of any kind.
+ */
+int gd_session_run_end_to_end(struct gd_session *s, int n_inputs,
+                              const struct gd_tensor *const *inputs, double *us,
+                              struct gd_err *err);
+
+/* Graph output i of the last gd_session_run_end_to_end() as a host tensor in the compute
+ * dtype, every row of it (borrowed); NULL when there is none. */
+const struct gd_tensor *gd_session_output(const struct gd_session *s, int i);
+
+/* Sets knobs.batch for the runs that follow (0: the whole input at once) without reloading
+ * anything; shapes are inferred again at the next run. GD_EINVAL for a negative size. */
+int gd_session_set_batch(struct gd_session *s, int64_t batch, struct gd_err *err);
+
+/* One algorithm a backend offers for a node's shapes. */
+struct gd_algo_offer {
+    int id;                      /* cuDNN's id: what conv_algo fixed:N and conv_pins name */
+    char name[32];               /* "implicit_gemm", "winograd", "algo_1", ... */
+    int deterministic;           /* 1: the library says it gives the same bits every run */
+    int64_t workspace;           /* bytes of scratch memory it needs */
+    char math[16];               /* "fp32" or "tf32" */
+    double time_us;              /* measured (conv_algo autotune); < 0 when not measured */
+    int chosen;                  /* 1 for the one the node ran with */
+};
+
+#define GD_ALGO_OFFERS_MAX 16
+
+/*
+ * The algorithms the backend offered for node node_index at its shapes the last time the
+ * node chose one (in a run of this session whose conv_algo is heuristic, deterministic or
+ * autotune), in the library's order, best first: up to max of them in out, their number in
+ * *n (0 when the node has made no such choice: not a convolution, not run yet, or pinned to
+ * a fixed id). GD_ENOTSUP for a backend without algorithm choices (cpu, cpu64), GD_EINVAL
+ * for a node index out of range.
+ */
+int gd_session_algo_offers(const struct gd_session *s, int node_index, struct gd_algo_offer *out,
+                           int max, int *n, struct gd_err *err);
 
 /* Engine version string ("0.1.0"). */
 const char *gd_version(void);

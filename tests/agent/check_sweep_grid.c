@@ -1,0 +1,229 @@
+/*
+ * check_sweep_grid.c: the grid SPEC of `gpudiff-agent sweep` (agent/sweep_grid.c): the
+ * default grids and their settings' names, products and unions, duplicates, batch sizes,
+ * pins, sizes, the strict setting, the knobs as run.json records them, and every kind of
+ * bad SPEC refused with a message naming the part at fault.
+ */
+#include <string.h>
+
+#include <check.h>
+
+#include "sweep.h"
+
+static void
+parse_ok(const char *spec, const char *backend, struct agt_grid *g)
+{
+    struct gd_err err = {0};
+    memset(g, 0, sizeof *g);
+    ck_assert_msg(agt_grid_parse(spec, backend, g, &err) == 0, "%s: %s", spec, err.msg);
+}
+
+static void
+names_are(const struct agt_grid *g, const char *const *want, int n)
+{
+    ck_assert_msg(g->n == n, "%d settings, not %d (first %s)", g->n, n,
+                  g->n ? g->settings[0].name : "-");
+    for (int i = 0; i < n; i++)
+        ck_assert_str_eq(g->settings[i].name, want[i]);
+}
+
+START_TEST(default_cpu_grid)
+{
+    struct agt_grid g;
+    parse_ok(agt_grid_default("cpu"), "cpu", &g);
+    static const char *const want[] = {"emulate=none",           "emulate=tf32:gemm",
+                                       "emulate=tf32:conv+gemm", "emulate=bf16:gemm",
+                                       "emulate=bf16:conv+gemm", "emulate=fp16:gemm",
+                                       "emulate=fp16:conv+gemm"};
+    names_are(&g, want, 7);
+    ck_assert_int_eq(g.settings[1].knobs.emulate, GD_EMULATE_TF32);
+    ck_assert_uint_eq(g.settings[1].knobs.emulate_classes, GD_CLASS_GEMM);
+    ck_assert_uint_eq(g.settings[2].knobs.emulate_classes, GD_CLASS_GEMM | GD_CLASS_CONV);
+    ck_assert_int_eq(g.n_batches, 0);
+    ck_assert_int_eq(agt_grid_mark_strict(&g, "cpu"), 0);
+    ck_assert_int_eq(g.n, 7);
+    ck_assert(g.settings[0].strict && !g.settings[0].added);
+    ck_assert_str_eq(g.settings[0].name, "emulate=none");
+    agt_grid_fini(&g);
+}
+END_TEST
+
+START_TEST(default_cuda_grid)
+{
+    struct agt_grid g;
+    parse_ok(agt_grid_default("cuda"), "cuda", &g);
+    static const char *const want[] = {"heuristic tf32=off",
+                                       "heuristic tf32=on",
+                                       "autotune tf32=off",
+                                       "autotune tf32=on",
+                                       "deterministic tf32=off",
+                                       "deterministic tf32=on",
+                                       "heuristic tf32=off math=pedantic",
+                                       "heuristic tf32=off workspace=0"};
+    names_are(&g, want, 8);
+    ck_assert_str_eq(g.settings[6].knobs.math_mode, "pedantic");
+    ck_assert_int_eq(g.settings[7].knobs.workspace_limit, 0);
+    ck_assert_int_eq(g.settings[0].knobs.workspace_limit, -1);
+    /* the strict setting is in the grid: moved first, not added */
+    ck_assert_int_eq(agt_grid_mark_strict(&g, "cuda"), 0);
+    ck_assert_int_eq(g.n, 8);
+    ck_assert_str_eq(g.settings[0].name, "deterministic tf32=off");
+    ck_assert(g.settings[0].strict && !g.settings[0].added);
+    ck_assert_str_eq(g.settings[1].name, "heuristic tf32=off");
+    for (int i = 1; i < g.n; i++)
+        ck_assert(!g.settings[i].strict);
+    agt_grid_fini(&g);
+}
+END_TEST
+
+START_TEST(products_unions_and_duplicates)
+{
+    struct agt_grid g;
+    parse_ok("conv=heuristic,autotune;tf32=on,off", "cuda", &g);
+    static const char *const prod[] = {"heuristic tf32=on", "heuristic tf32=off",
+                                       "autotune tf32=on", "autotune tf32=off"};
+    names_are(&g, prod, 4);
+    agt_grid_fini(&g);
+    parse_ok(" tf32=on | tf32 = on , off | conv=heuristic ", "cuda", &g);
+    static const char *const uni[] = {"heuristic tf32=on", "heuristic tf32=off"};
+    names_are(&g, uni, 2);
+    /* the strict setting is not in it: added first */
+    ck_assert_int_eq(agt_grid_mark_strict(&g, "cuda"), 0);
+    ck_assert_int_eq(g.n, 3);
+    ck_assert(g.settings[0].strict && g.settings[0].added);
+    ck_assert_str_eq(g.settings[0].knobs.conv_algo, "deterministic");
+    ck_assert_int_eq(g.settings[0].knobs.tf32, 0);
+    agt_grid_fini(&g);
+    parse_ok("threads=1,2,auto", "cpu64", &g);
+    static const char *const thr[] = {"threads=1", "threads=2", "threads=auto"};
+    names_are(&g, thr, 3);
+    agt_grid_fini(&g);
+}
+END_TEST
+
+START_TEST(batch_sizes)
+{
+    struct agt_grid g;
+    parse_ok("emulate=none,bf16:conv;batch=1,8,all,8", "cpu", &g);
+    static const char *const want[] = {"emulate=none", "emulate=bf16:conv"};
+    names_are(&g, want, 2);
+    ck_assert_int_eq(g.n_batches, 3);
+    ck_assert_int_eq(g.batches[0], 1);
+    ck_assert_int_eq(g.batches[1], 8);
+    ck_assert_int_eq(g.batches[2], 0);
+    for (int i = 0; i < g.n; i++)
+        ck_assert_int_eq(g.settings[i].knobs.batch, 0);
+    agt_grid_fini(&g);
+    /* only batch sizes: the default settings at them */
+    parse_ok("batch=2", "cpu", &g);
+    ck_assert_int_eq(g.n, 7);
+    ck_assert_int_eq(g.n_batches, 1);
+    ck_assert_int_eq(g.batches[0], 2);
+    agt_grid_fini(&g);
+}
+END_TEST
+
+START_TEST(pins_fixed_and_sizes)
+{
+    struct agt_grid g;
+    parse_ok("conv=conv2@6,layer1.0.a.conv@1,fixed:3,each;workspace=64M,none,1024", "cuda", &g);
+    ck_assert_int_eq(g.n, 12);
+    ck_assert_str_eq(g.settings[0].name, "conv2@6 tf32=off workspace=67108864");
+    ck_assert_str_eq(g.settings[0].knobs.conv_pins, "conv2=6");
+    ck_assert_str_eq(g.settings[0].knobs.conv_algo, "heuristic");
+    ck_assert_str_eq(g.settings[1].name, "conv2@6 tf32=off");
+    ck_assert_int_eq(g.settings[1].knobs.workspace_limit, -1);
+    ck_assert_int_eq(g.settings[2].knobs.workspace_limit, 1024);
+    ck_assert_str_eq(g.settings[3].knobs.conv_pins, "layer1.0.a.conv=1");
+    ck_assert_str_eq(g.settings[6].knobs.conv_algo, "fixed:3");
+    ck_assert_str_eq(g.settings[6].name, "fixed:3 tf32=off workspace=67108864");
+    ck_assert(g.settings[9].expand_each && !g.settings[6].expand_each);
+    ck_assert_str_eq(g.settings[9].name, "each tf32=off workspace=67108864");
+    agt_grid_fini(&g);
+}
+END_TEST
+
+START_TEST(knobs_as_recorded)
+{
+    struct agt_grid g;
+    parse_ok("emulate=tf32:conv+gemm;threads=3", "cpu", &g);
+    json_t *k = agt_knobs_json("cpu", &g.settings[0].knobs, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(k, "emulate")), "tf32:conv,gemm");
+    ck_assert_int_eq(json_integer_value(json_object_get(k, "threads")), 3);
+    ck_assert(json_is_null(json_object_get(k, "batch")));
+    ck_assert_ptr_null(json_object_get(k, "tf32"));
+    json_decref(k);
+    agt_grid_fini(&g);
+    parse_ok("conv=conv1@2;tf32=on", "cuda", &g);
+    k = agt_knobs_json("cuda", &g.settings[0].knobs, NULL);
+    ck_assert(json_is_true(json_object_get(k, "tf32")));
+    ck_assert_str_eq(json_string_value(json_object_get(k, "conv_algo")), "heuristic");
+    ck_assert_str_eq(json_string_value(json_object_get(k, "conv_pins")), "conv1=2");
+    ck_assert_str_eq(json_string_value(json_object_get(k, "math_mode")), "default");
+    ck_assert(json_is_null(json_object_get(k, "workspace_limit")));
+    json_decref(k);
+    agt_grid_fini(&g);
+}
+END_TEST
+
+START_TEST(bad_specs)
+{
+    static const struct {
+        const char *spec, *backend, *says;
+    } cases[] = {
+        {"nope=1", "cpu", "unknown axis nope"},
+        {"tf32=on", "cpu", "not for the cpu backend"},
+        {"emulate=tf32", "cuda", "not for the cuda backend"},
+        {"emulate=tf32", "cpu64", "not for the cpu64 backend"},
+        {"tf32=maybe", "cuda", "maybe is not a value"},
+        {"conv=fastest", "cuda", "fastest is not a value"},
+        {"conv=fixed:", "cuda", "fixed: is not a value"},
+        {"conv=@3", "cuda", "@3 is not a value"},
+        {"conv=a@b", "cuda", "a@b is not a value"},
+        {"emulate=tf33", "cpu", "unknown emulation tf33"},
+        {"emulate=tf32:gemv", "cpu", "unknown op class gemv"},
+        {"threads=0", "cpu", "0 is not a value"},
+        {"threads=257", "cpu", "257 is not a value"},
+        {"workspace=12Q", "cuda", "12Q is not a value"},
+        {"workspace=-1", "cuda", "-1 is not a value"},
+        {"tf32", "cuda", "tf32 is not KEY=VALUES"},
+        {"tf32=on,", "cuda", "an empty value"},
+        {"tf32=on||tf32=off", "cuda", "an empty group"},
+        {"tf32=on;tf32=off", "cuda", "axis tf32 twice"},
+        {"batch=1|batch=2", "cpu", "batch is given twice"},
+        {"batch=0", "cpu", "batch=0: a batch size is a positive integer"},
+        {"batch=x", "cpu", "batch=x"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct agt_grid g = {0};
+        struct gd_err err = {0};
+        int rc = agt_grid_parse(cases[i].spec, cases[i].backend, &g, &err);
+        ck_assert_msg(rc == GD_EINVAL, "%s on %s: accepted (%d)", cases[i].spec, cases[i].backend,
+                      rc);
+        ck_assert_msg(strstr(err.msg, cases[i].says) != NULL &&
+                          strncmp(err.msg, "--grid: ", 8) == 0,
+                      "%s: the message is \"%s\"", cases[i].spec, err.msg);
+        agt_grid_fini(&g);
+    }
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("sweep_grid");
+    TCase *tc = tcase_create("sweep_grid");
+    tcase_add_test(tc, default_cpu_grid);
+    tcase_add_test(tc, default_cuda_grid);
+    tcase_add_test(tc, products_unions_and_duplicates);
+    tcase_add_test(tc, batch_sizes);
+    tcase_add_test(tc, pins_fixed_and_sizes);
+    tcase_add_test(tc, knobs_as_recorded);
+    tcase_add_test(tc, bad_specs);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
