@@ -114,9 +114,6 @@ model_text(const char *op, int n_in, struct gd_tensor *const *in, unsigned const
         fprintf(stderr, "op_harness: bad attrs JSON %s: %s\n", attrs_json, jerr.text);
         abort();
     }
-    if (*n_feed == 0)
-        json_array_append_new(inputs, json_pack("{s:s, s:s, s:[i]}", "name", "unused", "dtype",
-                                                "float32", "shape", 1));
     json_array_append_new(nodes, json_pack("{s:s, s:s, s:o, s:O, s:o}", "name", "node", "op", op,
                                            "inputs", names, "outputs", outs, "attrs", attrs));
     json_t *model = json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:O}", "format", "gpudiff-model",
@@ -153,12 +150,6 @@ oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *i
     if (rc == 0 && (s = gd_session_new(g, backend, knobs ? knobs : &dflt, err)) == NULL)
         rc = err ? err->code : GD_ENOMEM;
     struct collect col = {n_out, out};
-    float unused_value = 0;
-    int64_t unused_shape[1] = {1};
-    struct gd_tensor unused = {.dtype = GD_F32, .ndim = 1, .data = &unused_value};
-    memcpy(unused.shape, unused_shape, sizeof unused_shape);
-    if (n_feed == 0)
-        feed[n_feed++] = &unused;
     if (rc == 0)
         rc = gd_session_run(s, n_feed, feed, collect_layer, &col, err);
     gd_session_free(s);
