@@ -35,6 +35,8 @@ const struct srv_route srv_routes[] = {
     {"POST", "/api/v1/tokens", SRV_ROLE_ADMIN, SRV_BODY_JSON, NULL, NULL, srv_tokens_create},
     {"GET", "/api/v1/tokens", SRV_ROLE_ADMIN, SRV_BODY_NONE, NULL, NULL, srv_tokens_list},
     {"DELETE", "/api/v1/tokens/{id}", SRV_ROLE_ADMIN, SRV_BODY_NONE, NULL, NULL, srv_tokens_revoke},
+    /* web: the op list with its traits */
+    {"GET", "/api/v1/ops", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_ops_list},
 };
 
 const int srv_route_count = (int)(sizeof srv_routes / sizeof srv_routes[0]);
