@@ -129,10 +129,11 @@ export async function render(root, ctx) {
                   h('code', {title: hist.baseline}, shortId(hist.baseline)),
                   `: error relative to max |b|. ${changes.length} version change` +
                   `${changes.length === 1 ? '' : 's'} marked (driver, CUDA, cuDNN, cuBLAS).`));
-    root.append(h('figure', {class: 'chart-box'}, historyChart(series, changes, hrefOf),
+    root.append(h('figure', {class: 'chart-box'}, historyChart(series, changes, hrefOf, {width: root.clientWidth}),
                   h('figcaption', {}, h('ul', {class: 'legend', 'aria-label': 'Devices'},
                       series.map((sr, k) => h('li', {}, seriesSwatch(k), sr.device))),
-                    'Dashed lines: a version changed. A point opens its diff against the baseline.')));
+                    'Dashed lines: a version changed. A point opens its diff against the baseline. Devices ' +
+                    'with equal values are drawn a few pixels apart so that none hides another.')));
     if (changes.length)
         root.append(h('section', {'aria-labelledby': 'changes-h'}, h('h2', {id: 'changes-h'}, 'Version changes'),
             h('ul', {class: 'changes', id: 'changes'}, changes.map((c) => h('li', {},
