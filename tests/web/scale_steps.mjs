@@ -163,6 +163,9 @@ export async function scaleSteps() {
         await page.waitForFunction(() => location.hash.includes('color=err') &&
             document.getElementById('view').dataset.rendered === location.hash, null, {timeout: 120000});
         check(await page.locator('.graph-legend .scale-legend li').count() === 10, 'coloured by log error, with its scale');
+        const fills = await page.evaluate(() => new Set([...document.querySelectorAll('svg.graph a.node .node-box')]
+            .map((r) => getComputedStyle(r).fill)).size);
+        check(fills >= 5, `the nodes are filled with ${fills} colours of the scale`);
         await shot('graph-1000-err', false);
         await page.click('svg.graph a.node-first');
         await page.waitForFunction(() => location.hash.startsWith('#/layer') &&

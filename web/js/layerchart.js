@@ -202,7 +202,8 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
             callouts++;
             const label = isFirst ? 'first divergent' : `amplifier ×${fmtNum(l.growth)}`;
             const above = py - 18 >= top - 12;
-            const nearRight = px > right - 120;
+            // Beside the ring (a point at the top): on the side with room.
+            const nearRight = above ? px > right - 120 : px > (left + right) / 2;
             g.append(s('text', {class: isFirst ? 'callout first' : 'callout amp',
                                 x: above ? px : nearRight ? px - 16 : px + 16, y: above ? py - 18 : py + 4,
                                 'text-anchor': above ? (nearRight ? 'end' : 'middle') : nearRight ? 'end' : 'start'},

@@ -18,12 +18,13 @@ function readParams(p) {
             color: p.get('color') === 'err' ? 'err' : 'verdict', find: p.get('find') || ''};
 }
 
+// Room for the name (12 px, bold) and for "Op · divergent" or "Op · 1.2e-3" (11 px).
 function nodeWidth(name, op) {
-    return Math.min(260, Math.max(90, 7.2 * Math.max(name.length, (op || '').length + 2) + 22));
+    return Math.min(260, Math.max(90, Math.max(7.4 * name.length, 6.4 * ((op || '').length + 13)) + 18));
 }
 
 function shortName(name, width) {
-    const max = Math.floor((width - 16) / 7.2);
+    const max = Math.floor((width - 16) / 7.4);
     return name.length > max ? name.slice(0, Math.max(1, max - 1)) + '…' : name;
 }
 
@@ -143,7 +144,7 @@ export async function render(root, ctx) {
         const rect = s('rect', {x: c.x, y: c.y, width: c.width, height: c.height, rx: 5,
                                 class: 'node-box'});
         if (bg)
-            rect.setAttribute('fill', bg);
+            rect.style.fill = bg; // CSSOM (the CSP allows it), over the style sheet's fill
         g.append(rect);
         const ink = bg ? textOn(bg) : null;
         const t1 = s('text', {x: c.x + 8, y: c.y + 14, class: 'node-name'}, shortName(n.name, c.width));
@@ -151,8 +152,8 @@ export async function render(root, ctx) {
                      n.source ? 'input' : `${n.op || '?'}${l ? ' · ' + (q.color === 'err' && l.err != null
                          ? fmtNum(l.err, 2) : verdict) : ''}`);
         if (ink) {
-            t1.setAttribute('fill', ink);
-            t2.setAttribute('fill', ink);
+            t1.style.fill = ink;
+            t2.style.fill = ink;
         }
         g.append(t1, t2);
         g.append(s('title', {}, `${n.name} (${n.op || 'input'})` + (l ? `: ${l.verdict}, error ${fmtNum(l.err)}, ` +
