@@ -247,6 +247,9 @@ await step('history: a layer against the baseline over time, per device', async 
     check(changes.includes('driver 550.54.15 → 560.35.03') && changes.includes('cuDNN 9.1.0 → 9.19.0') &&
           changes.includes('cuda NVIDIA H200'), `the upgrade is listed: "${changes.replace(/\n/g, ' ')}"`);
     check(await page.locator('svg.history-chart .change-line').count() === 1, 'and marked on the chart');
+    await page.focus('svg.history-chart a.point-link');
+    check(await page.evaluate(() => document.querySelector('svg.history-chart .tip').getAttribute('visibility')) === 'visible',
+          'a focused point shows its values');
     check(await page.locator('.msg-error').count() === 0, 'no error');
     await shot('history');
     await axe('the history view');

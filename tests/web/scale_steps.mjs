@@ -167,6 +167,10 @@ export async function scaleSteps() {
             .map((r) => getComputedStyle(r).fill)).size);
         check(fills >= 5, `the nodes are filled with ${fills} colours of the scale`);
         await shot('graph-1000-err', false);
+        await page.focus('svg.graph a.node-amp');
+        check((await text('#graph-focus')).startsWith('b150.floor (Floor): amplified, error'),
+              `a focused node's values are written out ("${await text('#graph-focus')}")`);
+        await page.click('#graph-first'); // centres it again
         await page.click('svg.graph a.node-first');
         await page.waitForFunction(() => location.hash.startsWith('#/layer') &&
             document.getElementById('view').dataset.rendered === location.hash);
@@ -281,7 +285,10 @@ export async function scaleSteps() {
         await page.locator(`tr[data-run="${env.RUN_FLEET0}"] button.make-baseline`).click();
         await page.waitForSelector(`tr[data-run="${env.RUN_FLEET0}"] .badge.baseline`);
         await page.click('#token-clear');
-        check(true, 'and back');
+        await page.click('.token summary'); // closed again, as the steps after expect it
+        const back = await (await page.request.get(`${URL0}/api/v1/models`)).json();
+        check(back.models.find((m) => m.name === 'fleet-50').baseline === env.RUN_FLEET0,
+              'and back to the first run, with the token forgotten');
     }, {needs: 'POST /api/v1/baseline'});
 
     await step('diff picker: search all runs, labels show the knobs', async () => {

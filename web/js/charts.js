@@ -34,6 +34,39 @@ export function marker(shape, x, y, r, attrs) {
     }
 }
 
+// A tooltip layer of an SVG chart: shows the data-tip of the point link under the pointer or
+// with the keyboard focus (WCAG 1.4.13: values are not for mouse users only).
+export function addTooltip(svg, W) {
+    const tip = s('g', {class: 'tip', 'aria-hidden': 'true', visibility: 'hidden'});
+    const box = s('rect', {class: 'tip-box', rx: 4});
+    const text = s('text', {class: 'tip-text'});
+    tip.append(box, text);
+    svg.append(tip);
+    const show = (link) => {
+        const t = link.dataset.tip;
+        if (!t)
+            return;
+        text.textContent = t;
+        const px = Number(link.dataset.x), py = Number(link.dataset.y);
+        const w = Math.min(W - 8, t.length * 6.6 + 16);
+        const x = Math.max(4, Math.min(W - w - 4, px - w / 2));
+        const y = py > 60 ? py - 44 : py + 18;
+        box.setAttribute('x', x);
+        box.setAttribute('y', y);
+        box.setAttribute('width', w);
+        box.setAttribute('height', 24);
+        text.setAttribute('x', x + 8);
+        text.setAttribute('y', y + 16);
+        tip.setAttribute('visibility', 'visible');
+    };
+    const hide = () => tip.setAttribute('visibility', 'hidden');
+    const linkOf = (e) => e.target.closest && e.target.closest('a.point-link');
+    svg.addEventListener('focusin', (e) => { const l = linkOf(e); if (l) show(l); });
+    svg.addEventListener('focusout', hide);
+    svg.addEventListener('mouseover', (e) => { const l = linkOf(e); if (l) show(l); });
+    svg.addEventListener('mouseout', (e) => { if (linkOf(e)) hide(); });
+}
+
 // The y axis of a log chart: decade lines and labels "1e-6"; returns y(value).
 export function logAxis(g, lo, hi, top, bottom, left, right, label) {
     const y = (v) => bottom - ((Math.log10(v) - lo) / (hi - lo)) * (bottom - top);
@@ -162,14 +195,17 @@ export function historyChart(series, changes, hrefOf, {width = 960} = {}) {
         g.append(s('polyline', {class: 'series-line', stroke: color,
                                 points: pts.map((p) => `${x(Date.parse(p.created_at))},${pyk(p.err)}`).join(' ')}));
         for (const p of pts) {
+            const px = x(Date.parse(p.created_at)), py2 = pyk(p.err);
             const link = s('a', {href: hrefOf(p), class: 'point-link',
+                                 'data-tip': `${sr.device} ${fmtTime(p.created_at)}: error ${fmtNum(p.err)} (${p.verdict})`,
+                                 'data-x': px.toFixed(1), 'data-y': py2.toFixed(1),
                                  'aria-label': `${sr.device}, ${fmtTime(p.created_at)}: ${fmtNum(p.err)}`});
-            link.append(s('title', {}, `${sr.device} ${fmtTime(p.created_at)}: error ${fmtNum(p.err)} (${p.verdict})`));
             link.append(marker(shape, x(Date.parse(p.created_at)), pyk(p.err), 5,
                                {fill: color, class: 'series-pt'}));
             g.append(link);
         }
     });
+    addTooltip(svg, W);
     return svg;
 }
 

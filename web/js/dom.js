@@ -127,7 +127,8 @@ export function knobWords(run) {
 export function runLabel(run) {
     if (!run)
         return '–';
-    const parts = [run.backend, deviceLabel(run)];
+    const where = deviceLabel(run);
+    const parts = [run.backend, where === 'CPU' ? null : where]; // "cpu · CPU" says it twice
     const knobs = knobWords(run);
     if (knobs.length)
         parts.push(knobs.join(' '));

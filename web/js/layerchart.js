@@ -5,7 +5,7 @@
 // first divergent layer and the amplifiers marked, labels thinned to what fits, and each
 // point's values shown on hover and on keyboard focus.
 import {s, fmtNum} from './dom.js';
-import {decades, logAxis, marker} from './charts.js';
+import {addTooltip, decades, logAxis, marker} from './charts.js';
 
 // The metrics the chart can show: what they read from a diff layer, and the noise band in
 // the same units (none for ULP: the band is a relative error).
@@ -50,39 +50,6 @@ function tipText(l, metric, v, band) {
     if (l.replay)
         parts.push(`introduced ${fmtNum(l.replay.introduced)}, inherited ${fmtNum(l.replay.inherited)}`);
     return parts.join('; ');
-}
-
-// A tooltip layer of an SVG chart: shows the data-tip of the point link under the pointer or
-// with the keyboard focus (WCAG 1.4.13: values are not for mouse users only).
-function addTooltip(svg, W) {
-    const tip = s('g', {class: 'tip', 'aria-hidden': 'true', visibility: 'hidden'});
-    const box = s('rect', {class: 'tip-box', rx: 4});
-    const text = s('text', {class: 'tip-text'});
-    tip.append(box, text);
-    svg.append(tip);
-    const show = (link) => {
-        const t = link.dataset.tip;
-        if (!t)
-            return;
-        text.textContent = t;
-        const px = Number(link.dataset.x), py = Number(link.dataset.y);
-        const w = Math.min(W - 8, t.length * 6.6 + 16);
-        const x = Math.max(4, Math.min(W - w - 4, px - w / 2));
-        const y = py > 60 ? py - 44 : py + 18;
-        box.setAttribute('x', x);
-        box.setAttribute('y', y);
-        box.setAttribute('width', w);
-        box.setAttribute('height', 24);
-        text.setAttribute('x', x + 8);
-        text.setAttribute('y', y + 16);
-        tip.setAttribute('visibility', 'visible');
-    };
-    const hide = () => tip.setAttribute('visibility', 'hidden');
-    const linkOf = (e) => e.target.closest && e.target.closest('a.point-link');
-    svg.addEventListener('focusin', (e) => { const l = linkOf(e); if (l) show(l); });
-    svg.addEventListener('focusout', hide);
-    svg.addEventListener('mouseover', (e) => { const l = linkOf(e); if (l) show(l); });
-    svg.addEventListener('mouseout', (e) => { if (linkOf(e)) hide(); });
 }
 
 // layerChart(diff, metricKey, hrefOf, {from, to, width, height}): layers [from, to).

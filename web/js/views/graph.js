@@ -139,7 +139,7 @@ export async function render(root, ctx) {
             : s('a', {href: layerHref(q, {name: n.name}), class: `node v-${verdict} ${marks}`,
                       'data-layer': n.name,
                       'aria-label': `${n.name} (${n.op}): ${verdict}` +
-                                    (l && l.err != null ? `, error ${fmtNum(l.err)}` : '')});
+                                    (l && l.err != null ? `, error ${fmtNum(l.err)}, max |a−b| ${fmtNum(l.max_abs)}` : '')});
         const bg = fill(n);
         const rect = s('rect', {x: c.x, y: c.y, width: c.width, height: c.height, rx: 5,
                                 class: 'node-box'});
@@ -239,11 +239,13 @@ export async function render(root, ctx) {
         }
         e.preventDefault();
     });
-    // A node that gets the keyboard focus is brought into view.
+    // A node that gets the keyboard focus is brought into view, its values written below.
+    const focusNote = h('p', {class: 'hint', id: 'graph-focus', 'aria-live': 'polite'});
     svg.addEventListener('focusin', (e) => {
         const a = e.target.closest && e.target.closest('a.node');
         if (!a)
             return;
+        focusNote.textContent = a.getAttribute('aria-label');
         const c = pos.get(a.dataset.layer), {w, h: hh} = size();
         const sx = c.x * view.k + view.x, sy = c.y * view.k + view.y;
         if (sx < 0 || sy < 0 || sx > w - 40 || sy > hh - 40)
@@ -298,7 +300,7 @@ export async function render(root, ctx) {
         button('First divergent', () => centre(first, 1), {disabled: !first, id: 'graph-first'}),
         h('div', {class: 'field inline'}, h('label', {for: 'graph-find'}, 'Find'), findIn, names),
         findNote),
-        frame,
+        frame, focusNote,
         h('div', {class: 'graph-legend'},
           q.color === 'err' ? scaleLegend(scale, 'error relative to max |b| per layer')
             : h('ul', {class: 'legend'}, counts.map(([v, c]) => h('li', {},
