@@ -204,7 +204,7 @@ EXTRA_DIST += $(WEB_TESTS) tests/web/dashboard.test.mjs tests/web/package.json \
 # web: the scale steps, their data, the vendored library's check, the API's new parameters
 TESTS += tests/web/vendor.sh tests/integration/server_web_api.sh
 EXTRA_DIST += tests/web/harness.mjs tests/web/scale_steps.mjs tests/web/make_fleet.py \
-	tests/web/vendor.sh tests/integration/server_web_api.sh
+	tests/web/vendor.sh tests/integration/server_web_api.sh tests/bench/web_views.mjs
 
 # ---- cuda: TF32 errors in the range of a 10-bit mantissa (skipped without a GPU) ----
 if HAVE_CHECK

@@ -83,10 +83,11 @@ function histTable(counts) {
     const rows = counts.map((c, k) => (c ? h('tr', {},
         h('th', {scope: 'row'}, k === 0 ? '0 (equal)' : k === 1 ? '1' : `${2 ** (k - 1)}–${2 ** k - 1}`),
         h('td', {class: 'num'}, fmtInt(c))) : null)).filter(Boolean);
-    return h('details', {}, h('summary', {}, 'The histogram as a table'),
-             h('table', {class: 'compact'}, h('thead', {}, h('tr', {},
-                 h('th', {scope: 'col'}, 'ULP distance'), h('th', {scope: 'col'}, 'values'))),
-               h('tbody', {}, rows)));
+    const table = h('table', {class: 'compact'}, h('thead', {}, h('tr', {},
+        h('th', {scope: 'col'}, 'ULP distance'), h('th', {scope: 'col'}, 'values'))),
+                    h('tbody', {}, rows));
+    return h('details', {}, h('summary', {}, 'The histogram as a table'), table,
+             domTableExports('ulp-histogram', table));
 }
 
 // The values around the largest difference (same last-axis row), and the largest
@@ -129,6 +130,9 @@ function valuesSection(box, l, A, B, T) {
                 top.pop();
         }
     }
+    const topTable = top.length ? h('table', {class: 'values', id: 'values-largest'},
+        h('caption', {}, `The ${top.length} elements with the largest |a − b|.`),
+        head.cloneNode(true), h('tbody', {}, top.map((t) => row(t.i, t.i === at)))) : null;
     const aroundTable = h('table', {class: 'values', id: 'values-table'},
         h('caption', {}, `Elements ${from}–${to - 1} (flat) of the row that holds the ` +
           `largest difference, at flat index ${at}; ${A.dtype} a, ${B.dtype} b` +
@@ -138,11 +142,9 @@ function valuesSection(box, l, A, B, T) {
         h('div', {class: 'section-head'}, h('h3', {}, 'Around the largest difference'),
           domTableExports('values-around', aroundTable)),
         h('div', {class: 'table-wrap'}, aroundTable),
-        h('h3', {}, 'The largest differences'),
-        top.length ? h('div', {class: 'table-wrap'}, h('table', {class: 'values'},
-            h('caption', {}, `The ${top.length} elements with the largest |a − b|.`),
-            head.cloneNode(true), h('tbody', {}, top.map((t) => row(t.i, t.i === at)))))
-            : h('p', {}, 'The two tensors are equal.'));
+        topTable ? h('div', {class: 'section-head'}, h('h3', {}, 'The largest differences'),
+                     domTableExports('values-largest', topTable)) : h('h3', {}, 'The largest differences'),
+        topTable ? h('div', {class: 'table-wrap'}, topTable) : h('p', {}, 'The two tensors are equal.'));
     if (T && !withTruth)
         box.append(message('info', `The truth's tensor has ${T.size} elements, not ${n}: not shown.`));
 }
@@ -205,7 +207,9 @@ function nearSection(box, l, op, info, inA, inB, A, B, names) {
                          h('th', {scope: 'col'}, 'distance'), h('th', {scope: 'col'}, 'output a'),
                          h('th', {scope: 'col'}, 'output b'), h('th', {scope: 'col'}, 'outputs'))),
         h('tbody', {}, rows));
-    box.append(h('div', {class: 'table-wrap'}, table));
+    box.append(h('div', {class: 'section-head'}, h('span', {}),
+                 domTableExports('inputs-nearest-' + l.name, table)),
+               h('div', {class: 'table-wrap'}, table));
 }
 
 async function fetchNpy(run, rec, ctx) {
