@@ -121,14 +121,52 @@ int srv_db_run_records(struct srv_db *db, const char *id, json_t **meta, json_t 
 /* Marks the run complete when every layer is present (SRV_EINCOMPLETE names the missing). */
 int srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err *err);
 
+/* How many knob=, label= filters and search words a listing takes. */
+#define SRV_RUN_MATCH_MAX 8
+
+/* One knob= or label= filter: the value as JSON text (true, 32, null) or as a string. */
+struct srv_run_match {
+    const char *key, *value;
+};
+
+/* What the run list is ordered by (then by created_at and id, in the same direction). */
+enum srv_run_sort {
+    SRV_SORT_CREATED,
+    SRV_SORT_MODEL,
+    SRV_SORT_BACKEND,
+    SRV_SORT_GPU,
+    SRV_SORT_HOST,
+    SRV_SORT_DEVICE,
+    SRV_SORT_LAYERS,
+    SRV_SORT_RECEIVED
+};
+
 struct srv_run_filter {
     const char *model, *gpu, *backend; /* NULL: any */
     int64_t since;                     /* created at or after; INT64_MIN: any */
     int include_uploading;
     int64_t limit, offset;
+    /* exact matches of the device key and of env.driver, env.cuda_runtime, env.cudnn,
+       env.cublas; NULL: any */
+    const char *device, *driver, *cuda, *cudnn, *cublas;
+    struct srv_run_match knobs[SRV_RUN_MATCH_MAX], labels[SRV_RUN_MATCH_MAX];
+    int n_knobs, n_labels;
+    /* search words: each must occur (ASCII case folded) in the run's id, model, backend,
+       GPU, host, device key, or its knobs and labels written KEY=VALUE */
+    const char *words[SRV_RUN_MATCH_MAX];
+    int n_words;
+    enum srv_run_sort sort;
+    int ascending; /* 0: descending, the default */
 };
 
-/* {"runs": [summaries, newest first], "total", "limit", "offset"}. */
+/*
+ * {"runs": [summaries], "total", "limit", "offset"}, newest first unless f->sort says
+ * otherwise. Each summary carries run.json's env, knobs and labels, the device key, and
+ * "against_baseline": null when the model has no baseline, else {"baseline": ID, "state":
+ * "baseline" | "compared" | "pending" | "unavailable", and when compared "verdict",
+ * "first_divergent", "err", "max_abs" of the last layer of the cached diff of the run
+ * against the baseline with the default tolerances}.
+ */
 int srv_db_runs_list(struct srv_db *db, const struct srv_run_filter *f, json_t **out,
                      struct gd_err *err);
 
@@ -272,6 +310,20 @@ int srv_db_model_run_ids(struct srv_db *db, const char *model, int64_t limit, js
 /* *found 1 when run_id has a layer named name. */
 int srv_db_layer_named(struct srv_db *db, const char *run_id, const char *name, int *found,
                        struct gd_err *err);
+
+/* ---- the matrix cache (db_matrix.c) ---- */
+
+/*
+ * The cached matrix of model made under signature, as the JSON text served (*text
+ * NUL-terminated, owned by the caller). SRV_ENOTFOUND when there is none or it was made
+ * from something else (another signature).
+ */
+int srv_db_matrix_get(struct srv_db *db, const char *model, const char *signature, char **text,
+                      size_t *len, struct gd_err *err);
+
+/* Stores model's matrix, replacing the one cached before, in one transaction. */
+int srv_db_matrix_put(struct srv_db *db, const char *model, const char *signature, int n_devices,
+                      const char *json, double seconds, int64_t now, struct gd_err *err);
 
 /* ---- the comparison cache (db_diffs.c) ---- */
 

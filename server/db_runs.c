@@ -1,6 +1,6 @@
 /*
- * db_runs.c: runs: created from a checked run.json, listed newest first with filters and
- * paging over the runs_by_* indexes, returned whole, and finished.
+ * db_runs.c: runs: created from a checked run.json, returned whole, finished, counted
+ * (the listing is db_runs_list.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -366,103 +366,6 @@ srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err 
         srv_metrics_add(SRV_M_RUNS_FINISHED, 1);
 done:
     srv_db_rollback(db); /* after a commit: nothing is open, nothing happens */
-    return rc;
-}
-
-/*
- * The list query is put together from fixed fragments, one per filter given, so that SQLite
- * sees plain equalities and walks the matching runs_by_* index in ORDER BY order; the values
- * are always bound, never spliced.
- */
-int
-srv_db_runs_list(struct srv_db *db, const struct srv_run_filter *f, json_t **out,
-                 struct gd_err *err)
-{
-    char where[512] = "WHERE 1";
-    const char *binds[4];
-    int n_binds = 0;
-    if (!f->include_uploading)
-        strcat(where, " AND r.state = 'complete'");
-    if (f->model != NULL) {
-        strcat(where, " AND r.model_id = (SELECT id FROM models WHERE name = ?)");
-        binds[n_binds++] = f->model;
-    }
-    if (f->gpu != NULL) {
-        strcat(where, " AND r.gpu = ?");
-        binds[n_binds++] = f->gpu;
-    }
-    if (f->backend != NULL) {
-        strcat(where, " AND r.backend = ?");
-        binds[n_binds++] = f->backend;
-    }
-    if (f->since != INT64_MIN)
-        strcat(where, " AND r.created_ts >= ?");
-    char sql[1024], count_sql[700];
-    snprintf(sql, sizeof sql,
-             "SELECT r.id, m.name, r.model_sha256, r.backend, r.gpu, r.host, r.created_at, "
-             "r.state, r.n_layers, r.received_at, r.finished_at, r.trimmed_at "
-             "FROM runs r JOIN models m ON m.id = r.model_id %s "
-             "ORDER BY r.created_ts DESC, r.id DESC LIMIT ? OFFSET ?",
-             where);
-    snprintf(count_sql, sizeof count_sql, "SELECT count(*) FROM runs r %s", where);
-
-    sqlite3_stmt *st = NULL, *cst = NULL;
-    json_t *runs = json_array();
-    int64_t total = 0;
-    int rc = 0;
-    int s = sqlite3_prepare_v2(srv_db_conn(db), sql, -1, &st, NULL);
-    if (s == SQLITE_OK)
-        s = sqlite3_prepare_v2(srv_db_conn(db), count_sql, -1, &cst, NULL);
-    if (s != SQLITE_OK) {
-        rc = step_fail(db, s, "runs query", err);
-        goto done;
-    }
-    int k = 1;
-    for (int i = 0; i < n_binds; i++, k++) {
-        srv_db_bind_text(st, k, binds[i]);
-        srv_db_bind_text(cst, k, binds[i]);
-    }
-    if (f->since != INT64_MIN) {
-        sqlite3_bind_int64(st, k, f->since);
-        sqlite3_bind_int64(cst, k, f->since);
-        k++;
-    }
-    sqlite3_bind_int64(st, k, f->limit);
-    sqlite3_bind_int64(st, k + 1, f->offset);
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *r = json_object();
-        static const char *const text_cols[] = {"id",  "model", "model_sha256", "backend",
-                                                "gpu", "host",  "created_at",   "state"};
-        for (int c = 0; c < 8; c++)
-            json_object_set_new(r, text_cols[c],
-                                json_string((const char *)sqlite3_column_text(st, c)));
-        json_object_set_new(r, "layers", json_integer(sqlite3_column_int(st, 8)));
-        json_object_set_new(r, "received_at", time_or_null(st, 9));
-        json_object_set_new(r, "finished_at", time_or_null(st, 10));
-        json_object_set_new(r, "trimmed_at", time_or_null(st, 11));
-        json_array_append_new(runs, r);
-    }
-    if (s != SQLITE_DONE) {
-        rc = step_fail(db, s, "runs query", err);
-        goto done;
-    }
-    s = sqlite3_step(cst);
-    if (s != SQLITE_ROW) {
-        rc = step_fail(db, s, "runs count", err);
-        goto done;
-    }
-    total = sqlite3_column_int64(cst, 0);
-    json_t *res = json_object();
-    json_object_set_new(res, "runs", runs);
-    json_object_set_new(res, "total", json_integer(total));
-    json_object_set_new(res, "limit", json_integer(f->limit));
-    json_object_set_new(res, "offset", json_integer(f->offset));
-    runs = NULL;
-    *out = res;
-done:
-    sqlite3_finalize(st);
-    sqlite3_finalize(cst);
-    json_decref(runs);
     return rc;
 }
 

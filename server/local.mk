@@ -4,6 +4,8 @@ noinst_LTLIBRARIES += libsrv.la
 bin_PROGRAMS += gpudiffd
 
 SERVER_SQL = schema/sql/001_init.sql schema/sql/002_diff_cache.sql
+# web: the matrix cache (issue 13)
+SERVER_SQL += schema/sql/005_matrix_cache.sql
 SERVER_DEPS_CFLAGS = $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) $(ZSTD_CFLAGS)
 SERVER_DEPS_LIBS = $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(ZSTD_LIBS)
 
@@ -22,8 +24,10 @@ libsrv_la_SOURCES = \
 	server/db_blobs.c \
 	server/db_diffs.c \
 	server/db_layers.c \
+	server/db_matrix.c \
 	server/db_models.c \
 	server/db_runs.c \
+	server/db_runs_list.c \
 	server/db_tokens.c \
 	server/device.c \
 	server/errors.c \
@@ -35,6 +39,7 @@ libsrv_la_SOURCES = \
 	server/route_health.c \
 	server/route_layers.c \
 	server/route_models.c \
+	server/route_ops.c \
 	server/route_runs.c \
 	server/route_tokens.c \
 	server/routes.c \

@@ -1,14 +1,17 @@
 /*
  * route_models.c: GET /api/v1/models; POST /api/v1/models/{model}/baseline, which picks the
  * run the model's other runs are compared against; GET .../matrix (every device's newest run
- * against every other's) and GET .../history (one layer's difference from the baseline, run
- * after run). Both read the diff cache, one summary row per cell or point, and compute the
- * diffs it lacks.
+ * against every other's, kept whole in the matrix cache) and GET .../history (one layer's
+ * difference from the baseline, run after run). Both read the diff cache, one summary row per
+ * cell or point, and compute the diffs it lacks.
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "gpudiff/hash.h"
+#include "gpudiff/run.h"
 #include "compare.h"
 #include "db.h"
 #include "server.h"
@@ -136,49 +139,170 @@ number_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/*
+ * The signature of a matrix: the engine version and each device with its newest run. A new
+ * run of a device, one dropped by retention (the device then shows its newest kept run, or
+ * disappears), or a daemon with a newer engine gives another one.
+ */
+static int
+matrix_signature(json_t *devices, char hex[GD_SHA256_HEX_LEN + 1], struct gd_err *err)
+{
+    struct gd_sha256 h;
+    int rc = gd_sha256_init(&h, err);
+    if (rc != 0)
+        return rc;
+    const char *engine = gd_version();
+    rc = gd_sha256_update(&h, engine, strlen(engine) + 1, err);
+    size_t i;
+    json_t *d;
+    json_array_foreach(devices, i, d)
+    {
+        const char *key = json_string_value(json_object_get(d, "key"));
+        const char *run = json_string_value(json_object_get(d, "run"));
+        if (rc == 0)
+            rc = gd_sha256_update(&h, key, strlen(key) + 1, err);
+        if (rc == 0)
+            rc = gd_sha256_update(&h, run, strlen(run) + 1, err);
+    }
+    if (rc == 0)
+        return gd_sha256_final(&h, hex, err);
+    gd_sha256_fini(&h);
+    return rc;
+}
+
+/* The matrix answer as compact text with a newline, NULL when out of memory. */
+static char *
+matrix_text(json_t *answer, size_t *len)
+{
+    char *text = json_dumps(answer, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (text == NULL)
+        return NULL;
+    size_t n = strlen(text);
+    char *nl = realloc(text, n + 2);
+    if (nl == NULL) {
+        free(text);
+        return NULL;
+    }
+    memcpy(nl + n, "\n", 2);
+    *len = n + 1;
+    return nl;
+}
+
+/* One cell: a against b summarized by the last layer; NULL (pending) when compute is 0 and it
+ * is not cached. */
+static int
+matrix_cell(struct srv_req *req, const char *a, const char *b, int compute, json_t **out)
+{
+    struct srv_diff_summary sum;
+    if (strcmp(a, b) == 0) {
+        /* A run against itself: bitwise equal, nothing to compute. */
+        memset(&sum, 0, sizeof sum);
+        sum.layer_found = 1;
+        snprintf(sum.verdict, sizeof sum.verdict, "identical");
+    } else {
+        struct srv_diff_key key;
+        srv_diff_key_default(&key, a, b);
+        if (compute) {
+            int rc = diff_summary(req, &key, NULL, &sum);
+            if (rc != 0)
+                return rc == SRV_EGONE ? srv_req_fail(req, rc, "a run's tensors are gone") : rc;
+        } else {
+            struct gd_err err;
+            struct srv_db *db = srv_req_db(req);
+            if (db == NULL)
+                return req->err.code;
+            int rc = srv_db_diff_summary(db, &key, NULL, &sum, &err);
+            srv_req_db_release(req, db);
+            if (rc == SRV_ENOTFOUND) {
+                *out = json_null();
+                return 0;
+            }
+            if (rc != 0)
+                return srv_req_fail_err(req, &err);
+            srv_metrics_add(SRV_M_DIFF_HITS, 1);
+        }
+    }
+    *out = json_pack("{s:s, s:s, s:o, s:o, s:s, s:o}", "a", a, "b", b, "err",
+                     number_or_null(sum.layer_found ? sum.err : NAN), "max_abs",
+                     number_or_null(sum.layer_found ? sum.max_abs : NAN), "verdict",
+                     sum.layer_found ? sum.verdict : "incomparable", "first_divergent",
+                     sum.has_first ? json_string(sum.first_divergent) : json_null());
+    return 0;
+}
+
+/*
+ * GET .../matrix[?compute=none][&row=I]. The whole matrix (no row, every cell cached or
+ * computed now) is kept in the matrix cache, and a later load with the same devices and runs
+ * is served from it. compute=none answers at once with the cells not cached yet as null and
+ * "pending" their count; row=I computes and answers row I only: a client shows the cached
+ * cells, then fills the rest row by row, with progress.
+ */
 int
 srv_models_matrix(struct srv_req *req)
 {
-    static const char *const known[] = {"model", NULL};
+    static const char *const known[] = {"model", "compute", "row", NULL};
     const char *model = NULL;
     if (srv_req_query_check(req, known) != 0 || (model = model_of(req)) == NULL)
         return req->err.code;
+    const char *compute_text = srv_req_query(req, "compute"), *row_text = srv_req_query(req, "row");
+    if (compute_text != NULL && strcmp(compute_text, "none") != 0 && strcmp(compute_text, "all") != 0)
+        return srv_req_fail(req, SRV_EBADREQ, "compute: all (the default) or none");
+    int compute = compute_text == NULL || strcmp(compute_text, "all") == 0;
+    int64_t row = -1;
+    if (row_text != NULL && srv_parse_int(row_text, 0, 100000, &row) != 0)
+        return srv_req_fail(req, SRV_EBADREQ, "row: a row index from 0");
+    double t0 = srv_clock();
     struct srv_db *db = srv_req_db(req);
     if (db == NULL)
         return req->err.code;
     json_t *devices = NULL;
+    char signature[GD_SHA256_HEX_LEN + 1];
+    char *text = NULL;
+    size_t len = 0;
     struct gd_err err;
     int rc = srv_db_model_devices(db, model, &devices, &err);
+    if (rc == 0)
+        rc = matrix_signature(devices, signature, &err);
+    int hit = 0;
+    if (rc == 0 && row < 0) {
+        rc = srv_db_matrix_get(db, model, signature, &text, &len, &err);
+        hit = rc == 0;
+        if (rc == SRV_ENOTFOUND)
+            rc = 0;
+    }
     srv_req_db_release(req, db);
-    if (rc != 0)
+    if (rc != 0) {
+        json_decref(devices);
         return srv_req_fail_err(req, &err);
+    }
+    if (hit) {
+        json_decref(devices);
+        rc = srv_reply_json_text(req, 200, text, len);
+        if (rc == 0)
+            MHD_add_response_header(req->resp, "X-Cache", "hit");
+        return rc;
+    }
     size_t n = json_array_size(devices);
+    if (row >= (int64_t)n) {
+        json_decref(devices);
+        return srv_req_fail(req, SRV_EBADREQ, "row: %lld is past the last of %zu devices",
+                            (long long)row, n);
+    }
     json_t *cells = json_array();
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        json_t *row = json_array();
-        json_array_append_new(cells, row);
+    int64_t pending = 0;
+    size_t from = row < 0 ? 0 : (size_t)row, to = row < 0 ? n : (size_t)row + 1;
+    for (size_t i = from; rc == 0 && i < to; i++) {
+        json_t *cells_row = json_array();
+        json_array_append_new(cells, cells_row);
         const char *a = json_string_value(json_object_get(json_array_get(devices, i), "run"));
         for (size_t j = 0; rc == 0 && j < n; j++) {
             const char *b = json_string_value(json_object_get(json_array_get(devices, j), "run"));
-            struct srv_diff_summary sum;
-            if (i == j) {
-                /* A run against itself: bitwise equal, nothing to compute. */
-                memset(&sum, 0, sizeof sum);
-                sum.layer_found = 1;
-                snprintf(sum.verdict, sizeof sum.verdict, "identical");
-            } else {
-                struct srv_diff_key key;
-                srv_diff_key_default(&key, a, b);
-                rc = diff_summary(req, &key, NULL, &sum);
-                if (rc != 0)
-                    break;
+            json_t *cell = NULL;
+            rc = matrix_cell(req, a, b, compute || row >= 0, &cell);
+            if (rc == 0) {
+                pending += json_is_null(cell);
+                json_array_append_new(cells_row, cell);
             }
-            json_array_append_new(
-                row, json_pack("{s:s, s:s, s:o, s:o, s:s, s:o}", "a", a, "b", b, "err",
-                               number_or_null(sum.layer_found ? sum.err : NAN), "max_abs",
-                               number_or_null(sum.layer_found ? sum.max_abs : NAN), "verdict",
-                               sum.layer_found ? sum.verdict : "incomparable", "first_divergent",
-                               sum.has_first ? json_string(sum.first_divergent) : json_null()));
         }
     }
     if (rc != 0) {
@@ -186,8 +310,30 @@ srv_models_matrix(struct srv_req *req)
         json_decref(cells);
         return rc;
     }
-    return srv_reply_json(
-        req, 200, json_pack("{s:s, s:o, s:o}", "model", model, "devices", devices, "cells", cells));
+    json_t *answer = json_pack("{s:s, s:o, s:o, s:I}", "model", model, "devices", devices,
+                               "cells", cells, "pending", (json_int_t)pending);
+    if (row >= 0)
+        json_object_set_new(answer, "row", json_integer(row));
+    text = answer != NULL ? matrix_text(answer, &len) : NULL;
+    json_decref(answer);
+    if (text == NULL)
+        return srv_req_fail(req, GD_ENOMEM, "out of memory");
+    if (row < 0 && pending == 0) {
+        /* Complete: kept for the next load. A failure to keep it costs only that. */
+        db = srv_req_db(req);
+        if (db == NULL) {
+            free(text);
+            return req->err.code;
+        }
+        if (srv_db_matrix_put(db, model, signature, (int)n, text, srv_clock() - t0, srv_now(),
+                              &err) != 0)
+            SRV_LOG(GD_LOG_WARN, req, "matrix of %s not cached: %s", model, err.msg);
+        srv_req_db_release(req, db);
+    }
+    rc = srv_reply_json_text(req, 200, text, len);
+    if (rc == 0 && row < 0)
+        MHD_add_response_header(req->resp, "X-Cache", "miss");
+    return rc;
 }
 
 /* The env values history marks changes of; null when the run does not record them. */

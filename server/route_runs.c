@@ -1,10 +1,11 @@
 /*
  * route_runs.c: POST /api/v1/runs (create from run.json, idempotent by id), GET
- * /api/v1/runs (filtered, paged), GET /api/v1/runs/{id} and POST /api/v1/runs/{id}/finish.
+ * /api/v1/runs (filtered, searched, sorted, paged), GET /api/v1/runs/{id} and POST /api/v1/runs/{id}/finish.
  * Runs still uploading are shown only to agents that ask (?include=uploading), so they can
  * resume; to everyone else they do not exist.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "compare.h"
@@ -65,11 +66,123 @@ srv_runs_create(struct srv_req *req)
     return srv_reply_json(req, created ? 201 : 200, run);
 }
 
+/* The knob= and label= filters of a listing, split into key and value. */
+struct list_matches {
+    char text[2][SRV_RUN_MATCH_MAX][330];
+    int n[2];
+    int too_many;
+};
+
+static enum MHD_Result
+collect_match(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    struct list_matches *m = cls;
+    int which = strcmp(key, "knob") == 0 ? 0 : strcmp(key, "label") == 0 ? 1 : -1;
+    if (which < 0)
+        return MHD_YES;
+    if (m->n[which] == SRV_RUN_MATCH_MAX) {
+        m->too_many = 1;
+        return MHD_NO;
+    }
+    snprintf(m->text[which][m->n[which]++], sizeof m->text[0][0], "%s", value ? value : "");
+    return MHD_YES;
+}
+
+/* "KEY=VALUE" of knob= (which 0) or label= (1) into out; fails req when malformed. */
+static int
+split_match(struct srv_req *req, int which, char *text, struct srv_run_match *out)
+{
+    const char *what = which == 0 ? "knob" : "label";
+    char *eq = strchr(text, '=');
+    if (eq == NULL)
+        return srv_req_fail(req, SRV_EBADREQ, "%s: NAME=VALUE, e.g. %s", what,
+                            which == 0 ? "tf32=true" : "team=serving");
+    *eq = '\0';
+    const char *value = eq + 1;
+    if (!srv_is_name(text, 64, which == 0 ? "_" : "_.:-"))
+        return srv_req_fail(req, SRV_EBADREQ, "%s: the name is 1 to 64 of A-Z a-z 0-9 %s", what,
+                            which == 0 ? "_" : "_.:-");
+    if (value[0] != '\0' && !srv_is_text(value, 256))
+        return srv_req_fail(req, SRV_EBADREQ,
+                            "%s: the value is at most 256 bytes of UTF-8 without control "
+                            "characters",
+                            what);
+    out->key = text;
+    out->value = value;
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    enum srv_run_sort sort;
+} sorts[] = {
+    {"created", SRV_SORT_CREATED}, {"model", SRV_SORT_MODEL},   {"backend", SRV_SORT_BACKEND},
+    {"gpu", SRV_SORT_GPU},         {"host", SRV_SORT_HOST},     {"device", SRV_SORT_DEVICE},
+    {"layers", SRV_SORT_LAYERS},   {"received", SRV_SORT_RECEIVED},
+};
+
+/* sort=, order= and q= (the search words, split at spaces into words). */
+static int
+list_order_and_words(struct srv_req *req, struct srv_run_filter *f, char *words, size_t size)
+{
+    const char *sort = srv_req_query(req, "sort"), *order = srv_req_query(req, "order");
+    if (sort != NULL) {
+        size_t i = 0, n = sizeof sorts / sizeof sorts[0];
+        while (i < n && strcmp(sort, sorts[i].name) != 0)
+            i++;
+        if (i == n)
+            return srv_req_fail(req, SRV_EBADREQ,
+                                "sort: created, model, backend, gpu, host, device, layers or "
+                                "received");
+        f->sort = sorts[i].sort;
+    }
+    if (order != NULL) {
+        if (strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0)
+            return srv_req_fail(req, SRV_EBADREQ, "order: asc or desc");
+        f->ascending = strcmp(order, "asc") == 0;
+    }
+    const char *q = srv_req_query(req, "q");
+    if (q == NULL)
+        return 0;
+    if (strlen(q) >= size || (q[0] != '\0' && !srv_is_text(q, size - 1)))
+        return srv_req_fail(req, SRV_EBADREQ,
+                            "q: at most %zu bytes of UTF-8 without control characters", size - 1);
+    snprintf(words, size, "%s", q);
+    for (char *save = NULL, *w = strtok_r(words, " ", &save); w != NULL;
+         w = strtok_r(NULL, " ", &save)) {
+        if (f->n_words == SRV_RUN_MATCH_MAX)
+            return srv_req_fail(req, SRV_EBADREQ, "q: at most %d words", SRV_RUN_MATCH_MAX);
+        f->words[f->n_words++] = w;
+    }
+    return 0;
+}
+
+/* device=, driver=, cuda=, cudnn=, cublas=: exact values. */
+static int
+list_exact(struct srv_req *req, struct srv_run_filter *f)
+{
+    static const char *const names[] = {"device", "driver", "cuda", "cudnn", "cublas"};
+    const char **slots[] = {&f->device, &f->driver, &f->cuda, &f->cudnn, &f->cublas};
+    for (int i = 0; i < 5; i++) {
+        const char *v = srv_req_query(req, names[i]);
+        size_t max = i == 0 ? 4096 : 256;
+        if (v != NULL && !srv_is_text(v, max))
+            return srv_req_fail(req, SRV_EBADREQ,
+                                "%s: 1 to %zu bytes of UTF-8 without control characters",
+                                names[i], max);
+        *slots[i] = v;
+    }
+    return 0;
+}
+
 int
 srv_runs_list(struct srv_req *req)
 {
-    static const char *const known[] = {"model", "gpu",    "backend", "since",
-                                        "limit", "offset", "include", NULL};
+    static const char *const known[] = {"model", "gpu",   "backend", "since",  "limit",
+                                        "offset", "include", "device", "driver", "cuda",
+                                        "cudnn",  "cublas", "knob",   "label",  "q",
+                                        "sort",   "order",  NULL};
     if (srv_req_query_check(req, known) != 0)
         return req->err.code;
     struct srv_run_filter f = {0};
@@ -94,7 +207,23 @@ srv_runs_list(struct srv_req *req)
         return srv_req_fail(req, SRV_EBADREQ, "limit: an integer from 1 to 1000");
     if (offset != NULL && srv_parse_int(offset, 0, 1000000000, &f.offset) != 0)
         return srv_req_fail(req, SRV_EBADREQ, "offset: an integer from 0 to 1000000000");
-    if (include_uploading(req, &f.include_uploading) != 0)
+    if (include_uploading(req, &f.include_uploading) != 0 || list_exact(req, &f) != 0)
+        return req->err.code;
+    struct list_matches m = {0};
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_match, &m);
+    if (m.too_many)
+        return srv_req_fail(req, SRV_EBADREQ, "knob, label: at most %d of each",
+                            SRV_RUN_MATCH_MAX);
+    for (int i = 0; i < m.n[0]; i++)
+        if (split_match(req, 0, m.text[0][i], &f.knobs[i]) != 0)
+            return req->err.code;
+    for (int i = 0; i < m.n[1]; i++)
+        if (split_match(req, 1, m.text[1][i], &f.labels[i]) != 0)
+            return req->err.code;
+    f.n_knobs = m.n[0];
+    f.n_labels = m.n[1];
+    char words[257];
+    if (list_order_and_words(req, &f, words, sizeof words) != 0)
         return req->err.code;
     struct srv_db *db = srv_req_db(req);
     if (db == NULL)

@@ -39,6 +39,8 @@ const struct srv_route srv_routes[] = {
     {"POST", "/api/v1/sweeps", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL, srv_sweeps_create},
     {"GET", "/api/v1/sweeps", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_sweeps_list},
     {"GET", "/api/v1/sweeps/{id}", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_sweeps_get},
+    /* web: the op list with its traits */
+    {"GET", "/api/v1/ops", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_ops_list},
 };
 
 const int srv_route_count = (int)(sizeof srv_routes / sizeof srv_routes[0]);

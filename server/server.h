@@ -359,6 +359,8 @@ int srv_tokens_revoke(struct srv_req *req);
 int srv_sweeps_create(struct srv_req *req);
 int srv_sweeps_list(struct srv_req *req);
 int srv_sweeps_get(struct srv_req *req);
+/* web: the op list with its traits (route_ops.c) */
+int srv_ops_list(struct srv_req *req);
 
 /* Serves a file under --web-root (GET and HEAD of paths outside /api/). */
 int srv_static_serve(struct srv_req *req);

@@ -37,9 +37,16 @@ static const struct {
     {".txt", "text/plain; charset=utf-8"},
 };
 
-/* default-src 'self' also covers scripts, styles, images, fonts and fetch (connect-src). */
-static const char csp[] = "default-src 'self'; object-src 'none'; base-uri 'none'; "
-                          "frame-ancestors 'none'; form-action 'self'";
+/*
+ * Nothing is allowed unless named, and what is named comes from this daemon only: scripts
+ * (files, never inline or eval), the layout worker, style sheets (no inline style attributes;
+ * the dashboard sets styles through the CSSOM), images, fetch. No frames, no plugins, no
+ * <base>, no form posts anywhere (the dashboard's forms are handled in the page).
+ */
+static const char csp[] = "default-src 'none'; script-src 'self'; worker-src 'self'; "
+                          "style-src 'self'; img-src 'self'; font-src 'self'; connect-src 'self'; "
+                          "manifest-src 'self'; object-src 'none'; base-uri 'none'; "
+                          "frame-ancestors 'none'; form-action 'none'";
 
 static const char *
 content_type(const char *path)

@@ -203,11 +203,26 @@ SERVER_INTEGRATION = tests/integration/server_upload.sh tests/integration/server
 TESTS += $(SERVER_INTEGRATION)
 EXTRA_DIST += tests/integration/server.sh $(SERVER_INTEGRATION)
 
+# ---- web (issue 13): the run list's filters and the matrix cache ----
+WEB_SERVER_CHECKS = tests/server/check_db_runs_list tests/server/check_db_matrix
+check_PROGRAMS += $(WEB_SERVER_CHECKS)
+TESTS += $(WEB_SERVER_CHECKS)
+tests_server_check_db_runs_list_SOURCES = tests/server/check_db_runs_list.c $(DB_FIXTURE)
+tests_server_check_db_runs_list_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_runs_list_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_db_matrix_SOURCES = tests/server/check_db_matrix.c $(DB_FIXTURE)
+tests_server_check_db_matrix_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_matrix_LDADD = $(SERVER_TEST_LIBS)
+
 # ---- the dashboard in headless Chromium (tests/web/README.md) ----
 WEB_TESTS = tests/web/dashboard.sh
 TESTS += $(WEB_TESTS)
 EXTRA_DIST += $(WEB_TESTS) tests/web/dashboard.test.mjs tests/web/package.json \
 	tests/web/package-lock.json
+# web: the scale steps, their data, the vendored library's check, the API's new parameters
+TESTS += tests/web/vendor.sh tests/integration/server_web_api.sh
+EXTRA_DIST += tests/web/harness.mjs tests/web/scale_steps.mjs tests/web/make_fleet.py \
+	tests/web/vendor.sh tests/integration/server_web_api.sh tests/bench/web_views.mjs
 
 # ---- cuda: TF32 errors in the range of a 10-bit mantissa (skipped without a GPU) ----
 if HAVE_CHECK

@@ -119,7 +119,7 @@ grep -q '^gpudiffd_ingest_body_bytes_total [1-9]' "$TMP/body" || fail "metrics: 
 expect 200 GET / -D "$TMP/headers"
 cmp -s "$TMP/body" "$TMP/web/index.html" || fail "/ is not index.html"
 grep -qi '^content-type: text/html' "$TMP/headers" || fail "index.html content type"
-grep -qi "^content-security-policy: default-src 'self'" "$TMP/headers" || fail "no CSP on static files"
+grep -qi "^content-security-policy: default-src 'none'; script-src 'self'" "$TMP/headers" || fail "no CSP on static files"
 grep -qi '^x-content-type-options: nosniff' "$TMP/headers" || fail "no nosniff on static files"
 
 # ---- the compression ratio of the seed's tensors ----

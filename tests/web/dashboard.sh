@@ -71,41 +71,107 @@ bundle_xss xss-name "$XSS"
 bundle_xss xss1 xss-probe
 bundle_xss xss2 xss-probe
 
-# ---- 10,000 runs of a model "bulk", only listed (no layers): the runs view pages them ----
+# ---- the scale test's data (tests/web/make_fleet.py): a 1,000-layer model run three ways
+# (cpu, cpu64 as the truth, cpu emulating TF32 in its Gemms), and 50 devices of a small model
+# as framework dumps with their GPU names, versions and knobs ----
+need_numpy
+"$PYTHON_NUMPY" "$WEB_TESTS/make_fleet.py" "$TMP/gen" || fail "make_fleet.py failed"
+big() { # big NAME [run options]: in the background, checked below
+    name=$1
+    shift
+    "$AGENT" run --model "$TMP/gen/big/model.json" --input "$TMP/gen/big/input.npy" \
+        --out "$TMP/big-$name" --threads 1 "$@" >/dev/null 2>"$TMP/big-$name.log"
+}
+big cpu & big cpu64 --backend cpu64 & big tf32 --emulate tf32 & wait
+for b in cpu cpu64 tf32; do
+    [ -f "$TMP/big-$b/run.json" ] || { cat "$TMP/big-$b.log"; fail "the 1,000-layer run $b failed"; }
+done
+fleet=0
+while IFS='|' read -r dir backend gpu driver cuda cudnn knobs; do
+    ops=""
+    for l in conv1=Conv relu1=Relu pool1=MaxPool fc1=Gemm relu2=Relu output=Gemm; do
+        ops="$ops --op $l"
+    done
+    # shellcheck disable=SC2086
+    "$AGENT" bundle --from "$dir" --out "$dir.bundle" --layers conv1,relu1,pool1,fc1,relu2,output \
+        $ops --backend "$backend" --model fleet-50 ${gpu:+--env "gpu_name=$gpu"} \
+        --env "driver=$driver" --env "cuda_runtime=$cuda" --env "cudnn=$cudnn" \
+        --label "rack=r$((fleet % 7))" >/dev/null || fail "bundle of fleet device $fleet failed"
+    # bundle has no knob options: the knobs a fleet records go into run.json as run writes them.
+    jq --argjson k "$knobs" '.knobs = $k' "$dir.bundle/run.json" >"$dir.json" &&
+        mv "$dir.json" "$dir.bundle/run.json"
+    fleet=$((fleet + 1))
+done <"$TMP/gen/fleet/manifest.txt"
+[ "$fleet" = 50 ] || fail "make_fleet.py made $fleet devices, not 50"
+
+# ---- 10,000 runs of a model "bulk", only listed (no layers): the runs view pages them. Each
+# records a driver, cuDNN, knobs and a label; run 1234 alone uses conv_algo fft_tiling, so a
+# knob filter must find it on page 176 of 200 ----
 "$GPUDIFFD" migrate --db "$DB" >/dev/null
 sqlite3 "$DB" <<'SQL'
 INSERT INTO models(name, created_at) VALUES ('bulk', 0);
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9999)
 INSERT INTO runs(id, model_id, model_sha256, backend, gpu, host, created_at, created_ts, state,
-                 received_at, finished_at, n_layers, content_sha256, meta)
+                 received_at, finished_at, n_layers, content_sha256, meta, device)
 SELECT printf('%08x-0000-4000-8000-%012x', i, i), (SELECT id FROM models WHERE name = 'bulk'),
        printf('%064x', 7), 'cuda', CASE WHEN i % 2 = 0 THEN 'NVIDIA H200' ELSE 'NVIDIA T4' END,
        'h' || (i % 16), strftime('%Y-%m-%dT%H:%M:%SZ', 1767225600 + 60 * i, 'unixepoch'),
        1767225600 + 60 * i, 'complete', 0, 0, 0, printf('%064x', i),
-       printf('{"backend":"cuda","knobs":{"tf32":%s,"batch":%d}}',
-              CASE WHEN i % 3 = 0 THEN 'true' ELSE 'false' END, 1 + i % 8)
+       printf('{"backend":"cuda","env":{"gpu_name":"%s","driver":"%s","cuda_runtime":"12.4.1",' ||
+              '"cudnn":"%s","cublas":"12.4.5"},"knobs":{"tf32":%s,"batch":%d,"conv_algo":"%s"},' ||
+              '"labels":{"team":"t%d"}}',
+              CASE WHEN i % 2 = 0 THEN 'NVIDIA H200' ELSE 'NVIDIA T4' END,
+              CASE WHEN i < 5000 THEN '550.54.15' ELSE '560.35.03' END,
+              CASE WHEN i < 5000 THEN '9.1.0' ELSE '9.19.0' END,
+              CASE WHEN i % 3 = 0 THEN 'true' ELSE 'false' END, 1 + i % 8,
+              CASE WHEN i = 1234 THEN 'fft_tiling' ELSE 'heuristic' END, i % 5),
+       'cuda ' || CASE WHEN i % 2 = 0 THEN 'NVIDIA H200' ELSE 'NVIDIA T4' END
 FROM n;
 SQL
 
 AGENT_TOKEN=$(token agent)
 ADMIN_TOKEN=$(token admin)
 server_start --web-root "$GD_SRCDIR/web"
-for b in cpu cpu64 tf32 gpu-old gpu-new xss1 xss2 xss-name; do
+for b in cpu cpu64 tf32 gpu-old gpu-new xss1 xss2 xss-name big-cpu big-cpu64 big-tf32; do
     GPUDIFF_TOKEN="$AGENT_TOKEN" "$AGENT" push "$TMP/$b" --server "$URL" >/dev/null ||
         fail "gpudiff-agent push $b failed"
 done
+for dir in "$TMP"/gen/fleet/*.bundle; do
+    GPUDIFF_TOKEN="$AGENT_TOKEN" "$AGENT" push "$dir" --server "$URL" >/dev/null ||
+        fail "gpudiff-agent push $dir failed"
+done
 # xss-name's model is called <script>alert(1)</script>; xss1 and xss2 carry such strings in
 # their GPU names, hosts and labels.
-CPU=$(jq -r .id "$TMP/cpu/run.json")
-expect 200 POST /api/v1/models/lenet-11-821/baseline -H "Authorization: Bearer $ADMIN_TOKEN" \
-    -H 'Content-Type: application/json' --data "{\"run\": \"$CPU\"}"
+id_of() { jq -r .id "$1/run.json"; }
+baseline() { # baseline MODEL BUNDLE
+    expect 200 POST "/api/v1/models/$1/baseline" -H "Authorization: Bearer $ADMIN_TOKEN" \
+        -H 'Content-Type: application/json' --data "{\"run\": \"$(id_of "$2")\"}"
+}
+baseline lenet-11-821 "$TMP/cpu"
+baseline big-1000 "$TMP/big-cpu"
+baseline fleet-50 "$TMP/gen/fleet/00.bundle"
 
-GD_URL="$URL" GD_CHROMIUM="$CHROMIUM" GD_TMP="$TMP" \
-GD_SHOTS="${GD_SHOTS:-$WEB_TESTS/screenshots}" \
-RUN_CPU="$CPU" RUN_CPU64=$(jq -r .id "$TMP/cpu64/run.json") \
-RUN_TF32=$(jq -r .id "$TMP/tf32/run.json") RUN_XSS1=$(jq -r .id "$TMP/xss1/run.json") \
-RUN_XSS2=$(jq -r .id "$TMP/xss2/run.json") RUN_XSS_NAME=$(jq -r .id "$TMP/xss-name/run.json") \
-RUN_GPU_NEW=$(jq -r .id "$TMP/gpu-new/run.json") \
-BUNDLE_CPU="$TMP/cpu" BUNDLE_TF32="$TMP/tf32" \
-    node "$WEB_TESTS/dashboard.test.mjs"
+export GD_URL="$URL" GD_CHROMIUM="$CHROMIUM" GD_TMP="$TMP" ADMIN_TOKEN
+export GD_SHOTS="${GD_SHOTS:-$WEB_TESTS/screenshots}"
+export RUN_CPU="$(id_of "$TMP/cpu")" RUN_CPU64="$(id_of "$TMP/cpu64")"
+export RUN_TF32="$(id_of "$TMP/tf32")" RUN_XSS1="$(id_of "$TMP/xss1")"
+export RUN_XSS2="$(id_of "$TMP/xss2")" RUN_XSS_NAME="$(id_of "$TMP/xss-name")"
+export RUN_GPU_NEW="$(id_of "$TMP/gpu-new")" RUN_BIG_CPU="$(id_of "$TMP/big-cpu")"
+export RUN_BIG_CPU64="$(id_of "$TMP/big-cpu64")" RUN_BIG_TF32="$(id_of "$TMP/big-tf32")"
+export RUN_FLEET0="$(id_of "$TMP/gen/fleet/00.bundle")"
+export BUNDLE_CPU="$TMP/cpu" BUNDLE_TF32="$TMP/tf32"
+status=0
+node "$WEB_TESTS/dashboard.test.mjs" || status=1
 server_stop
+# GD_WEB_KEEP=DIR keeps the seeded database, the two bundles the layer step reads and the
+# run ids, to serve them again by hand (gpudiffd --db DIR/gpudiff.db --web-root web) and run
+# the browser steps alone (. DIR/ids.env; GD_URL=... node tests/web/dashboard.test.mjs).
+if [ -n "${GD_WEB_KEEP:-}" ]; then
+    mkdir -p "$GD_WEB_KEEP"
+    cp "$DB" "$GD_WEB_KEEP/gpudiff.db"
+    rm -rf "$GD_WEB_KEEP/cpu" "$GD_WEB_KEEP/tf32"
+    cp -r "$TMP/cpu" "$TMP/tf32" "$GD_WEB_KEEP/"
+    env | grep -E '^RUN_' | sed 's/^/export /' >"$GD_WEB_KEEP/ids.env"
+    echo "export BUNDLE_CPU=$GD_WEB_KEEP/cpu BUNDLE_TF32=$GD_WEB_KEEP/tf32" >>"$GD_WEB_KEEP/ids.env"
+fi
+exit "$status"

@@ -1,129 +1,30 @@
 // tests/web/dashboard.test.mjs: the dashboard in headless Chromium (Debian's, driven by
 // playwright-core), against a real gpudiffd that tests/web/dashboard.sh started and seeded.
-// Every step prints "ok" or "FAIL" with what it compared; a screenshot of each view goes to
-// $GD_SHOTS. Exit status 1 when any step failed.
+// Every step prints "ok" or "FAIL" with what it compared; screenshots of each view go to
+// $GD_SHOTS. The seed case's steps are here; the steps at scale (a 1,000-layer model, 50
+// devices, 10,000 runs, phones, dark mode) are in scale_steps.mjs. Exit status 1 when any
+// step failed.
 //
-// Environment (from dashboard.sh): GD_URL, GD_CHROMIUM, GD_TMP, GD_SHOTS, RUN_CPU, RUN_CPU64,
-// RUN_TF32, RUN_XSS1, RUN_XSS2, RUN_GPU_NEW, BUNDLE_CPU, BUNDLE_TF32.
+// Environment (from dashboard.sh): GD_URL, GD_CHROMIUM, GD_TMP, GD_SHOTS, ADMIN_TOKEN, RUN_CPU,
+// RUN_CPU64, RUN_TF32, RUN_XSS1, RUN_XSS2, RUN_XSS_NAME, RUN_GPU_NEW, RUN_BIG_CPU,
+// RUN_BIG_CPU64, RUN_BIG_TF32, RUN_FLEET0, BUNDLE_CPU, BUNDLE_TF32; GD_WEB_BENCH=N repeats each
+// timing N times and prints the medians (docs/PERFORMANCE.md).
 import {createHash} from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import {createRequire} from 'node:module';
-import {chromium} from 'playwright-core';
+import {URL0, page, step, check, open, shot, axe, text, chartContrast, foreignRequests, finish}
+    from './harness.mjs';
+import {scaleSteps} from './scale_steps.mjs';
 
 const env = process.env;
-const URL0 = env.GD_URL;
-const SHOTS = env.GD_SHOTS;
 const ids = {cpu: env.RUN_CPU, cpu64: env.RUN_CPU64, tf32: env.RUN_TF32, xss1: env.RUN_XSS1,
              xss2: env.RUN_XSS2, gpuNew: env.RUN_GPU_NEW};
 const XSS = '<script>alert(1)</script>';
 const short = (id) => id.slice(0, 8);
-const require = createRequire(import.meta.url);
-const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-
-let passed = 0, failed = 0;
-const failures = [];
-
-function check(cond, what) {
-    if (!cond)
-        throw new Error(what);
-    console.log('    ok: ' + what);
-}
-
-// ---- the browser: Debian's Chromium, a fresh profile, no network beyond loopback ----
-fs.mkdirSync(SHOTS, {recursive: true});
-for (const f of fs.readdirSync(SHOTS))
-    if (f.endsWith('.png'))
-        fs.rmSync(path.join(SHOTS, f)); // only this run's pictures
-const profile = fs.mkdtempSync(path.join(env.GD_TMP || '/tmp', 'chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-    executablePath: env.GD_CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: {width: 1400, height: 900},
-    acceptDownloads: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const page = context.pages()[0] || await context.newPage();
-console.log(`chromium ${context.browser() ? context.browser().version() : '(persistent)'}, ` +
-            `node ${process.version}, dashboard at ${URL0}`);
-
-// Everything the page says or does that a step may have to answer for.
-const events = {console: [], dialogs: [], foreign: []};
-page.on('console', (m) => {
-    if (m.type() === 'error')
-        events.console.push(m.text());
-});
-page.on('pageerror', (e) => events.console.push('uncaught: ' + e.message));
-page.on('dialog', async (d) => {
-    events.dialogs.push(`${d.type()}: ${d.message()}`);
-    await d.dismiss();
-});
-page.on('request', (r) => {
-    const u = r.url();
-    if (!u.startsWith(URL0 + '/') && !u.startsWith('blob:') && !u.startsWith('data:'))
-        events.foreign.push(u);
-});
-
-// step(name, fn, {needs, httpErrors}): runs one check; console errors fail it unless the step
-// provokes HTTP errors on purpose (httpErrors: the "Failed to load resource" lines are then
-// expected). needs names what the step depends on, printed with a failure.
-async function step(name, fn, opts = {}) {
-    console.log(`${name}${opts.needs ? ` [needs ${opts.needs}]` : ''}`);
-    events.console.length = 0;
-    try {
-        await fn();
-        const errors = events.console.filter((t) =>
-            !(opts.httpErrors && /Failed to load resource: the server responded with a status of 4\d\d/.test(t)));
-        check(errors.length === 0, `no console errors${errors.length ? ': ' + errors.join(' | ') : ''}`);
-        check(events.dialogs.length === 0, `no dialog opened${events.dialogs.length ? ': ' + events.dialogs.join(' | ') : ''}`);
-        passed++;
-        console.log(`ok - ${name}`);
-    } catch (e) {
-        failed++;
-        failures.push(name + (opts.needs ? ` (needs ${opts.needs})` : ''));
-        console.log(`FAIL - ${name}: ${e.message.split('\n')[0]}`);
-        await shot('FAILED-' + name.replace(/[^a-z0-9]+/gi, '-')).catch(() => {});
-    }
-}
-
-// Opens a route and waits until the view says it has rendered it.
-async function open(hash) {
-    if (page.url().startsWith(URL0 + '/'))
-        await page.evaluate((h) => { location.hash = h; }, hash);
-    else
-        await page.goto(URL0 + '/' + hash);
-    await page.waitForFunction(() => {
-        const v = document.getElementById('view');
-        return v && v.dataset.rendered === location.hash && !v.hasAttribute('aria-busy');
-    }, null, {timeout: 30000});
-}
-
-async function shot(name, fullPage = true) {
-    const file = path.join(SHOTS, name + '.png');
-    await page.screenshot({path: file, fullPage});
-    console.log('    screenshot: ' + file);
-}
-
-// axe-core's WCAG 2 A/AA rules on the page as it is; serious and critical findings fail.
-async function axe(what) {
-    const has = await page.evaluate(() => typeof window.axe !== 'undefined');
-    if (!has)
-        await page.evaluate(AXE_SOURCE); // evaluated by the driver: the page's CSP stays on
-    const res = await page.evaluate(async () => {
-        const r = await window.axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa']}});
-        return r.violations.map((v) => ({id: v.id, impact: v.impact, n: v.nodes.length,
-                                         where: v.nodes.slice(0, 3).map((n) => n.target.join(' ')),
-                                         why: v.nodes[0] && v.nodes[0].failureSummary}));
-    });
-    const bad = res.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    for (const v of res)
-        console.log(`    axe ${v.impact}: ${v.id} x${v.n} at ${v.where.join(', ')}: ${(v.why || '').replace(/\s+/g, ' ')}`);
-    check(bad.length === 0, `axe-core (WCAG 2 A/AA) finds no serious or critical problem in ${what}` +
-          (bad.length ? ': ' + bad.map((v) => v.id).join(', ') : ''));
-}
-
-const text = (sel) => page.locator(sel).first().innerText();
+// The runs dashboard.sh made: 10,000 listed-only runs of "bulk", 5 of the seed model (cpu,
+// cpu64, tf32 and the GPU device's two), 3 whose strings are HTML, 3 of the 1,000-layer model
+// and 50 of the fleet.
+const ALL_RUNS = 10000 + 5 + 3 + 3 + 50;
 
 function sha256(buf) {
     return createHash('sha256').update(buf).digest('hex');
@@ -148,7 +49,12 @@ await step('the page and its files come from gpudiffd, with a CSP', async () => 
     const resp = await page.goto(URL0 + '/#/runs');
     await page.waitForFunction(() => document.getElementById('view').dataset.rendered === location.hash);
     const csp = resp.headers()['content-security-policy'] || '';
-    check(csp.includes("default-src 'self'"), `index.html has Content-Security-Policy "${csp}"`);
+    check(csp.startsWith("default-src 'none'") && csp.includes("script-src 'self'") &&
+          !csp.includes('unsafe') && !/https?:|\*/.test(csp),
+          `index.html has a Content-Security-Policy that allows only this origin: "${csp}"`);
+    const elk = await page.request.get(URL0 + '/vendor/elk-worker.min.js');
+    check(elk.ok() && /^text\/javascript/.test(elk.headers()['content-type']),
+          'the layout library is served by gpudiffd itself (vendor/elk-worker.min.js)');
     const css = await page.request.get(URL0 + '/style.css');
     check(/^text\/css/.test(css.headers()['content-type']), 'style.css is text/css');
     const js = await page.request.get(URL0 + '/js/app.js');
@@ -158,13 +64,14 @@ await step('the page and its files come from gpudiffd, with a CSP', async () => 
 await step('runs: the list, paged by the daemon, with status and baseline links', async () => {
     await open('#/runs');
     const status = await text('.pager-status');
-    check(/of 10,008\b/.test(status), `the pager counts all 10,008 runs ("${status}")`);
+    check(status.includes('of ' + ALL_RUNS.toLocaleString('en-US')),
+          `the pager counts all ${ALL_RUNS} runs ("${status}")`);
     check(await page.locator('table.runs tbody tr').count() === 50, '50 runs on the first page');
+    await open('#/runs?limit=100'); // the seed's runs are older than the 53 of the scale test
     const tf32Link = await page.locator(`tr[data-run="${ids.tf32}"] a.diff-link`).getAttribute('href');
     check(tf32Link === `#/diff?a=${ids.tf32}&b=${ids.cpu}`, `the tf32 run links to its diff against the baseline (${tf32Link})`);
     check(await page.locator(`tr[data-run="${ids.cpu}"] .badge.baseline`).count() === 1, 'the baseline run says so');
     check((await page.locator(`tr[data-run="${ids.cpu}"] .badge.s-complete`).innerText()) === 'complete', 'status complete is shown');
-    await page.waitForFunction((id) => !document.querySelector(`tr[data-run="${id}"] .knobs-cell`).textContent.includes('…'), ids.tf32);
     const knobs = await page.locator(`tr[data-run="${ids.tf32}"] .knobs-cell`).innerText();
     check(knobs.includes('emulate=tf32:gemm'), `the tf32 run's knobs are shown (${knobs.replace(/\n/g, ' ')})`);
     await shot('runs');
@@ -195,14 +102,14 @@ await step('runs: filters through the form, and 10,000 runs paged to the last pa
     check(ms < 3000, `the last page of 10,000 runs rendered in ${ms} ms`);
     const oldest = await page.locator('table.runs tbody tr').last().getAttribute('data-run');
     check(oldest === '00000000-0000-4000-8000-000000000000', 'the oldest run is last');
+    // The daemon filters knobs: tf32=true holds for every third of the 10,000 (i % 3 == 0).
     await open('#/runs?model=bulk&knob=tf32%3Dtrue');
-    await page.waitForFunction(() => !document.querySelector('.knobs-cell').textContent.includes('…'));
-    const visible = await page.locator('table.runs tbody tr:visible').count();
-    check(visible === 17, `knob tf32=true keeps the 17 of the page's 50 runs that have it (${visible})`);
+    const tf32 = await text('.pager-status');
+    check(tf32.includes('of 3,334'), `knob tf32=true: 3,334 of the 10,000 bulk runs ("${tf32}")`);
 });
 
 await step('runs: uploaded strings that are HTML stay text', async () => {
-    await open('#/runs');
+    await open('#/runs?limit=100');
     const gpuCells = await page.locator('table.runs td', {hasText: XSS}).count();
     // three runs have the GPU name, and one of them the model name too
     check(gpuCells === 4, `the model and GPU name ${XSS} are shown as text (${gpuCells} cells)`);
@@ -223,7 +130,7 @@ await step('keyboard: the main controls are reached and used with keys alone', a
     await page.evaluate(() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); });
     const reached = new Set();
     const seen = [];
-    for (let i = 0; i < 60; i++) {
+    for (let i = 0; i < 70; i++) {
         await page.keyboard.press('Tab');
         const f = await page.evaluate(() => {
             const e = document.activeElement;
@@ -241,7 +148,8 @@ await step('keyboard: the main controls are reached and used with keys alone', a
         reached.add(f.nav ? 'nav:' + f.nav : f.id ? '#' + f.id : f.name ? 'name:' + f.name : f.tag + ':' + f.text);
     }
     for (const want of ['#skip-link', 'nav:runs', 'nav:diff', 'nav:matrix', 'nav:history', '#f-model',
-                        '#f-backend', '#f-since', 'name:pick-a', 'name:pick-b', 'name:pick-truth'])
+                        '#f-q', '#f-knob', '#f-backend', '#f-since', 'name:pick-a', 'name:pick-b',
+                        'name:pick-truth'])
         check(reached.has(want), `Tab reaches ${want}`);
     const bare = seen.filter((f) => !f.outline).map((f) => f.id || f.name || f.tag + ':' + f.text);
     check(bare.length === 0, `every focused control shows a focus outline${bare.length ? ' (not: ' + bare.join(', ') + ')' : ''}`);
@@ -286,8 +194,11 @@ await step('diff: fc1 is the first divergent layer, relu4 (Floor) the amplifier'
     check(callouts.length === 2 && callouts[0] === 'first divergent' && callouts[1].startsWith('amplifier'),
           `the chart marks them (${callouts.join(', ')})`);
     check(await page.locator('svg.layer-chart polygon.band').count() === 1, 'the chart draws the noise band');
-    const rows = await page.locator('#layer-table tbody tr').count();
-    check(rows === 12, `the table has the 12 layers (${rows})`);
+    const rows = await page.locator('#layer-table tbody tr[data-layer]').count();
+    const fold = await page.locator('#layer-table tbody tr.fold').getAttribute('data-to');
+    check(rows === 5 && fold === '7', `the table folds the 7 identical layers conv1 … flatten and shows the other 5 (${rows}, fold to ${fold})`);
+    await page.click('#layer-table tr.fold button');
+    check(await page.locator('#layer-table tbody tr[data-layer]').count() === 12, 'unfolded: the 12 layers');
     const expl = await text('#explanation');
     check(expl.includes('fc1') && expl.includes('relu4'), 'the explanation is shown');
     const differs = await page.locator('#env-table tr.differs th').allInnerTexts();
@@ -296,27 +207,11 @@ await step('diff: fc1 is the first divergent layer, relu4 (Floor) the amplifier'
     await page.evaluate(() => window.scrollTo(0, 0));
     await shot('diff-top', false); // the first screen: docs/img/diff-view.png is a copy
     await axe('the diff view');
-    // The chart's palette against its white background: text 4.5:1, marks 3:1 (WCAG 1.4.3, 1.4.11).
-    const low = await page.evaluate(() => {
-        const lum = (c) => {
-            const m = c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number).map((v) => v / 255)
-                .map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
-            return 0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2];
-        };
-        const ratio = (c) => 1.05 / (lum(c) + 0.05);
-        const out = [];
-        for (const el of document.querySelectorAll('svg.chart text'))
-            if (ratio(getComputedStyle(el).fill) < 4.5)
-                out.push(`text "${el.textContent}" ${getComputedStyle(el).fill}`);
-        for (const el of document.querySelectorAll('svg.chart .pt, svg.chart .value-line, svg.chart .band-edge, svg.chart .ring-first, svg.chart .ring-amp')) {
-            const cs = getComputedStyle(el);
-            const c = el.classList.contains('pt') ? cs.fill : cs.stroke;
-            if (ratio(c) < 3)
-                out.push(`${el.getAttribute('class')} ${c} ${ratio(c).toFixed(2)}`);
-        }
-        return out;
-    });
-    check(low.length === 0, `the chart's colours have enough contrast${low.length ? ': ' + low.join('; ') : ''}`);
+    // The chart's palette against its background: text 4.5:1, marks 3:1 (WCAG 1.4.3, 1.4.11),
+    // and divergent and amplified marks apart in lightness, not only in hue.
+    const c = await chartContrast();
+    check(c.low.length === 0, `the chart's colours have enough contrast${c.low.length ? ': ' + c.low.join('; ') : ''}`);
+    check(c.divAmp >= 3, `divergent and amplified marks differ by ${c.divAmp.toFixed(2)}:1 in luminance (at least 3:1)`);
     await page.click('.segmented a:has-text("max ULP")');
     await page.waitForFunction(() => location.hash.includes('metric=max_ulp') &&
         document.getElementById('view').dataset.rendered === location.hash);
@@ -352,6 +247,9 @@ await step('history: a layer against the baseline over time, per device', async 
     check(changes.includes('driver 550.54.15 → 560.35.03') && changes.includes('cuDNN 9.1.0 → 9.19.0') &&
           changes.includes('cuda NVIDIA H200'), `the upgrade is listed: "${changes.replace(/\n/g, ' ')}"`);
     check(await page.locator('svg.history-chart .change-line').count() === 1, 'and marked on the chart');
+    await page.focus('svg.history-chart a.point-link');
+    check(await page.evaluate(() => document.querySelector('svg.history-chart .tip').getAttribute('visibility')) === 'visible',
+          'a focused point shows its values');
     check(await page.locator('.msg-error').count() === 0, 'no error');
     await shot('history');
     await axe('the history view');
@@ -410,13 +308,11 @@ await step('names from the address stay text, and unknown things say so', async 
     await shot('escaping');
 }, {httpErrors: true});
 
+await scaleSteps();
+
 await step('nothing was asked of another origin, and no dialog ever opened', async () => {
-    check(events.foreign.length === 0, `requests only to gpudiffd${events.foreign.length ? ': ' + events.foreign.join(', ') : ''}`);
+    const foreign = foreignRequests();
+    check(foreign.length === 0, `requests only to gpudiffd${foreign.length ? ': ' + foreign.join(', ') : ''}`);
 });
 
-await context.close();
-fs.rmSync(profile, {recursive: true, force: true});
-console.log(`${passed} passed, ${failed} failed`);
-if (failed)
-    console.log('failed: ' + failures.join('; '));
-process.exit(failed ? 1 : 0);
+await finish();

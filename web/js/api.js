@@ -38,12 +38,15 @@ function headers() {
 }
 
 // The URL of an API path with query parameters (undefined and null left out; an empty
-// string is sent: gpu= asks for CPU runs).
+// string is sent: gpu= asks for CPU runs; an array is the parameter repeated).
 export function apiUrl(path, params) {
     const url = new URL('api/v1/' + path.replace(/^\//, ''), document.baseURI);
-    for (const [k, v] of Object.entries(params || {}))
-        if (v !== undefined && v !== null)
+    for (const [k, v] of Object.entries(params || {})) {
+        if (Array.isArray(v))
+            v.forEach((x) => url.searchParams.append(k, String(x))); // knob=, label= repeat
+        else if (v !== undefined && v !== null)
             url.searchParams.set(k, String(v));
+    }
     return url;
 }
 
@@ -143,4 +146,40 @@ export function getDiff({a, b, truth, atol, rtol}, opts) {
             diffCache.delete(diffCache.keys().next().value);
     }
     return diffCache.get(key);
+}
+
+// POST a JSON body (setting a baseline: an admin token from the header's token box).
+export async function apiPost(path, params, body) {
+    let resp;
+    try {
+        resp = await fetch(apiUrl(path, params), {
+            method: 'POST', headers: {...headers(), 'Content-Type': 'application/json'},
+            body: JSON.stringify(body),
+        });
+    } catch (e) {
+        throw new ApiError(0, 'network', 'gpudiffd did not answer: ' + e.message);
+    }
+    let out = null;
+    try {
+        out = await resp.json();
+    } catch {
+        /* not JSON: reported below */
+    }
+    if (!resp.ok) {
+        const err = out && out.error;
+        throw new ApiError(resp.status, err ? err.code : 'http_' + resp.status,
+                           err ? err.message : 'HTTP ' + resp.status);
+    }
+    return out;
+}
+
+// GET /api/v1/ops once per visit: the op traits (discontinuous, ill_conditioned) by name.
+let opsPromise = null;
+
+export function getOps() {
+    if (!opsPromise) {
+        opsPromise = apiGet('ops').then((r) => new Map(r.ops.map((o) => [o.name, o])));
+        opsPromise.catch(() => { opsPromise = null; });
+    }
+    return opsPromise;
 }

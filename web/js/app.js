@@ -5,6 +5,10 @@
 //   #/matrix/MODEL                                           devices x devices
 //   #/history/MODEL?layer=&device=&limit=                    a layer over time
 //   #/layer?a=&b=&name=                                      one layer of a diff
+//   #/graph?a=&b=&truth=&color=                              the model as a graph, coloured by a diff
+//   #/sweeps, #/sweeps/ID                                    knob sweeps (when the daemon serves them)
+// Each view's time from the route to its being rendered is a performance measure named
+// "gd-view NAME" (the browser test reads them; docs/PERFORMANCE.md).
 import {h, clear, message} from './dom.js';
 import {getToken, setToken} from './api.js';
 import * as runs from './views/runs.js';
@@ -12,6 +16,8 @@ import * as diff from './views/diff.js';
 import * as matrix from './views/matrix.js';
 import * as history from './views/history.js';
 import * as layer from './views/layer.js';
+import * as graph from './views/graph.js';
+import * as sweeps from './views/sweeps.js';
 
 const ROUTES = [
     {path: /^\/runs$/, view: runs, nav: 'runs'},
@@ -19,6 +25,8 @@ const ROUTES = [
     {path: /^\/matrix(?:\/([^/]*))?$/, view: matrix, nav: 'matrix'},
     {path: /^\/history(?:\/([^/]*))?$/, view: history, nav: 'history'},
     {path: /^\/layer$/, view: layer, nav: 'diff'},
+    {path: /^\/graph$/, view: graph, nav: 'diff'},
+    {path: /^\/sweeps(?:\/([^/]*))?$/, view: sweeps, nav: 'sweeps'},
 ];
 
 function decode(seg) {
@@ -40,7 +48,6 @@ function parseHash() {
 let current = null; // the AbortController of the view on screen
 
 async function route(focus) {
-    const hash = location.hash;
     const {path, params} = parseHash();
     if (current)
         current.abort();
@@ -48,6 +55,7 @@ async function route(focus) {
     current = ctrl;
     const root = clear(document.getElementById('view'));
     root.setAttribute('aria-busy', 'true');
+    const started = performance.now();
     const match = ROUTES.map((r) => ({r, m: r.path.exec(path)})).find((x) => x.m);
     for (const a of document.querySelectorAll('[data-nav]')) {
         if (match && a.dataset.nav === match.r.nav)
@@ -77,7 +85,9 @@ async function route(focus) {
     } finally {
         if (ctx.live()) {
             root.removeAttribute('aria-busy');
-            root.dataset.rendered = hash; // tests wait for this
+            if (match)
+                performance.measure('gd-view ' + path.split('/')[1], {start: started, end: performance.now()});
+            root.dataset.rendered = location.hash; // tests wait for this (a view may refine it)
         }
     }
     if (focus && ctx.live()) {

@@ -1,6 +1,6 @@
 // charts.js: the dashboard's charts, drawn as SVG by hand (no library to download or build):
-// divergence along the layers with the noise band, a layer's ULP histogram, and a layer's
-// divergence over time per device with version-change markers. Each chart is an <svg> with
+// a layer's ULP histogram, a layer's divergence over time per device with version-change
+// markers, and the axes and markers layerchart.js (the diff along the network) shares. Each chart is an <svg> with
 // a text summary (its <title>); the tables beside the charts carry the same numbers.
 import {s, fmtNum, fmtTime} from './dom.js';
 
@@ -11,7 +11,7 @@ export const SERIES_COLORS = ['#0b5fa5', '#c2410c', '#047857', '#7c3aed', '#be18
 const SHAPES = ['circle', 'square', 'diamond', 'triangle'];
 
 // A decade range [lo, hi] (powers of ten) covering the positive values.
-function decades(values, minSpan = 2) {
+export function decades(values, minSpan = 2) {
     const pos = values.filter((v) => Number.isFinite(v) && v > 0);
     let lo = pos.length ? Math.floor(Math.log10(Math.min(...pos))) : -8;
     let hi = pos.length ? Math.ceil(Math.log10(Math.max(...pos))) : 0;
@@ -21,7 +21,7 @@ function decades(values, minSpan = 2) {
     return [lo, hi];
 }
 
-function marker(shape, x, y, r, attrs) {
+export function marker(shape, x, y, r, attrs) {
     switch (shape) {
     case 'square':
         return s('rect', {x: x - r, y: y - r, width: 2 * r, height: 2 * r, ...attrs});
@@ -34,8 +34,41 @@ function marker(shape, x, y, r, attrs) {
     }
 }
 
+// A tooltip layer of an SVG chart: shows the data-tip of the point link under the pointer or
+// with the keyboard focus (WCAG 1.4.13: values are not for mouse users only).
+export function addTooltip(svg, W) {
+    const tip = s('g', {class: 'tip', 'aria-hidden': 'true', visibility: 'hidden'});
+    const box = s('rect', {class: 'tip-box', rx: 4});
+    const text = s('text', {class: 'tip-text'});
+    tip.append(box, text);
+    svg.append(tip);
+    const show = (link) => {
+        const t = link.dataset.tip;
+        if (!t)
+            return;
+        text.textContent = t;
+        const px = Number(link.dataset.x), py = Number(link.dataset.y);
+        const w = Math.min(W - 8, t.length * 6.6 + 16);
+        const x = Math.max(4, Math.min(W - w - 4, px - w / 2));
+        const y = py > 60 ? py - 44 : py + 18;
+        box.setAttribute('x', x);
+        box.setAttribute('y', y);
+        box.setAttribute('width', w);
+        box.setAttribute('height', 24);
+        text.setAttribute('x', x + 8);
+        text.setAttribute('y', y + 16);
+        tip.setAttribute('visibility', 'visible');
+    };
+    const hide = () => tip.setAttribute('visibility', 'hidden');
+    const linkOf = (e) => e.target.closest && e.target.closest('a.point-link');
+    svg.addEventListener('focusin', (e) => { const l = linkOf(e); if (l) show(l); });
+    svg.addEventListener('focusout', hide);
+    svg.addEventListener('mouseover', (e) => { const l = linkOf(e); if (l) show(l); });
+    svg.addEventListener('mouseout', (e) => { if (linkOf(e)) hide(); });
+}
+
 // The y axis of a log chart: decade lines and labels "1e-6"; returns y(value).
-function logAxis(g, lo, hi, top, bottom, left, right, label) {
+export function logAxis(g, lo, hi, top, bottom, left, right, label) {
     const y = (v) => bottom - ((Math.log10(v) - lo) / (hi - lo)) * (bottom - top);
     for (let d = lo; d <= hi; d++) {
         const yy = y(10 ** d);
@@ -48,103 +81,13 @@ function logAxis(g, lo, hi, top, bottom, left, right, label) {
     return y;
 }
 
-// The metrics the layer chart can show: what they read from a diff layer, and the noise band
-// in the same units (none for ULP: the band is a relative error).
-export const LAYER_METRICS = {
-    err: {label: 'error relative to max |b|', value: (l) => l.err,
-          band: (l) => l.envelope},
-    max_abs: {label: 'max |a − b|', value: (l) => l.max_abs,
-              band: (l) => (l.envelope != null && l.scale != null ? l.envelope * l.scale : null)},
-    max_ulp: {label: 'max ULP distance', value: (l) => l.max_ulp, band: () => null},
-};
-
-// layerChart(diff, metric, hrefOf): log10 of the metric along the layers, the noise band
-// shaded, the first divergent layer and the amplifiers marked; each point links to hrefOf(l).
-export function layerChart(diff, metricKey, hrefOf) {
-    const metric = LAYER_METRICS[metricKey] || LAYER_METRICS.err;
-    const layers = diff.layers;
-    const W = 960, H = 360, left = 70, right = W - 20, top = 30, plotBottom = 250;
-    const zeroLane = plotBottom + 22; // identical (0) sits on its own lane below the axis
-    const values = layers.map((l) => (l.verdict === 'incomparable' ? null : metric.value(l)));
-    const bands = layers.map((l) => (l.verdict === 'incomparable' ? null : metric.band(l)));
-    const [lo, hi] = decades([...values, ...bands]);
-    // role group, not img: its points are links (an img may hold nothing focusable).
-    const svg = s('svg', {class: 'chart layer-chart', viewBox: `0 0 ${W} ${H}`, role: 'group',
-                          'aria-labelledby': 'layer-chart-title'});
-    const first = diff.first_divergent;
-    const amps = diff.amplifiers || [];
-    svg.append(s('title', {id: 'layer-chart-title'},
-                 `${metric.label} per layer, log scale. ` +
-                 (first ? `First divergent layer: ${first}. ` : 'No divergent layer. ') +
-                 (amps.length ? `Amplifiers: ${amps.join(', ')}.` : 'No amplifier.')));
-    const g = s('g');
-    svg.append(g);
-    const y = logAxis(g, lo, hi, top, plotBottom, left, right, 'log10 ' + metric.label);
-    const n = layers.length;
-    const step = n > 1 ? (right - left - 40) / (n - 1) : 0;
-    const x = (i) => left + 20 + i * step;
-    const clampY = (v) => (v > 0 ? Math.max(top, Math.min(plotBottom, y(v))) : zeroLane);
-
-    // The noise band: everything below the envelope is what rounding can explain.
-    const bandPts = [];
-    bands.forEach((b, i) => {
-        if (b != null && b > 0)
-            bandPts.push([x(i), clampY(b)]);
-    });
-    if (bandPts.length === 1) // one layer: a short stretch of band around it
-        bandPts.splice(0, 1, [bandPts[0][0] - 30, bandPts[0][1]], [bandPts[0][0] + 30, bandPts[0][1]]);
-    if (bandPts.length > 1) {
-        const pts = bandPts.map(([px, py]) => `${px},${py}`).join(' ');
-        g.append(s('polygon', {class: 'band',
-                               points: `${bandPts[0][0]},${plotBottom} ${pts} ${bandPts[bandPts.length - 1][0]},${plotBottom}`}));
-        g.append(s('polyline', {class: 'band-edge', points: pts}));
-    }
-    g.append(s('text', {class: 'tick', x: left - 6, y: zeroLane + 4, 'text-anchor': 'end'}, '0'));
-    g.append(s('line', {class: 'axis', x1: left, x2: right, y1: plotBottom, y2: plotBottom}));
-
-    // The line through the values, then the points on top.
-    const linePts = values.map((v, i) => (v == null ? null : `${x(i)},${clampY(v)}`)).filter(Boolean);
-    g.append(s('polyline', {class: 'value-line', points: linePts.join(' ')}));
-    layers.forEach((l, i) => {
-        const v = values[i];
-        const px = x(i);
-        g.append(s('text', {class: 'layer-name', x: px, y: zeroLane + 20, 'text-anchor': 'end',
-                            transform: `rotate(-35 ${px} ${zeroLane + 20})`}, l.name));
-        if (v == null) {
-            g.append(s('text', {class: 'tick', x: px, y: plotBottom - 4, 'text-anchor': 'middle'}, 'n/a'));
-            return;
-        }
-        const py = clampY(v);
-        const isFirst = l.first_divergent || l.name === first;
-        const isAmp = l.amplifier || amps.includes(l.name);
-        const link = s('a', {href: hrefOf(l), class: 'point-link',
-                             'aria-label': `${l.name}: ${l.verdict}, ${metric.label} ${fmtNum(v)}`});
-        link.append(s('title', {}, `${l.name} (${l.op || 'op ?'}): ${l.verdict}; ${metric.label} ` +
-                      `${fmtNum(v)}` + (bands[i] != null ? `; noise band ${fmtNum(bands[i])}` : '')));
-        if (isFirst)
-            link.append(s('circle', {class: 'ring-first', cx: px, cy: py, r: 11}));
-        if (isAmp)
-            link.append(s('circle', {class: 'ring-amp', cx: px, cy: py, r: 11}));
-        link.append(marker(isAmp ? 'triangle' : 'circle', px, py, 5.5,
-                           {class: 'pt v-' + l.verdict}));
-        g.append(link);
-        if (isFirst || isAmp) {
-            const label = isFirst ? 'first divergent' : `amplifier ×${fmtNum(l.growth)}`;
-            // Above the ring, or beside it on the left when the point is at the top.
-            const above = py - 18 >= top - 12;
-            g.append(s('text', {class: isFirst ? 'callout first' : 'callout amp',
-                                x: above ? px : px - 16, y: above ? py - 18 : py + 4,
-                                'text-anchor': above ? 'middle' : 'end'}, label));
-        }
-    });
-    return svg;
-}
-
 // histogram(counts): the ULP histogram (bin 0: equal; bin k: distance in [2^(k-1), 2^k)),
 // bar heights on a log scale of counts.
-export function ulpHistogram(counts) {
-    const W = 960, H = 260, left = 70, right = W - 20, top = 20, bottom = 200;
-    const svg = s('svg', {class: 'chart hist-chart', viewBox: `0 0 ${W} ${H}`, role: 'img',
+export function ulpHistogram(counts, {width = 960} = {}) {
+    const W = Math.round(Math.max(320, Math.min(1100, width || 960))), H = 260, left = 70,
+        right = W - 20, top = 20, bottom = 200;
+    const svg = s('svg', {class: 'chart hist-chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H,
+                          role: 'img',
                           'aria-labelledby': 'hist-title'});
     const total = counts.reduce((a, b) => a + b, 0);
     svg.append(s('title', {id: 'hist-title'},
@@ -173,7 +116,7 @@ export function ulpHistogram(counts) {
         rect.append(s('title', {}, k === 0 ? `${c} values equal`
             : `${c} values ${k === 1 ? '1 ULP apart' : `${2 ** (k - 1)} to ${2 ** k - 1} ULP apart`}`));
         g.append(rect);
-        if (n <= 24 || k % Math.ceil(n / 24) === 0)
+        if (k % Math.ceil(n / Math.max(4, Math.floor((right - left) / 34))) === 0)
             g.append(s('text', {class: 'tick', x: bx + bw / 2, y: bottom + 14, 'text-anchor': 'middle'}, label));
     });
     g.append(s('text', {class: 'axis-label', x: (left + right) / 2, y: bottom + 40,
@@ -184,9 +127,10 @@ export function ulpHistogram(counts) {
 // historyChart(series, changes): each device's error against the baseline over time, a
 // marker where a point's driver/CUDA/cuDNN/cuBLAS differs from the point before it.
 // series: [{device, points: [{created_at, err, run, verdict}]}]; changes: [{time, devices, text}].
-export function historyChart(series, changes, hrefOf) {
+export function historyChart(series, changes, hrefOf, {width = 960} = {}) {
     // Wide margins: the time labels are centred on their ticks.
-    const W = 960, H = 360, left = 110, right = W - 70, top = 50, bottom = 270;
+    const W = Math.round(Math.max(320, Math.min(1100, width || 960))), H = 360;
+    const left = W < 600 ? 64 : 110, right = W - (W < 600 ? 30 : 70), top = 50, bottom = 270;
     const zeroLane = bottom + 18;
     const all = series.flatMap((sr) => sr.points);
     const times = all.map((p) => Date.parse(p.created_at)).filter(Number.isFinite);
@@ -204,7 +148,8 @@ export function historyChart(series, changes, hrefOf) {
     t1 += pad;
     const x = (t) => left + ((t - t0) / (t1 - t0)) * (right - left);
     const [lo, hi] = decades(all.map((p) => p.err));
-    const svg = s('svg', {class: 'chart history-chart', viewBox: `0 0 ${W} ${H}`, role: 'group',
+    const svg = s('svg', {class: 'chart history-chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H,
+                          role: 'group',
                           'aria-labelledby': 'history-title'});
     svg.append(s('title', {id: 'history-title'},
                  `Error against the baseline over time for ${series.length} devices; ` +
@@ -216,7 +161,7 @@ export function historyChart(series, changes, hrefOf) {
     g.append(s('text', {class: 'tick', x: left - 6, y: zeroLane + 4, 'text-anchor': 'end'}, '0'));
     g.append(s('line', {class: 'axis', x1: left, x2: right, y1: bottom, y2: bottom}));
     // Six time ticks: dates when the span is days, minutes when hours, else seconds (UTC).
-    const ticks = 5;
+    const ticks = W < 600 ? 2 : 5;
     const span = t1 - t0;
     for (let i = 0; i <= ticks; i++) {
         const iso = new Date(t0 + (span * i) / ticks).toISOString();
@@ -238,21 +183,29 @@ export function historyChart(series, changes, hrefOf) {
         t.append(s('title', {}, `${c.devices.join(', ')}: ${c.text}`));
         g.append(t);
     });
+    // Series with equal values would hide each other: each is drawn a few pixels apart
+    // vertically (the caption says so); the values are in the table below the chart.
+    const m = series.length;
+    const dodge = (k) => (m > 1 ? (k - (m - 1) / 2) * Math.min(5, 30 / m) : 0);
     series.forEach((sr, k) => {
         const {color, shape} = seriesStyle(k);
         const pts = sr.points.filter((p) => Number.isFinite(Date.parse(p.created_at)) && p.err != null)
             .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at));
+        const pyk = (v) => py(v) + dodge(k);
         g.append(s('polyline', {class: 'series-line', stroke: color,
-                                points: pts.map((p) => `${x(Date.parse(p.created_at))},${py(p.err)}`).join(' ')}));
+                                points: pts.map((p) => `${x(Date.parse(p.created_at))},${pyk(p.err)}`).join(' ')}));
         for (const p of pts) {
+            const px = x(Date.parse(p.created_at)), py2 = pyk(p.err);
             const link = s('a', {href: hrefOf(p), class: 'point-link',
+                                 'data-tip': `${sr.device} ${fmtTime(p.created_at)}: error ${fmtNum(p.err)} (${p.verdict})`,
+                                 'data-x': px.toFixed(1), 'data-y': py2.toFixed(1),
                                  'aria-label': `${sr.device}, ${fmtTime(p.created_at)}: ${fmtNum(p.err)}`});
-            link.append(s('title', {}, `${sr.device} ${fmtTime(p.created_at)}: error ${fmtNum(p.err)} (${p.verdict})`));
-            link.append(marker(shape, x(Date.parse(p.created_at)), py(p.err), 5,
+            link.append(marker(shape, x(Date.parse(p.created_at)), pyk(p.err), 5,
                                {fill: color, class: 'series-pt'}));
             g.append(link);
         }
     });
+    addTooltip(svg, W);
     return svg;
 }
 
@@ -269,4 +222,151 @@ export function seriesSwatch(k) {
                           'aria-hidden': 'true'});
     svg.append(marker(shape, 8, 8, 5, {fill: color}));
     return svg;
+}
+
+// ---- a layer's values: the two runs' distributions and one against the other ----
+
+// The finite values of a tensor at most `max` of them: all, or every k-th (evenly spread, so
+// that a sample always means the same elements); {idx, sampled}.
+export function sampleIndices(n, max) {
+    if (n <= max)
+        return {idx: Array.from({length: n}, (_, i) => i), sampled: false};
+    return {idx: Array.from({length: max}, (_, k) => Math.floor((k * n) / max)), sampled: true};
+}
+
+function linearTicks(lo, hi, count = 5) {
+    const span = hi - lo || 1;
+    const step0 = 10 ** Math.floor(Math.log10(span / count));
+    const step = [1, 2, 5, 10].map((m) => m * step0).find((st) => span / st <= count) || step0 * 10;
+    const out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
+        out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+    return out;
+}
+
+// valueHistograms(a, b, {width, valueAt}): the values of a and of b in the same 40 bins over
+// both ranges, two panels side by side with the same axes (counts on a log scale).
+export function valueHistograms(A, B, {width = 960, valueAt}) {
+    const W = Math.round(width), H = 250, gap = 36, left = 56, top = 26, bottom = H - 46;
+    const panel = (W - left - gap - 16) / 2;
+    const n = Math.min(A.size, B.size);
+    let lo = Infinity, hi = -Infinity;
+    for (const T of [A, B])
+        for (let i = 0; i < T.size; i++) {
+            const v = valueAt(T, i);
+            if (Number.isFinite(v)) {
+                if (v < lo)
+                    lo = v;
+                if (v > hi)
+                    hi = v;
+            }
+        }
+    if (!Number.isFinite(lo)) {
+        lo = 0;
+        hi = 1;
+    }
+    if (hi === lo)
+        hi = lo + 1;
+    const bins = 40;
+    const count = (T) => {
+        const c = new Array(bins).fill(0);
+        for (let i = 0; i < T.size; i++) {
+            const v = valueAt(T, i);
+            if (Number.isFinite(v))
+                c[Math.min(bins - 1, Math.floor(((v - lo) / (hi - lo)) * bins))]++;
+        }
+        return c;
+    };
+    const ca = count(A), cb = count(B);
+    const max = Math.max(1, ...ca, ...cb);
+    const dec = Math.max(1, Math.ceil(Math.log10(max + 1)));
+    const svg = s('svg', {class: 'chart value-hist', viewBox: `0 0 ${W} ${H}`, width: W, height: H,
+                          role: 'img', 'aria-labelledby': 'value-hist-title'});
+    svg.append(s('title', {id: 'value-hist-title'}, `Values of a and b in ${bins} bins from ` +
+                 `${fmtNum(lo)} to ${fmtNum(hi)} (${n} values each; counts on a log scale).`));
+    const y = (c) => bottom - (Math.log10(c + 1) / dec) * (bottom - top);
+    [['a', ca, left], ['b', cb, left + panel + gap]].forEach(([name, c, x0]) => {
+        const g = s('g');
+        svg.append(g);
+        g.append(s('text', {class: 'axis-label', x: x0 + panel / 2, y: 16, 'text-anchor': 'middle'}, 'run ' + name));
+        for (let d = 0; d <= dec; d++) {
+            const yy = y(10 ** d - 1);
+            g.append(s('line', {class: 'grid', x1: x0, x2: x0 + panel, y1: yy, y2: yy}));
+            if (x0 === left)
+                g.append(s('text', {class: 'tick', x: x0 - 6, y: yy + 4, 'text-anchor': 'end'},
+                           d === 0 ? '0' : d <= 4 ? String(10 ** d) : '1e' + d));
+        }
+        const bw = panel / bins;
+        let path = '';
+        c.forEach((k, i) => {
+            if (k)
+                path += `M${(x0 + i * bw + 0.5).toFixed(1)} ${y(k).toFixed(1)}h${Math.max(1, bw - 1).toFixed(1)}` +
+                        `V${bottom}h-${Math.max(1, bw - 1).toFixed(1)}z`;
+        });
+        g.append(s('path', {class: 'bar ' + (name === 'a' ? 'bar-a' : 'bar-b'), d: path}));
+        g.append(s('line', {class: 'axis', x1: x0, x2: x0 + panel, y1: bottom, y2: bottom}));
+        for (const t of linearTicks(lo, hi, 4))
+            g.append(s('text', {class: 'tick', x: x0 + ((t - lo) / (hi - lo)) * panel, y: bottom + 16,
+                                'text-anchor': 'middle'}, fmtNum(t, 2)));
+    });
+    svg.append(s('text', {class: 'axis-label', x: W / 2, y: H - 8, 'text-anchor': 'middle'},
+                 'value (the same bins in both panels); bar height: count, log scale'));
+    return svg;
+}
+
+// scatterAB(a, b, {width, valueAt, max}): each sampled element's a value against its b value
+// (left: the diagonal is a = b) and its difference a − b against b (right), at most `max`
+// elements (evenly spread, the caption says so).
+export function scatterAB(A, B, {width = 960, valueAt, max = 4000}) {
+    const W = Math.round(width), H = 300, gap = 64, left = 70, top = 24, bottom = H - 50;
+    const panel = (W - left - gap - 16) / 2;
+    const n = Math.min(A.size, B.size);
+    const {idx, sampled} = sampleIndices(n, max);
+    const pts = idx.map((i) => [valueAt(B, i), valueAt(A, i)]).filter(([b, a]) => Number.isFinite(a) && Number.isFinite(b));
+    let lo = Infinity, hi = -Infinity, dmax = 0;
+    for (const [b, a] of pts) {
+        lo = Math.min(lo, a, b);
+        hi = Math.max(hi, a, b);
+        dmax = Math.max(dmax, Math.abs(a - b));
+    }
+    if (!pts.length) {
+        lo = 0;
+        hi = 1;
+    }
+    if (hi === lo)
+        hi = lo + 1;
+    const dm = dmax || 1;
+    const svg = s('svg', {class: 'chart scatter', viewBox: `0 0 ${W} ${H}`, width: W, height: H,
+                          role: 'img', 'aria-labelledby': 'scatter-title'});
+    svg.append(s('title', {id: 'scatter-title'}, `a against b and a − b against b for ` +
+                 (sampled ? `${pts.length} of ${n} values (every ${Math.round(n / idx.length)}th)` : `all ${n} values`) +
+                 `; the largest |a − b| of these is ${fmtNum(dmax)}.`));
+    const sx = (v, x0) => x0 + ((v - lo) / (hi - lo)) * panel;
+    const syA = (v) => bottom - ((v - lo) / (hi - lo)) * (bottom - top);
+    const syD = (d) => (top + bottom) / 2 - (d / dm) * ((bottom - top) / 2);
+    const x1 = left, x2 = left + panel + gap;
+    const g = s('g');
+    svg.append(g);
+    g.append(s('line', {class: 'diag', x1: sx(lo, x1), y1: syA(lo), x2: sx(hi, x1), y2: syA(hi)}));
+    g.append(s('line', {class: 'diag', x1: x2, y1: syD(0), x2: x2 + panel, y2: syD(0)}));
+    let pa = '', pd = '';
+    for (const [b, a] of pts) {
+        pa += `M${sx(b, x1).toFixed(1)} ${syA(a).toFixed(1)}h0.01`;
+        pd += `M${sx(b, x2).toFixed(1)} ${syD(a - b).toFixed(1)}h0.01`;
+    }
+    g.append(s('path', {class: 'dots', d: pa}), s('path', {class: 'dots', d: pd}));
+    for (const [x0, label] of [[x1, 'a'], [x2, 'a − b']]) {
+        g.append(s('line', {class: 'axis', x1: x0, x2: x0 + panel, y1: bottom, y2: bottom}));
+        g.append(s('line', {class: 'axis', x1: x0, x2: x0, y1: top, y2: bottom}));
+        for (const t of linearTicks(lo, hi, 4))
+            g.append(s('text', {class: 'tick', x: sx(t, x0), y: bottom + 16, 'text-anchor': 'middle'}, fmtNum(t, 2)));
+        g.append(s('text', {class: 'axis-label', x: x0 + panel / 2, y: H - 10, 'text-anchor': 'middle'}, 'b'));
+        g.append(s('text', {class: 'axis-label', x: x0 - 48, y: (top + bottom) / 2, 'text-anchor': 'middle',
+                            transform: `rotate(-90 ${x0 - 48} ${(top + bottom) / 2})`}, label));
+    }
+    for (const t of linearTicks(lo, hi, 4))
+        g.append(s('text', {class: 'tick', x: x1 - 6, y: syA(t) + 4, 'text-anchor': 'end'}, fmtNum(t, 2)));
+    for (const t of [-dm, 0, dm])
+        g.append(s('text', {class: 'tick', x: x2 - 6, y: syD(t) + 4, 'text-anchor': 'end'}, fmtNum(t, 2)));
+    return {svg, sampled, shown: pts.length, total: n};
 }

@@ -88,16 +88,50 @@ export function shortId(id) {
     return id ? String(id).slice(0, 8) : '–';
 }
 
-// A run as one short line: "cpu · NVIDIA H200 · 2026-11-30 09:25 · 432ca1f0".
+// The engine's CPU backends; any other backend without a GPU name did not record where it ran.
+export const CPU_BACKENDS = ['cpu', 'cpu64'];
+
+// Where a run ran, as its record says: the GPU name, "CPU" for the engine's CPU backends, else
+// what is missing ("GPU not recorded" for a framework's GPU dump: never "CPU").
+export function deviceLabel(run) {
+    const gpu = run.gpu ?? (run.env && run.env.gpu_name);
+    if (gpu)
+        return gpu;
+    if (CPU_BACKENDS.includes(run.backend))
+        return 'CPU';
+    return /gpu|cuda|rocm|hip|xla|tpu|mps/i.test(run.backend || '') ? 'GPU not recorded'
+        : 'device not recorded';
+}
+
+// The knobs that change numerics, as the device key writes them (docs/SERVER.md, "Devices"),
+// and the others a reader tells runs apart by (threads are left out: they change no bit).
+export function knobWords(run) {
+    const k = run.knobs || {};
+    const out = [];
+    if (k.emulate && k.emulate !== 'none')
+        out.push('emulate=' + k.emulate);
+    if (k.tf32 === true)
+        out.push('tf32');
+    if (k.conv_algo)
+        out.push('conv_algo=' + k.conv_algo);
+    if (k.batch !== undefined && k.batch !== null)
+        out.push('batch=' + k.batch);
+    for (const [key, v] of Object.entries(k))
+        if (!['emulate', 'tf32', 'conv_algo', 'batch', 'threads'].includes(key) && v !== null &&
+            v !== false)
+            out.push(`${key}=${typeof v === 'object' ? JSON.stringify(v) : v}`);
+    return out;
+}
+
+// A run as one short line: "cpu · NVIDIA H200 · tf32 batch=8 · 2026-11-30 09:25 · 432ca1f0".
 export function runLabel(run) {
     if (!run)
         return '–';
-    const parts = [run.backend];
-    const gpu = run.gpu ?? (run.env && run.env.gpu_name);
-    if (gpu)
-        parts.push(gpu);
-    if (run.knobs && run.knobs.emulate && run.knobs.emulate !== 'none')
-        parts.push('emulate ' + run.knobs.emulate);
+    const where = deviceLabel(run);
+    const parts = [run.backend, where === 'CPU' ? null : where]; // "cpu · CPU" says it twice
+    const knobs = knobWords(run);
+    if (knobs.length)
+        parts.push(knobs.join(' '));
     parts.push(fmtTime(run.created_at), shortId(run.id));
     return parts.filter(Boolean).join(' · ');
 }
@@ -126,4 +160,14 @@ export function routeHref(path, params) {
             q.set(k, String(v));
     const qs = q.toString();
     return '#' + path + (qs ? '?' + qs : '');
+}
+
+// Puts a view's state (a range, a filter) into the address without a new route, so that the
+// link copied from it opens the same; the view stays marked as rendered for that address.
+export function replaceHash(hash) {
+    const view = document.getElementById('view');
+    const current = view && view.dataset.rendered === location.hash;
+    history.replaceState(history.state, '', hash);
+    if (current)
+        view.dataset.rendered = location.hash;
 }

@@ -1,21 +1,37 @@
-// views/diff.js: two runs layer by layer (GET /api/v1/diff): the divergence along the
-// network against the noise band, the first divergent layer and the amplifiers, the
-// per-layer table, the daemon's explanation, and the two environments side by side.
-import {h, message, fmtNum, fmtInt, fmtTime, shortId, runLabel, verdictBadge, routeHref}
+// views/diff.js: two runs layer by layer (GET /api/v1/diff), for networks of a dozen or
+// thousands of layers: the summary (first divergent layer, amplifiers, the output, the
+// truth), the divergence along the network (an overview strip of every layer with a brush,
+// and the chart of the brushed range against the noise band), the per-layer table (folded,
+// searchable, with a jump to the first divergent layer), the daemon's explanation, the two
+// environments side by side, and the ways to share it: a link that keeps the range and the
+// filters, CSV/JSON/SVG, and the diff as a bug report in Markdown.
+import {h, message, fmtNum, fmtInt, fmtTime, shortId, runLabel, routeHref, replaceHash}
     from '../dom.js';
-import {apiGet, getRun, getDiff, getModels} from '../api.js';
-import {layerChart, LAYER_METRICS} from '../charts.js';
+import {apiUrl, getRun, getDiff, getModels} from '../api.js';
+import {layerChart, overviewStrip, LAYER_METRICS, extraLines} from '../layerchart.js';
+import {actionButton, copyLinkButton, copyText, domTableExports, download, svgExport}
+    from '../share.js';
+import {runPicker} from '../runpicker.js';
+import {warm as warmLayout} from '../graphlayout.js';
+import {layerTable} from './diff_table.js';
+import {bugReport} from './diff_report.js';
+
+const WINDOW = 150; // layers the chart shows at first when there are more
 
 function readParams(p) {
+    const int = (k) => (p.has(k) && Number.isInteger(Number(p.get(k))) ? Number(p.get(k)) : null);
     return {a: p.get('a') || '', b: p.get('b') || '', truth: p.get('truth') || '',
             atol: p.get('atol') || '', rtol: p.get('rtol') || '',
-            metric: LAYER_METRICS[p.get('metric')] ? p.get('metric') : 'err'};
+            metric: LAYER_METRICS[p.get('metric')] ? p.get('metric') : 'err',
+            from: int('from'), to: int('to'), q: p.get('q') || '', op: p.get('op') || '',
+            verdict: p.get('verdict') || '', fold: p.get('fold') !== '0'};
 }
 
 export function diffHref(q, changes) {
     const n = {...q, ...changes};
     return routeHref('/diff', {a: n.a, b: n.b, truth: n.truth, atol: n.atol, rtol: n.rtol,
-                               metric: n.metric === 'err' ? '' : n.metric});
+                               metric: n.metric === 'err' ? '' : n.metric, from: n.from, to: n.to,
+                               q: n.q, op: n.op, verdict: n.verdict, fold: n.fold === false ? '0' : ''});
 }
 
 export function layerHref(q, l) {
@@ -23,45 +39,45 @@ export function layerHref(q, l) {
                                 name: l.name});
 }
 
-// The form that picks a, b, truth among the runs of one model, and the tolerances.
-async function pickerForm(q, model, ctx) {
+export function graphHref(q) {
+    return routeHref('/graph', {a: q.a, b: q.b, truth: q.truth, atol: q.atol, rtol: q.rtol});
+}
+
+// The form that picks a, b, truth by searching all runs (of one model, or of all), and the
+// tolerances.
+async function pickerForm(q, model) {
     const models = await getModels().catch(() => []);
-    let runs = [];
-    if (model) {
-        const page = await apiGet('runs', {model, limit: 200}, {signal: ctx.signal})
-            .catch(() => ({runs: []}));
-        runs = page.runs;
-    }
-    const modelSel = h('select', {id: 'd-model'}, h('option', {value: ''}, 'choose a model'),
+    const modelSel = h('select', {id: 'd-model'}, h('option', {value: ''}, 'any model'),
                        models.map((m) => h('option', {value: m.name, selected: m.name === model},
                                            m.name)));
-    modelSel.addEventListener('change', () => {
-        location.hash = routeHref('/diff', {model: modelSel.value});
-    });
-    const runSelect = (id, value, optional) => {
-        const sel = h('select', {id}, h('option', {value: ''}, optional ? 'none' : 'choose a run'),
-                      runs.map((r) => h('option', {value: r.id, selected: r.id === value}, runLabel(r))));
-        if (value && !runs.some((r) => r.id === value))
-            sel.append(h('option', {value, selected: true}, shortId(value)));
-        return sel;
+    const pick = (id, label, value, optional) => {
+        const p = runPicker({id, label, value, optional});
+        p.model = () => modelSel.value;
+        return p;
     };
-    const a = runSelect('d-a', q.a), b = runSelect('d-b', q.b), t = runSelect('d-truth', q.truth, true);
+    const a = pick('d-a', 'Run a (actual)', q.a), b = pick('d-b', 'Run b (reference)', q.b);
+    const t = pick('d-truth', 'Truth (optional)', q.truth, true);
     const atol = h('input', {id: 'd-atol', value: q.atol, inputmode: 'decimal', placeholder: '1e-8',
                              size: 8});
     const rtol = h('input', {id: 'd-rtol', value: q.rtol, inputmode: 'decimal', placeholder: '1e-5',
                              size: 8});
+    const problem = h('p', {class: 'hint', 'aria-live': 'polite'});
     const form = h('form', {class: 'filters', 'aria-label': 'Runs to compare'},
-        h('div', {class: 'field'}, h('label', {for: 'd-model'}, 'Model'), modelSel),
-        h('div', {class: 'field'}, h('label', {for: 'd-a'}, 'Run a (actual)'), a),
-        h('div', {class: 'field'}, h('label', {for: 'd-b'}, 'Run b (reference)'), b),
-        h('div', {class: 'field'}, h('label', {for: 'd-truth'}, 'Truth (optional)'), t),
+        h('div', {class: 'field'}, h('label', {for: 'd-model'}, 'Search in'), modelSel),
+        a.el, b.el, t.el,
         h('div', {class: 'field'}, h('label', {for: 'd-atol'}, 'atol'), atol),
         h('div', {class: 'field'}, h('label', {for: 'd-rtol'}, 'rtol'), rtol),
-        h('div', {class: 'field field-buttons'}, h('button', {type: 'submit', class: 'primary'}, 'Compare')));
+        h('div', {class: 'field field-buttons'}, h('button', {type: 'submit', class: 'primary'}, 'Compare')),
+        problem);
     form.addEventListener('submit', (e) => {
         e.preventDefault();
+        if (!a.value || !b.value) {
+            problem.textContent = 'Pick run a and run b: type part of an id, a GPU, a host or a knob.';
+            return;
+        }
         location.hash = diffHref(q, {a: a.value, b: b.value, truth: t.value,
-                                     atol: atol.value.trim(), rtol: rtol.value.trim()});
+                                     atol: atol.value.trim(), rtol: rtol.value.trim(),
+                                     from: null, to: null});
     });
     return form;
 }
@@ -117,56 +133,6 @@ function metricSwitch(q) {
                          'aria-current': key === q.metric ? 'true' : null}, m.label)));
 }
 
-function layerTable(d, q) {
-    const hasTruth = !!d.truth;
-    const head = ['#', 'Layer', 'Op', 'Verdict', 'Max |a−b|', 'Error / max|b|', 'Noise band',
-                  'Growth', 'Max ULP', 'Bits', 'Outside tol.'];
-    if (hasTruth)
-        head.push('Closer');
-    head.push('Notes');
-    const rows = d.layers.map((l, i) => {
-        const cls = [l.first_divergent ? 'first-divergent' : '', l.amplifier ? 'amplifier' : '']
-            .filter(Boolean).join(' ');
-        const mark = l.first_divergent ? h('span', {class: 'mark first'}, 'first divergent')
-            : l.amplifier ? h('span', {class: 'mark amp'}, 'amplifier') : null;
-        const notes = [];
-        if (l.note)
-            notes.push(l.note);
-        if (l.algo && l.algo.a !== l.algo.b)
-            notes.push(`algorithm a: ${l.algo.a || '–'}, b: ${l.algo.b || '–'}`);
-        if (l.discontinuous && l.flipped)
-            notes.push(`${fmtInt(l.flipped)} outputs flipped; ${fmtInt(l.near_boundary)} inputs ` +
-                       `within ${fmtNum(l.boundary_distance)} of a step`);
-        if (l.nan_disagree || l.inf_disagree)
-            notes.push(`NaN disagree ${fmtInt(l.nan_disagree)}, Inf disagree ${fmtInt(l.inf_disagree)}`);
-        const na = l.verdict === 'incomparable';
-        const cells = [
-            h('td', {class: 'num'}, String(i)),
-            h('th', {scope: 'row'}, h('a', {href: layerHref(q, l)}, l.name), mark ? ' ' : '', mark),
-            h('td', {}, l.op || '–'),
-            h('td', {}, verdictBadge(l.verdict)),
-            h('td', {class: 'num'}, na ? '–' : fmtNum(l.max_abs)),
-            h('td', {class: 'num'}, na ? '–' : fmtNum(l.err)),
-            h('td', {class: 'num'}, na ? '–' : fmtNum(l.envelope)),
-            h('td', {class: 'num'}, na ? '–' : fmtNum(l.growth)),
-            h('td', {class: 'num'}, na ? '–' : fmtInt(l.max_ulp)),
-            h('td', {class: 'num', title: l.arithmetic || null}, na ? '–' : fmtNum(l.bits)),
-            h('td', {class: 'num'}, na ? '–' : fmtInt(l.mismatches)),
-        ];
-        if (hasTruth)
-            cells.push(h('td', {}, l.truth ? l.truth.closer : '–'));
-        cells.push(h('td', {class: 'notes'}, notes.join('; ')));
-        return h('tr', {class: cls || null, 'data-layer': l.name}, cells);
-    });
-    return h('div', {class: 'table-wrap'}, h('table', {class: 'layers', id: 'layer-table'},
-        h('caption', {}, 'Per layer: b is the reference side of each metric. The noise band is ' +
-          'the error rounding can explain (the op\'s own bound plus what noisy inputs carry in); ' +
-          'bits: the effective precision, -log2 of the median relative error' +
-          (hasTruth ? '; closer: the run nearer the truth.' : '.')),
-        h('thead', {}, h('tr', {}, head.map((t) => h('th', {scope: 'col'}, t)))),
-        h('tbody', {}, rows)));
-}
-
 // The facts of a run as flat "section.key" -> text, for the side-by-side table.
 function flatFacts(run) {
     const out = new Map();
@@ -210,20 +176,115 @@ function envTable(d, runs) {
         h('tbody', {}, rows)));
 }
 
+// The range the chart shows at first: everything, or a window from just before the first
+// divergent layer when there are many.
+function initialRange(d, q) {
+    const n = d.layers.length;
+    if (q.from !== null && q.to !== null && q.from >= 0 && q.to > q.from && q.to <= n)
+        return [q.from, q.to];
+    if (n <= WINDOW)
+        return [0, n];
+    const f = d.layers.findIndex((l) => l.first_divergent);
+    if (f < 0)
+        return [0, n];
+    const from = Math.max(0, Math.min(n - WINDOW, f - 25));
+    return [from, from + WINDOW];
+}
+
+function chartSection(d, q, setState, signal) {
+    const n = d.layers.length;
+    let [from, to] = initialRange(d, q);
+    const box = h('div', {class: 'chart-frame'});
+    const overBox = h('div', {class: 'overview-frame'});
+    const rangeNote = h('span', {class: 'hint', id: 'chart-range', 'aria-live': 'polite'});
+    let chart = null, overview = null;
+    const width = () => Math.max(300, Math.min(1400, box.clientWidth || 960));
+    const height = () => (width() < 560 ? 300 : 360);
+    const drawChart = () => {
+        chart = layerChart(d, q.metric, (l) => layerHref(q, l), {from, to, width: width(),
+                                                                height: height()});
+        box.replaceChildren(chart);
+        rangeNote.textContent = from === 0 && to === n ? `All ${fmtInt(n)} layers.`
+            : `Layers ${fmtInt(from + 1)}–${fmtInt(to)} of ${fmtInt(n)}.`;
+    };
+    const setRange = (a, b, final) => {
+        from = a;
+        to = b;
+        drawChart();
+        if (overview)
+            overview.setRange(a, b);
+        if (final)
+            setState({from: a === 0 && b === n ? null : a, to: a === 0 && b === n ? null : b});
+    };
+    const drawOverview = () => {
+        if (n < 30) {
+            overBox.replaceChildren();
+            overview = null;
+            return;
+        }
+        overview = overviewStrip(d, q.metric, {from, to, width: width(), onChange: setRange});
+        overBox.replaceChildren(overview);
+    };
+    const first = d.layers.findIndex((l) => l.first_divergent);
+    const allButton = h('button', {type: 'button', class: 'small', id: 'range-all'}, 'Show all layers');
+    allButton.addEventListener('click', () => setRange(0, n, true));
+    const firstButton = h('button', {type: 'button', class: 'small', id: 'range-first',
+                                     disabled: first < 0}, 'Zoom to the first divergent');
+    firstButton.addEventListener('click', () => {
+        const w = Math.min(n, 60), a = Math.max(0, Math.min(n - w, first - 10));
+        setRange(a, a + w, true);
+    });
+    const extras = extraLines(d, q.metric);
+    const section = h('section', {'aria-labelledby': 'chart-h', class: 'along'},
+        h('div', {class: 'section-head'}, h('h2', {id: 'chart-h'}, 'Along the network'), metricSwitch(q)),
+        n >= 30 ? h('p', {class: 'hint'}, 'The strip shows all layers: drag the window (or focus it ' +
+                    'and use the arrow keys, Shift to resize) to pick the layers the chart shows.') : null,
+        overBox,
+        h('figure', {class: 'chart-box'}, box,
+          h('figcaption', {}, 'Log scale. Shaded: the noise band. Ringed: ',
+            h('span', {class: 'key-first'}, 'first divergent layer'), '; triangles: ',
+            h('span', {class: 'key-amp'}, 'amplifiers'),
+            extras.length ? ['; lines: ', extras.map((e, i) => [i ? ', ' : '',
+                h('span', {class: 'key-line ' + e.key}, e.label)])] : '',
+            '. A point opens the layer; focus one for its values. ', rangeNote, ' ',
+            n >= 30 ? [allButton, ' ', firstButton, ' '] : '',
+            svgExport('diff-chart', () => chart))));
+    // Drawn once the section is on the page and has a width.
+    section.draw = () => {
+        drawOverview();
+        drawChart();
+    };
+    let t = 0;
+    window.addEventListener('resize', () => {
+        clearTimeout(t);
+        t = setTimeout(section.draw, 150);
+    }, {signal});
+    section.showLayer = (name) => {
+        const i = d.layers.findIndex((l) => l.name === name);
+        if (i >= 0 && (i < from || i >= to)) {
+            const w = to - from, a = Math.max(0, Math.min(n - w, i - Math.floor(w / 2)));
+            setRange(a, a + w, true);
+        }
+    };
+    return section;
+}
+
 export async function render(root, ctx) {
     const q = readParams(ctx.params);
     document.title = 'gpudiff: diff';
     if (!q.a || !q.b) {
         root.append(h('h1', {}, 'Diff'),
-                    h('p', {}, 'Choose two runs of one model; a third, e.g. a cpu64 run, ' +
-                      'says which of them is right.'));
+                    h('p', {}, 'Choose two runs; a third, e.g. a cpu64 run, says which of them ' +
+                      'is right. Search by id, model, GPU, host or knob (tf32=true).'));
         let model = ctx.params.get('model') || '';
         if (!model && (q.a || q.b))
             model = await getRun(q.a || q.b).then((r) => r.model.name).catch(() => '');
-        root.append(await pickerForm(q, model, ctx));
+        root.append(await pickerForm(q, model));
         return;
     }
-    root.append(h('h1', {}, 'Diff ', h('code', {}, shortId(q.a)), ' vs ', h('code', {}, shortId(q.b))));
+    const title = h('h1', {}, 'Diff ', h('code', {}, shortId(q.a)), ' vs ', h('code', {}, shortId(q.b)));
+    const shareBar = h('div', {class: 'share-bar', role: 'group', 'aria-label': 'Share this diff'});
+    root.append(h('div', {class: 'title-row'}, title, shareBar));
     const status = message('info', 'Comparing the runs layer by layer…');
     root.append(status);
     let d, runs;
@@ -237,7 +298,7 @@ export async function render(root, ctx) {
             throw e;
         status.replaceWith(message('error', `Diff: ${e.message}`,
             e.status === 409 ? ' (a run is still uploading: try again when it is finished)' : ''));
-        root.append(await pickerForm(q, '', ctx));
+        root.append(await pickerForm(q, ''));
         return;
     }
     if (!ctx.live())
@@ -245,31 +306,56 @@ export async function render(root, ctx) {
     status.remove();
     const model = (d.a && d.a.model) || '';
     document.title = `gpudiff: diff ${shortId(q.a)} vs ${shortId(q.b)} (${model})`;
+    const setState = (changes) => {
+        Object.assign(q, changes);
+        replaceHash(diffHref(q, {}));
+    };
+    const apiLink = apiUrl('diff', {a: q.a, b: q.b, truth: q.truth || undefined,
+                                    atol: q.atol || undefined, rtol: q.rtol || undefined}).href;
+    const report = () => bugReport(d, runs, location.href, apiLink);
+    shareBar.append(copyLinkButton(), ' ',
+        actionButton('Copy as bug report', async () => ((await copyText(report()))
+            ? 'Markdown copied' : 'copy refused: use "Download report"'), {id: 'copy-report'}), ' ',
+        actionButton('Download report', () => {
+            download(`gpudiff-${shortId(q.a)}-${shortId(q.b)}.md`, 'text/markdown', report());
+            return '';
+        }, {id: 'download-report'}), ' ',
+        actionButton('Diff JSON', () => {
+            download(`diff-${shortId(q.a)}-${shortId(q.b)}.json`, 'application/json',
+                     JSON.stringify(d, null, 1) + '\n');
+            return '';
+        }, {'data-export': 'json'}));
     root.append(h('dl', {class: 'runs-compared'},
         h('dt', {}, 'a'), h('dd', {}, runLabel(runs[0] || d.a)),
         h('dt', {}, 'b'), h('dd', {}, runLabel(runs[1] || d.b)),
         d.truth ? [h('dt', {}, 'truth'), h('dd', {}, runLabel(runs[2] || d.truth))] : null,
-        h('dt', {}, 'model'), h('dd', {}, model, ' · ',
+        h('dt', {}, 'model'), h('dd', {}, model, ' · ', `${fmtInt(d.layers.length)} layers · `,
+            h('a', {href: graphHref(q), id: 'graph-link'}, 'graph'), ' · ',
             h('a', {href: '#/matrix/' + encodeURIComponent(model)}, 'device matrix'), ' · ',
             h('a', {href: routeHref('/history/' + encodeURIComponent(model),
                                     {layer: d.first_divergent || ''})}, 'history'))));
     root.append(summary(d, q));
-    root.append(h('section', {'aria-labelledby': 'chart-h'},
-        h('div', {class: 'section-head'}, h('h2', {id: 'chart-h'}, 'Along the network'), metricSwitch(q)),
-        h('figure', {class: 'chart-box'}, layerChart(d, q.metric, (l) => layerHref(q, l)),
-          h('figcaption', {}, 'Log scale. Shaded: the noise band. Ringed: ',
-            h('span', {class: 'key-first'}, 'first divergent layer'), '; triangles: ',
-            h('span', {class: 'key-amp'}, 'amplifiers'),
-            '. A point opens the layer.'))));
+    const chart = chartSection(d, q, setState, ctx.signal);
+    root.append(chart);
+    chart.draw();
+    const table = layerTable(d, q, (l) => layerHref(q, l), setState);
+    root.append(h('section', {'aria-labelledby': 'layers-h'}, h('h2', {id: 'layers-h'}, 'Layers'),
+                  table.el));
+    const jump = root.querySelector('#jump-first');
+    if (jump)
+        jump.addEventListener('click', () => chart.showLayer(d.first_divergent));
     root.append(h('section', {'aria-labelledby': 'expl-h'}, h('h2', {id: 'expl-h'}, 'Explanation'),
                   h('p', {class: 'explanation', id: 'explanation'}, d.explanation || '–')));
-    root.append(h('section', {'aria-labelledby': 'layers-h'}, h('h2', {id: 'layers-h'}, 'Layers'),
-                  layerTable(d, q)));
-    root.append(h('section', {'aria-labelledby': 'env-h'}, h('h2', {id: 'env-h'}, 'Environments'),
-                  envTable(d, runs)));
+    const env = envTable(d, runs);
+    root.append(h('section', {'aria-labelledby': 'env-h'},
+        h('div', {class: 'section-head'}, h('h2', {id: 'env-h'}, 'Environments'),
+          domTableExports('environments', env.querySelector('table'))), env));
     const details = h('details', {class: 'change'}, h('summary', {}, 'Change runs or tolerances'));
     root.append(details);
-    details.append(await pickerForm(q, model, ctx));
+    details.append(await pickerForm(q, model));
     root.append(h('p', {class: 'hint'}, `Tolerances: atol ${fmtNum(d.atol)}, rtol ${fmtNum(d.rtol)}. ` +
                   `Runs created ${fmtTime(d.a && d.a.created_at)} and ${fmtTime(d.b && d.b.created_at)}.`));
+    // The graph view is one click away: its layout worker starts while the page is idle.
+    if (d.layers.length > 30 && window.requestIdleCallback)
+        requestIdleCallback(() => warmLayout(), {timeout: 3000});
 }

@@ -5,6 +5,7 @@
 import {h, message, fmtNum, fmtTime, shortId, routeHref, verdictBadge} from '../dom.js';
 import {apiGet, getModels, getRun} from '../api.js';
 import {historyChart, seriesSwatch} from '../charts.js';
+import {copyLinkButton, domTableExports, svgExport} from '../share.js';
 
 const ENV_KEYS = [['driver', 'driver'], ['cuda_runtime', 'CUDA'], ['cudnn', 'cuDNN'],
                   ['cublas', 'cuBLAS']];
@@ -71,7 +72,9 @@ export async function render(root, ctx) {
                limit: LIMITS.includes(lim) ? lim : 100};
     document.title = 'gpudiff: history' + (model ? ' of ' + model : '');
     const title = h('h1', {}, 'History', model ? [': ', h('span', {class: 'name'}, model)] : '');
-    root.append(title);
+    const shareBar = h('div', {class: 'share-bar', role: 'group', 'aria-label': 'Share this history'},
+                       copyLinkButton());
+    root.append(h('div', {class: 'title-row'}, title, shareBar));
     if (!model) {
         root.append(await controls('', [], q, []),
                     message('info', 'Choose a model to follow a layer across runs and upgrades.'));
@@ -129,18 +132,24 @@ export async function render(root, ctx) {
                   h('code', {title: hist.baseline}, shortId(hist.baseline)),
                   `: error relative to max |b|. ${changes.length} version change` +
                   `${changes.length === 1 ? '' : 's'} marked (driver, CUDA, cuDNN, cuBLAS).`));
-    root.append(h('figure', {class: 'chart-box'}, historyChart(series, changes, hrefOf),
+    const chart = historyChart(series, changes, hrefOf, {width: root.clientWidth});
+    shareBar.append(svgExport('history-' + hist.layer, () => chart));
+    root.append(h('figure', {class: 'chart-box'}, chart,
                   h('figcaption', {}, h('ul', {class: 'legend', 'aria-label': 'Devices'},
                       series.map((sr, k) => h('li', {}, seriesSwatch(k), sr.device))),
-                    'Dashed lines: a version changed. A point opens its diff against the baseline.')));
+                    'Dashed lines: a version changed. A point opens its diff against the baseline. Devices ' +
+                    'with equal values are drawn a few pixels apart so that none hides another.')));
     if (changes.length)
         root.append(h('section', {'aria-labelledby': 'changes-h'}, h('h2', {id: 'changes-h'}, 'Version changes'),
             h('ul', {class: 'changes', id: 'changes'}, changes.map((c) => h('li', {},
                 h('span', {class: 'nowrap'}, fmtTime(c.time)), ': ', h('strong', {}, c.text), ' on ',
                 c.devices.map((dev, i) => [i ? ', ' : '', dev, ' (',
                     h('a', {href: hrefOf({run: c.runs[i]})}, 'diff of ' + shortId(c.runs[i])), ')']))))));
-    root.append(h('section', {'aria-labelledby': 'points-h'}, h('h2', {id: 'points-h'}, 'Runs'),
-                  pointsTable(series, hrefOf)));
+    const points = pointsTable(series, hrefOf);
+    root.append(h('section', {'aria-labelledby': 'points-h'},
+                  h('div', {class: 'section-head'}, h('h2', {id: 'points-h'}, 'Runs'),
+                    domTableExports('history-' + hist.layer, points.querySelector('table'))),
+                  points));
 }
 
 function pointsTable(series, hrefOf) {

@@ -1,10 +1,14 @@
 // views/layer.js: one layer of a diff: its metrics, the ULP histogram, where the largest
-// difference sits, values of both runs side by side around it (both tensors read as .npy
-// in the browser), and downloads of both tensors.
+// difference sits, values of both runs (and of the truth run) side by side around it (the
+// tensors read as .npy in the browser), the two runs' value histograms side by side, a
+// against b (sampled for large tensors, saying so), for a discontinuous or ill-conditioned
+// op its input elements nearest the step or pole, and downloads of both tensors.
 import {h, clear, message, fmtNum, fmtInt, shortId, verdictBadge, routeHref} from '../dom.js';
-import {apiGetBytes, apiUrl, getDiff, getRun, getToken, layerNpyPath} from '../api.js';
-import {ulpHistogram} from '../charts.js';
+import {apiGetBytes, apiUrl, getDiff, getOps, getRun, getToken, layerNpyPath} from '../api.js';
+import {ulpHistogram, valueHistograms, scatterAB} from '../charts.js';
 import {parseNpy, valueAt, ulpDistance, unravel} from '../npy.js';
+import {NEAR, nearest, countWithin} from '../nearstep.js';
+import {copyLinkButton, domTableExports, svgExport} from '../share.js';
 
 const AUTO_LOAD_BYTES = 64 << 20; // larger tensors load on request
 const WINDOW = 8; // values shown either side of the largest difference
@@ -79,15 +83,16 @@ function histTable(counts) {
     const rows = counts.map((c, k) => (c ? h('tr', {},
         h('th', {scope: 'row'}, k === 0 ? '0 (equal)' : k === 1 ? '1' : `${2 ** (k - 1)}–${2 ** k - 1}`),
         h('td', {class: 'num'}, fmtInt(c))) : null)).filter(Boolean);
-    return h('details', {}, h('summary', {}, 'The histogram as a table'),
-             h('table', {class: 'compact'}, h('thead', {}, h('tr', {},
-                 h('th', {scope: 'col'}, 'ULP distance'), h('th', {scope: 'col'}, 'values'))),
-               h('tbody', {}, rows)));
+    const table = h('table', {class: 'compact'}, h('thead', {}, h('tr', {},
+        h('th', {scope: 'col'}, 'ULP distance'), h('th', {scope: 'col'}, 'values'))),
+                    h('tbody', {}, rows));
+    return h('details', {}, h('summary', {}, 'The histogram as a table'), table,
+             domTableExports('ulp-histogram', table));
 }
 
 // The values around the largest difference (same last-axis row), and the largest
-// differences of the whole tensor.
-function valuesSection(box, l, A, B) {
+// differences of the whole tensor; with a truth tensor T its values too.
+function valuesSection(box, l, A, B, T) {
     clear(box);
     const n = Math.min(A.size, B.size);
     const shape = A.shape;
@@ -95,6 +100,7 @@ function valuesSection(box, l, A, B) {
     const at = Math.max(0, Math.min(n - 1, l.max_abs_index ?? 0));
     const rowStart = at - (at % last);
     const from = Math.max(rowStart, at - WINDOW), to = Math.min(rowStart + last, at + WINDOW + 1, n);
+    const withTruth = T && T.size === n;
     const row = (i, hl) => {
         const va = valueAt(A, i), vb = valueAt(B, i);
         const ulp = ulpDistance(A, B, i);
@@ -102,11 +108,12 @@ function valuesSection(box, l, A, B) {
                  h('th', {scope: 'row'}, '[' + unravel(i, shape).join(', ') + ']'),
                  h('td', {class: 'num mono'}, fmtValue(va, A.dtype)),
                  h('td', {class: 'num mono'}, fmtValue(vb, B.dtype)),
+                 withTruth ? h('td', {class: 'num mono'}, fmtValue(valueAt(T, i), T.dtype)) : null,
                  h('td', {class: 'num mono'}, fmtNum(va - vb, 4)),
                  h('td', {class: 'num'}, ulp === null ? '–' : fmtInt(ulp)));
     };
-    const head = h('thead', {}, h('tr', {}, ['index', 'a', 'b', 'a − b', 'ULP']
-        .map((t) => h('th', {scope: 'col'}, t))));
+    const head = h('thead', {}, h('tr', {}, ['index', 'a', 'b', withTruth ? 'truth' : null, 'a − b', 'ULP']
+        .filter(Boolean).map((t) => h('th', {scope: 'col'}, t))));
     const around = [];
     for (let i = from; i < to; i++)
         around.push(row(i, i === at));
@@ -123,27 +130,120 @@ function valuesSection(box, l, A, B) {
                 top.pop();
         }
     }
+    const topTable = top.length ? h('table', {class: 'values', id: 'values-largest'},
+        h('caption', {}, `The ${top.length} elements with the largest |a − b|.`),
+        head.cloneNode(true), h('tbody', {}, top.map((t) => row(t.i, t.i === at)))) : null;
+    const aroundTable = h('table', {class: 'values', id: 'values-table'},
+        h('caption', {}, `Elements ${from}–${to - 1} (flat) of the row that holds the ` +
+          `largest difference, at flat index ${at}; ${A.dtype} a, ${B.dtype} b` +
+          (withTruth ? `, ${T.dtype} truth.` : '.')),
+        head, h('tbody', {}, around));
     box.append(
-        h('h3', {}, 'Around the largest difference'),
-        h('div', {class: 'table-wrap'}, h('table', {class: 'values', id: 'values-table'},
-            h('caption', {}, `Elements ${from}–${to - 1} (flat) of the row that holds the ` +
-              `largest difference, at flat index ${at}; ${A.dtype} a, ${B.dtype} b.`),
-            head, h('tbody', {}, around))),
-        h('h3', {}, 'The largest differences'),
-        top.length ? h('div', {class: 'table-wrap'}, h('table', {class: 'values'},
-            h('caption', {}, `The ${top.length} elements with the largest |a − b|.`),
-            head.cloneNode(true), h('tbody', {}, top.map((t) => row(t.i, t.i === at)))))
-            : h('p', {}, 'The two tensors are equal.'));
+        h('div', {class: 'section-head'}, h('h3', {}, 'Around the largest difference'),
+          domTableExports('values-around', aroundTable)),
+        h('div', {class: 'table-wrap'}, aroundTable),
+        topTable ? h('div', {class: 'section-head'}, h('h3', {}, 'The largest differences'),
+                     domTableExports('values-largest', topTable)) : h('h3', {}, 'The largest differences'),
+        topTable ? h('div', {class: 'table-wrap'}, topTable) : h('p', {}, 'The two tensors are equal.'));
+    if (T && !withTruth)
+        box.append(message('info', `The truth's tensor has ${T.size} elements, not ${n}: not shown.`));
 }
 
-async function loadValues(box, l, ra, rb, recA, recB, ctx) {
-    clear(box).append(message('info', 'Reading both tensors…'));
+// The two runs' value histograms side by side, and a against b.
+function distributionSection(box, A, B) {
+    const width = Math.max(320, Math.min(1100, box.clientWidth || 960));
+    const hist = valueHistograms(A, B, {width, valueAt});
+    const sc = scatterAB(A, B, {width, valueAt});
+    box.append(
+        h('h3', {}, 'Values of a and of b'),
+        h('figure', {class: 'chart-box'}, hist, h('figcaption', {}, 'The same bins in both panels. ',
+          svgExport('value-histograms', () => hist))),
+        h('h3', {}, 'a against b'),
+        h('figure', {class: 'chart-box'}, sc.svg, h('figcaption', {id: 'scatter-caption'},
+          sc.sampled ? `Sampled: ${fmtInt(sc.shown)} of ${fmtInt(sc.total)} values, every ` +
+                       `${fmtInt(Math.round(sc.total / sc.shown))}th element (evenly spread). `
+                     : `All ${fmtInt(sc.total)} values. `,
+          'Left: a against b (on the diagonal when equal); right: a − b against b. ',
+          svgExport('scatter', () => sc.svg))));
+}
+
+// For a discontinuous or ill-conditioned op: its input elements nearest the step or pole.
+function nearSection(box, l, op, info, inA, inB, A, B, names) {
+    const rule = NEAR[l.op];
+    const what = info.discontinuous ? 'discontinuous' : 'ill-conditioned';
+    box.append(h('h3', {}, `Inputs nearest the ${rule ? rule.kind : 'step or pole'}`));
+    if (!rule) {
+        box.append(message('info', `${l.op} is ${what} (ops.def), but this dashboard does not know ` +
+            'where its step or pole lies; the daemon\'s count of inputs near a boundary is in the metrics.'));
+        return;
+    }
+    const near = nearest(l.op, inB, B.size, 12);
+    if (!near) {
+        box.append(message('info', `The input${rule.inputs > 1 ? 's' : ''} of ${l.name} (` +
+            `${names.join(', ')}) do not have its ${fmtInt(B.size)} elements one to one (broadcast): ` +
+            'not matched element by element.'));
+        return;
+    }
+    const eps = l.boundary_distance;
+    const within = Number.isFinite(eps) ? countWithin(l.op, inB, B.size, eps) : null;
+    const rows = near.map(({i, d}) => {
+        const oa = valueAt(A, i), ob = valueAt(B, i);
+        return h('tr', {class: oa !== ob ? 'flipped' : null},
+            h('th', {scope: 'row'}, '[' + unravel(i, B.shape).join(', ') + ']'),
+            inA.map((t) => h('td', {class: 'num mono'}, fmtValue(valueAt(t, i), t.dtype))),
+            inB.map((t) => h('td', {class: 'num mono'}, fmtValue(valueAt(t, i), t.dtype))),
+            h('td', {class: 'num'}, fmtNum(d)),
+            h('td', {class: 'num mono'}, fmtValue(oa, A.dtype)),
+            h('td', {class: 'num mono'}, fmtValue(ob, B.dtype)),
+            h('td', {}, oa !== ob ? h('span', {class: 'mark amp'}, 'differs') : 'same'));
+    });
+    const inHead = (side) => names.slice(0, rule.inputs).map((nm) => h('th', {scope: 'col'}, `${nm} (${side})`));
+    const table = h('table', {class: 'values', id: 'near-table'},
+        h('caption', {}, `The ${near.length} elements whose input lies nearest ${rule.where}, measured ` +
+          `on run b's input (the reference, as the daemon measures)` +
+          (within !== null ? `; ${fmtInt(within)} of ${fmtInt(B.size)} lie within ${fmtNum(eps)} ` +
+                             '(the largest difference of the input) of it.' : '.')),
+        h('thead', {}, h('tr', {}, h('th', {scope: 'col'}, 'index'), inHead('a'), inHead('b'),
+                         h('th', {scope: 'col'}, 'distance'), h('th', {scope: 'col'}, 'output a'),
+                         h('th', {scope: 'col'}, 'output b'), h('th', {scope: 'col'}, 'outputs'))),
+        h('tbody', {}, rows));
+    box.append(h('div', {class: 'section-head'}, h('span', {}),
+                 domTableExports('inputs-nearest-' + l.name, table)),
+               h('div', {class: 'table-wrap'}, table));
+}
+
+async function fetchNpy(run, rec, ctx) {
+    return parseNpy(await apiGetBytes(layerNpyPath(run.id, rec.index), {signal: ctx.signal}));
+}
+
+async function loadValues(box, l, sides, ctx) {
+    const {ra, rb, rt, recA, recB} = sides;
+    clear(box).append(message('info', 'Reading the tensors…'));
     try {
-        const [ba, bb] = await Promise.all([apiGetBytes(layerNpyPath(ra.id, recA.index), {signal: ctx.signal}),
-                                            apiGetBytes(layerNpyPath(rb.id, recB.index), {signal: ctx.signal})]);
+        const recT = rt ? rt.layers.find((x) => x.name === l.name) : null;
+        const [A, B, T] = await Promise.all([fetchNpy(ra, recA, ctx), fetchNpy(rb, recB, ctx),
+                                             recT ? fetchNpy(rt, recT, ctx) : null]);
         if (!ctx.live())
             return;
-        valuesSection(box, l, parseNpy(ba), parseNpy(bb));
+        valuesSection(box, l, A, B, T);
+        distributionSection(box, A, B);
+        const ops = await getOps().catch(() => new Map());
+        const info = ops.get(l.op);
+        if (info && (info.discontinuous || info.ill_conditioned)) {
+            const names = recB.inputs || [];
+            const recsOf = (run) => names.map((nm) => run.layers.find((x) => x.name === nm));
+            const ia = recsOf(ra), ib = recsOf(rb);
+            if (ia.some((x) => !x) || ib.some((x) => !x) || !names.length) {
+                box.append(h('h3', {}, 'Inputs nearest the step or pole'),
+                    message('info', `${l.op} is ${info.discontinuous ? 'discontinuous' : 'ill-conditioned'}` +
+                            `, but the runs do not record its inputs as layers (${names.join(', ') || 'none named'}).`));
+                return;
+            }
+            const [inA, inB] = await Promise.all([Promise.all(ia.map((r) => fetchNpy(ra, r, ctx))),
+                                                  Promise.all(ib.map((r) => fetchNpy(rb, r, ctx)))]);
+            if (ctx.live())
+                nearSection(box, l, l.op, info, inA, inB, A, B, names);
+        }
     } catch (e) {
         if (e.name === 'AbortError')
             return;
@@ -167,14 +267,15 @@ export async function render(root, ctx) {
     root.append(h('p', {class: 'crumbs'}, h('a', {href: back}, '← the diff of ' + shortId(q.a) +
                                               ' vs ' + shortId(q.b))));
     const title = h('h1', {}, 'Layer ', h('span', {class: 'name'}, name || '?'));
-    root.append(title);
+    root.append(h('div', {class: 'title-row'}, title, h('div', {class: 'share-bar'}, copyLinkButton())));
     if (!q.a || !q.b || !name) {
         root.append(message('error', 'A layer view needs a, b and name: open it from a diff.'));
         return;
     }
-    let d, ra, rb;
+    let d, ra, rb, rt;
     try {
-        [d, ra, rb] = await Promise.all([getDiff(q, {signal: ctx.signal}), getRun(q.a), getRun(q.b)]);
+        [d, ra, rb, rt] = await Promise.all([getDiff(q, {signal: ctx.signal}), getRun(q.a), getRun(q.b),
+                                             q.truth ? getRun(q.truth).catch(() => null) : null]);
     } catch (e) {
         if (e.name === 'AbortError')
             throw e;
@@ -208,8 +309,9 @@ export async function render(root, ctx) {
     root.append(h('section', {'aria-labelledby': 'metrics-h'}, h('h2', {id: 'metrics-h'}, 'Metrics'),
                   metricsList(l, d)));
     root.append(h('section', {'aria-labelledby': 'hist-h'}, h('h2', {id: 'hist-h'}, 'ULP distances'),
-        h('figure', {class: 'chart-box'}, ulpHistogram(l.ulp_hist || []),
-          h('figcaption', {}, 'How many values lie how many representable numbers apart (log scale).')),
+        h('figure', {class: 'chart-box'}, ulpHistogram(l.ulp_hist || [], {width: root.clientWidth}),
+          h('figcaption', {}, 'How many values lie how many representable numbers apart (log scale). ',
+            svgExport('ulp-histogram', () => root.querySelector('svg.hist-chart')))),
         histTable(l.ulp_hist || [])));
     const valuesBox = h('div', {id: 'values'});
     root.append(h('section', {'aria-labelledby': 'values-h'}, h('h2', {id: 'values-h'}, 'Values side by side'),
@@ -217,11 +319,12 @@ export async function render(root, ctx) {
           downloadLink(ra, recA, `a: ${fileName(ra, recA)}`, 'download-a'), ' ',
           downloadLink(rb, recB, `b: ${fileName(rb, recB)}`, 'download-b')),
         valuesBox));
+    const sides = {ra, rb, rt, recA, recB};
     const bytes = tensorBytes(recA) + tensorBytes(recB);
     if (bytes <= AUTO_LOAD_BYTES) {
-        await loadValues(valuesBox, l, ra, rb, recA, recB, ctx);
+        await loadValues(valuesBox, l, sides, ctx);
     } else {
-        valuesBox.append(h('button', {type: 'button', onclick: () => loadValues(valuesBox, l, ra, rb, recA, recB, ctx)},
+        valuesBox.append(h('button', {type: 'button', onclick: () => loadValues(valuesBox, l, sides, ctx)},
                            `Read both tensors (${fmtNum(bytes / 1048576)} MiB)`));
     }
 }
