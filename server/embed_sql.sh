@@ -1,7 +1,7 @@
 #!/bin/sh
 # embed_sql.sh: turns schema/sql/NNN_name.sql files into C (the srv_migrations table of
 # server/db.h) on stdout, so gpudiffd carries its migrations inside the binary.
-# The numbers must increase in the order the files are given, from 1. (A gap is allowed
+# The numbers must increase in the order the files are given (server/local.mk sorts them), from 1.
 # while a branch carries a later migration than the one another branch is adding: sweep's
 # 004 before srv's 003 is merged. A database migrated past a gap never gets the missing
 # number, so only a development database can be made across one.)

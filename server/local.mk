@@ -56,7 +56,7 @@ gpudiffd_LDADD = libsrv.la $(GD_ENGINE_LIBS)
 # The migrations are compiled in, so the binary never depends on where schema/ is.
 server/migrations.c: $(SERVER_SQL) $(top_srcdir)/server/embed_sql.sh
 	$(AM_V_GEN)$(MKDIR_P) server && \
-	$(SHELL) $(top_srcdir)/server/embed_sql.sh $(addprefix $(top_srcdir)/,$(SERVER_SQL)) \
+	$(SHELL) $(top_srcdir)/server/embed_sql.sh $(addprefix $(top_srcdir)/,$(sort $(SERVER_SQL))) \
 		> $@.tmp && mv $@.tmp $@
 BUILT_SOURCES += server/migrations.c
 CLEANFILES += server/migrations.c
