@@ -1,7 +1,8 @@
 /*
  * op_pool.c: MaxPool, AveragePool and GlobalAveragePool on the CPU.
  *
- * Windows are walked row by row, column by column. MaxPool propagates NaN (once a NaN is
+ * Windows are walked depth by depth (3-D), row by row, column by column; 1-D and 2-D pools
+ * are 3-D ones of depth (and height) 1. MaxPool propagates NaN (once a NaN is
  * seen it stays), as PyTorch and cuDNN's NaN-propagating mode do. AveragePool sums in that
  * order and divides once: by the window's element count inside the input, or with
  * count_include_pad by its count inside the padded input. Runs of (n, c) planes are the
@@ -11,10 +12,10 @@
 #include "cpu.h"
 #include "../core/index_rules.h"
 
-/* A pooling op's planes: what the thread pool's tasks share. */
+/* A pooling op's planes (an (n, c) volume of D x H x W values): what the tasks share. */
 struct pool_job {
     const struct gd_params *p;
-    struct gd__nchw xg, yg;
+    struct gd__ncdhw xg, yg;
     const real *x;
     real *y;
     void (*plane)(const struct pool_job *job, int64_t nc);
@@ -35,81 +36,112 @@ pool_task(void *arg, int64_t task, int worker)
 static void
 pool_run(struct gd_op_call *c, void (*plane)(const struct pool_job *job, int64_t nc))
 {
-    struct pool_job job = {.p = c->params, .xg = gd__nchw_of(c->in[0]),
-                           .yg = gd__nchw_of(c->out[0]), .x = c->in[0]->data,
+    struct pool_job job = {.p = c->params, .xg = gd__ncdhw_of(c->in[0]),
+                           .yg = gd__ncdhw_of(c->out[0]), .x = c->in[0]->data,
                            .y = c->out[0]->data, .plane = plane};
-    job.per_task = 32768 / (job.xg.h * job.xg.w > 0 ? job.xg.h * job.xg.w : 1) + 1;
+    int64_t in_len = job.xg.d * job.xg.h * job.xg.w;
+    job.per_task = 32768 / (in_len > 0 ? in_len : 1) + 1;
     int64_t planes = job.xg.n * job.xg.c;
     gd__cpu_parallel(c->ctx, (planes + job.per_task - 1) / job.per_task, pool_task, &job);
 }
 
-/* MaxPool as first written: the order, and the NaN rule, that the fast loop matches. */
+/* The taps of output o along spatial axis a (0 depth, 1 height, 2 width) inside the input. */
+static void
+taps(const struct gd_params *p, int a, int64_t o, int64_t in, int64_t *lo, int64_t *hi)
+{
+    gd__window_taps(o, p->strides[a], p->dilations[a], p->kernel[a], p->pads[a], in, lo, hi);
+}
+
+/* Where output o's window starts along axis a (in the unpadded input's coordinates). */
+static int64_t
+window_start(const struct gd_params *p, int a, int64_t o)
+{
+    return o * p->strides[a] - p->pads[a];
+}
+
+/*
+ * MaxPool as first written: the order, and the NaN rule, that the fast loop matches. A NaN,
+ * once seen, ends the window's row; later rows are still visited, and a NaN in one of them
+ * replaces the first (so a NaN's payload is that of the last row holding one).
+ */
 static void
 max_plane_scalar(const struct pool_job *job, const real *xp, real *yp)
 {
     const struct gd_params *p = job->p;
-    struct gd__nchw xg = job->xg, yg = job->yg;
-    for (int64_t oh = 0; oh < yg.h; oh++) {
-        int64_t kh0, kh1;
-        gd__window_taps(oh, p->strides[0], p->dilations[0], p->kernel[0], p->pads[0], xg.h, &kh0,
-                        &kh1);
-        for (int64_t ow = 0; ow < yg.w; ow++) {
-            int64_t kw0, kw1;
-            gd__window_taps(ow, p->strides[1], p->dilations[1], p->kernel[1], p->pads[1], xg.w,
-                            &kw0, &kw1);
-            real m = -INFINITY;
-            for (int64_t ki = kh0; ki < kh1; ki++) {
-                int64_t ih = oh * p->strides[0] - p->pads[0] + ki * p->dilations[0];
-                for (int64_t kj = kw0; kj < kw1; kj++) {
-                    real v = xp[ih * xg.w + ow * p->strides[1] - p->pads[1] +
-                                kj * p->dilations[1]];
-                    if (v > m || isnan(v))
-                        m = v;
-                    if (isnan(m))
-                        break;
+    struct gd__ncdhw xg = job->xg, yg = job->yg;
+    for (int64_t od = 0; od < yg.d; od++) {
+        int64_t kd0, kd1;
+        taps(p, 0, od, xg.d, &kd0, &kd1);
+        for (int64_t oh = 0; oh < yg.h; oh++) {
+            int64_t kh0, kh1;
+            taps(p, 1, oh, xg.h, &kh0, &kh1);
+            for (int64_t ow = 0; ow < yg.w; ow++) {
+                int64_t kw0, kw1;
+                taps(p, 2, ow, xg.w, &kw0, &kw1);
+                real m = -INFINITY;
+                for (int64_t kz = kd0; kz < kd1; kz++) {
+                    int64_t id = window_start(p, 0, od) + kz * p->dilations[0];
+                    for (int64_t ki = kh0; ki < kh1; ki++) {
+                        int64_t ih = window_start(p, 1, oh) + ki * p->dilations[1];
+                        const real *row = xp + (id * xg.h + ih) * xg.w;
+                        for (int64_t kj = kw0; kj < kw1; kj++) {
+                            real v = row[window_start(p, 2, ow) + kj * p->dilations[2]];
+                            if (v > m || isnan(v))
+                                m = v;
+                            if (isnan(m))
+                                break;
+                        }
+                    }
                 }
+                yp[(od * yg.h + oh) * yg.w + ow] = m;
             }
-            yp[oh * yg.w + ow] = m;
         }
     }
 }
 
 /*
  * MaxPool over a plane without NaN: the NaN rule never fires, and each output is
- * m = v > m ? v : m over its window's taps, rows then columns, from -inf (so of two equal
- * zeros the first stays). The loops run a whole output row per tap, which vectorizes
+ * m = v > m ? v : m over its window's taps, depth, rows, then columns, from -inf (so of two
+ * equal zeros the first stays). The loops run a whole output row per tap, which vectorizes
  * across outputs; each output still sees its taps in the same order.
  */
 static void
 max_plane_fast(const struct pool_job *job, const real *xp, real *yp)
 {
     const struct gd_params *p = job->p;
-    struct gd__nchw xg = job->xg, yg = job->yg;
-    int64_t sw = p->strides[1], kw = p->kernel[1];
+    struct gd__ncdhw xg = job->xg, yg = job->yg;
+    int64_t sw = p->strides[2], kw = p->kernel[2];
     int64_t lo[kw], hi[kw];
     for (int64_t kj = 0; kj < kw; kj++)
-        gd__tap_range(yg.w, sw, kj * p->dilations[1] - p->pads[1], xg.w, &lo[kj], &hi[kj]);
-    for (int64_t oh = 0; oh < yg.h; oh++) {
-        real *yr = yp + oh * yg.w;
-        for (int64_t ow = 0; ow < yg.w; ow++)
-            yr[ow] = -INFINITY;
-        int64_t kh0, kh1;
-        gd__window_taps(oh, p->strides[0], p->dilations[0], p->kernel[0], p->pads[0], xg.h, &kh0,
-                        &kh1);
-        for (int64_t ki = kh0; ki < kh1; ki++) {
-            const real *xr = xp + (oh * p->strides[0] - p->pads[0] + ki * p->dilations[0]) * xg.w;
-            for (int64_t kj = 0; kj < kw; kj++) {
-                const real *xs = xr + kj * p->dilations[1] - p->pads[1];
-                /* constant strides, so the compiler can vectorize the strided reads */
-                if (sw == 1) {
-                    for (int64_t ow = lo[kj]; ow < hi[kj]; ow++)
-                        yr[ow] = xs[ow] > yr[ow] ? xs[ow] : yr[ow];
-                } else if (sw == 2) {
-                    for (int64_t ow = lo[kj]; ow < hi[kj]; ow++)
-                        yr[ow] = xs[2 * ow] > yr[ow] ? xs[2 * ow] : yr[ow];
-                } else {
-                    for (int64_t ow = lo[kj]; ow < hi[kj]; ow++)
-                        yr[ow] = xs[ow * sw] > yr[ow] ? xs[ow * sw] : yr[ow];
+        gd__tap_range(yg.w, sw, kj * p->dilations[2] - p->pads[2], xg.w, &lo[kj], &hi[kj]);
+    for (int64_t od = 0; od < yg.d; od++) {
+        int64_t kd0, kd1;
+        taps(p, 0, od, xg.d, &kd0, &kd1);
+        for (int64_t oh = 0; oh < yg.h; oh++) {
+            real *yr = yp + (od * yg.h + oh) * yg.w;
+            for (int64_t ow = 0; ow < yg.w; ow++)
+                yr[ow] = -INFINITY;
+            int64_t kh0, kh1;
+            taps(p, 1, oh, xg.h, &kh0, &kh1);
+            for (int64_t kz = kd0; kz < kd1; kz++) {
+                int64_t id = window_start(p, 0, od) + kz * p->dilations[0];
+                for (int64_t ki = kh0; ki < kh1; ki++) {
+                    int64_t ih = window_start(p, 1, oh) + ki * p->dilations[1];
+                    const real *xr = xp + (id * xg.h + ih) * xg.w;
+                    for (int64_t kj = 0; kj < kw; kj++) {
+                        const real *xs = xr + kj * p->dilations[2] - p->pads[2];
+                        /* constant strides, so the compiler can vectorize the strided reads */
+                        if (sw == 1) {
+                            for (int64_t ow = lo[kj]; ow < hi[kj]; ow++)
+                                yr[ow] = xs[ow] > yr[ow] ? xs[ow] : yr[ow];
+                        } else if (sw == 2) {
+                            for (int64_t ow = lo[kj]; ow < hi[kj]; ow++)
+                                yr[ow] = xs[2 * ow] > yr[ow] ? xs[2 * ow] : yr[ow];
+                        } else {
+                            for (int64_t ow = lo[kj]; ow < hi[kj]; ow++)
+                                yr[ow] = xs[ow * sw] > yr[ow] ? xs[ow * sw] : yr[ow];
+                        }
+                    }
                 }
             }
         }
@@ -119,9 +151,9 @@ max_plane_fast(const struct pool_job *job, const real *xp, real *yp)
 static void
 max_pool_plane(const struct pool_job *job, int64_t nc)
 {
-    int64_t in_len = job->xg.h * job->xg.w;
+    int64_t in_len = job->xg.d * job->xg.h * job->xg.w;
     const real *xp = job->x + nc * in_len;
-    real *yp = job->y + nc * job->yg.h * job->yg.w;
+    real *yp = job->y + nc * job->yg.d * job->yg.h * job->yg.w;
     int has_nan = 0;
     for (int64_t i = 0; i < in_len; i++)
         has_nan |= isnan(xp[i]) != 0;
@@ -138,33 +170,46 @@ CPU_FN(max_pool)(struct gd_op_call *c, struct gd_err *err)
     return 0;
 }
 
-/* AveragePool of one (n, c) plane. */
+/* The divisor of output o along axis a with count_include_pad: its taps in the padded input. */
+static int64_t
+padded_count(const struct gd_params *p, int a, int64_t o, int64_t in)
+{
+    return gd__window_padded_count(o, p->strides[a], p->kernel[a], p->pads[a],
+                                   p->pads[a + GD_MAX_SPATIAL], in);
+}
+
+/* AveragePool of one (n, c) plane: depth, rows, columns from +0, one division. */
 static void
 average_pool_plane(const struct pool_job *job, int64_t nc)
 {
     const struct gd_params *p = job->p;
-    struct gd__nchw xg = job->xg, yg = job->yg;
-    const real *xp = job->x + nc * xg.h * xg.w;
-    real *yp = job->y + nc * yg.h * yg.w;
-    for (int64_t oh = 0; oh < yg.h; oh++) {
-        int64_t kh0, kh1;
-        gd__window_taps(oh, p->strides[0], 1, p->kernel[0], p->pads[0], xg.h, &kh0, &kh1);
-        for (int64_t ow = 0; ow < yg.w; ow++) {
-            int64_t kw0, kw1;
-            gd__window_taps(ow, p->strides[1], 1, p->kernel[1], p->pads[1], xg.w, &kw0, &kw1);
-            real sum = 0;
-            for (int64_t ki = kh0; ki < kh1; ki++) {
-                const real *row = xp + (oh * p->strides[0] - p->pads[0] + ki) * xg.w;
-                for (int64_t kj = kw0; kj < kw1; kj++)
-                    sum += row[ow * p->strides[1] - p->pads[1] + kj];
+    struct gd__ncdhw xg = job->xg, yg = job->yg;
+    const real *xp = job->x + nc * xg.d * xg.h * xg.w;
+    real *yp = job->y + nc * yg.d * yg.h * yg.w;
+    for (int64_t od = 0; od < yg.d; od++) {
+        int64_t kd0, kd1;
+        taps(p, 0, od, xg.d, &kd0, &kd1);
+        for (int64_t oh = 0; oh < yg.h; oh++) {
+            int64_t kh0, kh1;
+            taps(p, 1, oh, xg.h, &kh0, &kh1);
+            for (int64_t ow = 0; ow < yg.w; ow++) {
+                int64_t kw0, kw1;
+                taps(p, 2, ow, xg.w, &kw0, &kw1);
+                real sum = 0;
+                for (int64_t kz = kd0; kz < kd1; kz++) {
+                    int64_t id = window_start(p, 0, od) + kz;
+                    for (int64_t ki = kh0; ki < kh1; ki++) {
+                        const real *row = xp + (id * xg.h + window_start(p, 1, oh) + ki) * xg.w;
+                        for (int64_t kj = kw0; kj < kw1; kj++)
+                            sum += row[window_start(p, 2, ow) + kj];
+                    }
+                }
+                int64_t count = (kd1 - kd0) * (kh1 - kh0) * (kw1 - kw0);
+                if (p->count_include_pad)
+                    count = padded_count(p, 0, od, xg.d) * padded_count(p, 1, oh, xg.h) *
+                            padded_count(p, 2, ow, xg.w);
+                yp[(od * yg.h + oh) * yg.w + ow] = sum / (real)count;
             }
-            int64_t count = (kh1 - kh0) * (kw1 - kw0);
-            if (p->count_include_pad)
-                count = gd__window_padded_count(oh, p->strides[0], p->kernel[0], p->pads[0],
-                                                p->pads[2], xg.h) *
-                        gd__window_padded_count(ow, p->strides[1], p->kernel[1], p->pads[1],
-                                                p->pads[3], xg.w);
-            yp[oh * yg.w + ow] = sum / (real)count;
         }
     }
 }

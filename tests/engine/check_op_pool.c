@@ -10,14 +10,16 @@
 /* clang-format off */
 static const char *const maxpool_cases[] = {
     "rep", "asym_pads", "ceil", "ceil_drop", "pool1d", "same_upper", "same_lower", "valid",
-    "pads", "negative_pads", "dilation", "dilation_ceil", "nan", NULL};
+    "pads", "negative_pads", "dilation", "dilation_ceil", "nan", "pool3d", "pool3d_pads_ceil",
+    "pool3d_same_upper", "pool3d_dilation", NULL};
 
 static const char *const avgpool_cases[] = {
     "rep", "asym_pads", "ceil", "ceil_drop", "pool1d", "same_upper", "same_lower", "valid",
     "pads_excl", "asym_pads_excl", "ceil_excl", "ceil_drop_excl", "pads_incl",
-    "asym_pads_incl", "ceil_incl", "ceil_drop_incl", "whole", NULL};
+    "asym_pads_incl", "ceil_incl", "ceil_drop_incl", "whole", "pool3d", "pool3d_pads_ceil",
+    "pool3d_same_upper", "pool3d_pads_incl", NULL};
 
-static const char *const gap_cases[] = {"rep", "pool1d", "one_pixel", "large", NULL};
+static const char *const gap_cases[] = {"rep", "pool1d", "one_pixel", "large", "pool3d", NULL};
 /* clang-format on */
 
 /* MaxPool selects one input element (NaN propagating): bitwise equal to numpy's float32. */

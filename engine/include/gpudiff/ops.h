@@ -23,11 +23,11 @@ enum gd_op {
 /* How many terms each output element of an op sums: the rule behind reduction_len. */
 enum gd_reduction {
     GD_RED_NONE,    /* 1: a pointwise function or a data movement */
-    GD_RED_CONV,    /* input channels per group x the kernel's taps (kH x kW, or kW) */
+    GD_RED_CONV,    /* input channels per group x the kernel's taps (kD x kH x kW, 1-3 axes) */
     GD_RED_CONVT,   /* input channels per group x ceil(k / (s / gcd(s, d))) per axis */
     GD_RED_GEMM,    /* the inner dimension K */
     GD_RED_WINDOW,  /* the pooling window's area */
-    GD_RED_SPATIAL, /* height x width of the input */
+    GD_RED_SPATIAL, /* the product of the input's spatial sizes (D x H x W) */
     GD_RED_AXES,    /* the product of the reduced dimensions */
     GD_RED_AXIS     /* the length of the op's axis */
 };
@@ -55,16 +55,27 @@ int gd_op_from_name(const char *name, enum gd_op *out);
 
 enum gd_pad_mode { GD_PAD_CONSTANT, GD_PAD_REFLECT, GD_PAD_EDGE };
 
+/* The most spatial axes of a convolution or pool: (depth, height, width). */
+#define GD_MAX_SPATIAL 3
+
 /*
  * A node's attributes after checking, in the op's own terms; filled by shape inference.
- * Fields an op does not use stay at their defaults. Spatial geometry is 2-D (NCHW).
+ * Fields an op does not use stay at their defaults.
+ *
+ * Spatial geometry (Conv, ConvTranspose, the pools) is always 3-D, (depth, height, width),
+ * right-aligned: an op with n_spatial < 3 axes has its axes last and the leading ones are
+ * size 1 with kernel, stride and dilation 1 and no padding, so a 2-D op is a 3-D one of
+ * depth 1 and a 1-D op one of depth and height 1 (gd__spatial_in() gives an input's sizes
+ * the same way). Index a = 0, 1, 2 is depth, height, width; pads[a] is the padding before
+ * axis a and pads[GD_MAX_SPATIAL + a] after it.
  */
 struct gd_params {
-    int64_t kernel[2];          /* kH, kW */
-    int64_t strides[2];
-    int64_t dilations[2];
-    int64_t pads[4];            /* begin_h, begin_w, end_h, end_w (ONNX order) */
-    int64_t output_padding[2];  /* ConvTranspose */
+    int n_spatial;                          /* 1, 2 or 3: the op's own spatial axes */
+    int64_t kernel[GD_MAX_SPATIAL];         /* kD, kH, kW */
+    int64_t strides[GD_MAX_SPATIAL];
+    int64_t dilations[GD_MAX_SPATIAL];
+    int64_t pads[2 * GD_MAX_SPATIAL];       /* begin d, h, w, then end d, h, w */
+    int64_t output_padding[GD_MAX_SPATIAL]; /* ConvTranspose */
     int64_t group;
     int ceil_mode;              /* pools */
     int count_include_pad;      /* AveragePool */
