@@ -1,5 +1,8 @@
-/* infer_pool.c: attribute checks and output shapes for MaxPool, AveragePool and
- * GlobalAveragePool (ONNX semantics, 1 to 3 spatial axes held as 3-D: struct gd_params). */
+/*
+ * infer_pool.c: attribute checks and output shapes for MaxPool (with its optional Indices),
+ * AveragePool, GlobalAveragePool and GlobalMaxPool (ONNX semantics, 1 to 3 spatial axes,
+ * held as 3-D: see struct gd_params).
+ */
 #include <string.h>
 
 #include "internal.h"
@@ -38,8 +41,9 @@ infer_window_pool(struct gd__infer_call *c, struct gd_err *err)
     int rc = gd__attr_check_known(n, is_max ? maxpool_attrs : avgpool_attrs, err);
     if (rc != 0)
         return rc;
-    if (c->n_out != 1)
-        return gd_err_set(err, GD_ENOTSUP, "the Indices output of MaxPool is not supported");
+    if (c->n_out != 1 && !(is_max && c->n_out == 2))
+        return gd_err_set(err, GD_EMODEL, "%s has %s", gd_op_name(n->op),
+                          is_max ? "one or two outputs (Y, Indices)" : "one output");
     if (x->ndim < 3 || x->ndim > 2 + GD_MAX_SPATIAL)
         return gd_err_set(err, GD_ENOTSUP, "input has %d dimensions; 1-D (N,C,W), 2-D (N,C,H,W) "
                           "and 3-D (N,C,D,H,W) are supported", x->ndim);
@@ -74,10 +78,12 @@ infer_window_pool(struct gd__infer_call *c, struct gd_err *err)
                                   "supported");
     } else {
         rc = gd__attr_int(n, "storage_order", 0, &v, err);
-        if (rc == 0 && v != 0)
-            rc = gd_err_set(err, GD_ENOTSUP, "storage_order 1 is not supported");
+        if (rc == 0 && v != 0 && v != 1)
+            rc = gd_err_set(err, GD_EMODEL, "storage_order is 0 (row major) or 1 (column "
+                            "major), not %lld", (long long)v);
         if (rc != 0)
             return rc;
+        p->storage_order = (int)v;
     }
     enum gd__auto_pad ap;
     rc = gd__auto_pad_read(n, &ap, err);
@@ -103,6 +109,11 @@ infer_window_pool(struct gd__infer_call *c, struct gd_err *err)
     *y = *x;
     for (int i = 0; i < ns; i++)
         y->dim[2 + i] = out[lead + i];
+    if (c->n_out == 2) {
+        /* Indices: int64 positions in the flattened input, of Y's shape */
+        *c->out[1] = *y;
+        c->out_dtype[1] = GD_I64;
+    }
     return 0;
 }
 
@@ -114,6 +125,8 @@ infer_global_pool(struct gd__infer_call *c, struct gd_err *err)
     int rc = gd__attr_check_known(c->node, none, err);
     if (rc != 0)
         return rc;
+    if (c->n_out != 1)
+        return gd_err_set(err, GD_EMODEL, "%s has one output", gd_op_name(c->node->op));
     if (x->ndim < 3)
         return gd_err_set(err, GD_ESHAPE, "input needs (N, C, spatial...) dimensions, has %d",
                           x->ndim);
@@ -129,7 +142,7 @@ gd__infer_pool(struct gd__infer_call *c, struct gd_err *err)
 {
     if (!gd_dtype_is_float(c->in_dtype[0]))
         return gd_err_set(err, GD_EDTYPE, "input must be floating point");
-    if (c->node->op == GD_OP_GLOBAL_AVERAGE_POOL)
+    if (c->node->op == GD_OP_GLOBAL_AVERAGE_POOL || c->node->op == GD_OP_GLOBAL_MAX_POOL)
         return infer_global_pool(c, err);
     return infer_window_pool(c, err);
 }

@@ -1,5 +1,5 @@
 /*
- * op_pool.c: MaxPool, AveragePool and GlobalAveragePool on the CPU.
+ * op_pool.c: MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool on the CPU.
  *
  * Windows are walked depth by depth (3-D), row by row, column by column; 1-D and 2-D pools
  * are 3-D ones of depth (and height) 1. MaxPool propagates NaN (once a NaN is
@@ -18,6 +18,7 @@ struct pool_job {
     struct gd__ncdhw xg, yg;
     const real *x;
     real *y;
+    int64_t *indices; /* MaxPool's optional Indices output, or NULL */
     void (*plane)(const struct pool_job *job, int64_t nc);
     int64_t per_task; /* planes per task */
 };
@@ -38,7 +39,8 @@ pool_run(struct gd_op_call *c, void (*plane)(const struct pool_job *job, int64_t
 {
     struct pool_job job = {.p = c->params, .xg = gd__ncdhw_of(c->in[0]),
                            .yg = gd__ncdhw_of(c->out[0]), .x = c->in[0]->data,
-                           .y = c->out[0]->data, .plane = plane};
+                           .y = c->out[0]->data, .plane = plane,
+                           .indices = c->n_out > 1 && c->out[1] ? c->out[1]->data : NULL};
     int64_t in_len = job.xg.d * job.xg.h * job.xg.w;
     job.per_task = 32768 / (in_len > 0 ? in_len : 1) + 1;
     int64_t planes = job.xg.n * job.xg.c;
@@ -62,10 +64,14 @@ window_start(const struct gd_params *p, int a, int64_t o)
 /*
  * MaxPool as first written: the order, and the NaN rule, that the fast loop matches. A NaN,
  * once seen, ends the window's row; later rows are still visited, and a NaN in one of them
- * replaces the first (so a NaN's payload is that of the last row holding one).
+ * replaces the first (so a NaN's payload is that of the last row holding one). With ip,
+ * each output's Indices entry is where the kept value came from: the input element that
+ * last replaced m, or the window's first element when none did (a window of -inf), as a
+ * position in the whole flattened input (plane offset base), within the plane in row-major
+ * order (storage_order 0) or column-major order (1: the first spatial axis fastest).
  */
 static void
-max_plane_scalar(const struct pool_job *job, const real *xp, real *yp)
+max_plane_scalar(const struct pool_job *job, const real *xp, real *yp, int64_t *ip, int64_t base)
 {
     const struct gd_params *p = job->p;
     struct gd__ncdhw xg = job->xg, yg = job->yg;
@@ -79,21 +85,34 @@ max_plane_scalar(const struct pool_job *job, const real *xp, real *yp)
                 int64_t kw0, kw1;
                 taps(p, 2, ow, xg.w, &kw0, &kw1);
                 real m = -INFINITY;
+                int64_t at = -1, first = -1;
                 for (int64_t kz = kd0; kz < kd1; kz++) {
                     int64_t id = window_start(p, 0, od) + kz * p->dilations[0];
                     for (int64_t ki = kh0; ki < kh1; ki++) {
                         int64_t ih = window_start(p, 1, oh) + ki * p->dilations[1];
                         const real *row = xp + (id * xg.h + ih) * xg.w;
                         for (int64_t kj = kw0; kj < kw1; kj++) {
-                            real v = row[window_start(p, 2, ow) + kj * p->dilations[2]];
-                            if (v > m || isnan(v))
+                            int64_t iw = window_start(p, 2, ow) + kj * p->dilations[2];
+                            real v = row[iw];
+                            if (ip != NULL && first < 0)
+                                first = at = (id * xg.h + ih) * xg.w + iw;
+                            if (v > m || isnan(v)) {
                                 m = v;
+                                at = (id * xg.h + ih) * xg.w + iw;
+                            }
                             if (isnan(m))
                                 break;
                         }
                     }
                 }
-                yp[(od * yg.h + oh) * yg.w + ow] = m;
+                int64_t o = (od * yg.h + oh) * yg.w + ow;
+                yp[o] = m;
+                if (ip != NULL && at >= 0 && p->storage_order == 1) {
+                    int64_t iw = at % xg.w, ih = at / xg.w % xg.h, id = at / (xg.w * xg.h);
+                    at = (iw * xg.h + ih) * xg.d + id;
+                }
+                if (ip != NULL)
+                    ip[o] = at >= 0 ? base + at : -1;
             }
         }
     }
@@ -152,13 +171,16 @@ static void
 max_pool_plane(const struct pool_job *job, int64_t nc)
 {
     int64_t in_len = job->xg.d * job->xg.h * job->xg.w;
+    int64_t out_len = job->yg.d * job->yg.h * job->yg.w;
     const real *xp = job->x + nc * in_len;
-    real *yp = job->y + nc * job->yg.d * job->yg.h * job->yg.w;
+    real *yp = job->y + nc * out_len;
     int has_nan = 0;
     for (int64_t i = 0; i < in_len; i++)
         has_nan |= isnan(xp[i]) != 0;
-    if (has_nan)
-        max_plane_scalar(job, xp, yp);
+    if (job->indices != NULL)
+        max_plane_scalar(job, xp, yp, job->indices + nc * out_len, nc * in_len);
+    else if (has_nan)
+        max_plane_scalar(job, xp, yp, NULL, 0);
     else
         max_plane_fast(job, xp, yp);
 }
@@ -253,5 +275,41 @@ CPU_FN(global_average_pool)(struct gd_op_call *c, struct gd_err *err)
     job.per_task = job.len > 0 ? 65536 / job.len + 1 : job.planes + 1;
     gd__cpu_parallel(c->ctx, (job.planes + job.per_task - 1) / job.per_task,
                      global_average_pool_task, &job);
+    return 0;
+}
+
+/*
+ * GlobalMaxPool: each (n, c) plane from -inf in C order, taking a greater value or a NaN
+ * and stopping at the first NaN (the ReduceMax rule): of equal values the first stays.
+ */
+static void
+global_max_pool_task(void *arg, int64_t task, int worker)
+{
+    const struct gap_job *job = arg;
+    int64_t end = (task + 1) * job->per_task < job->planes ? (task + 1) * job->per_task
+                                                           : job->planes;
+    for (int64_t i = task * job->per_task; i < end; i++) {
+        real m = -INFINITY;
+        const real *xp = job->x + i * job->len;
+        for (int64_t k = 0; k < job->len; k++) {
+            if (xp[k] > m || isnan(xp[k]))
+                m = xp[k];
+            if (isnan(m))
+                break;
+        }
+        job->y[i] = m;
+    }
+}
+
+int
+CPU_FN(global_max_pool)(struct gd_op_call *c, struct gd_err *err)
+{
+    const struct gd_tensor *xt = c->in[0];
+    struct gap_job job = {.x = xt->data, .y = c->out[0]->data,
+                          .planes = xt->shape[0] * xt->shape[1]};
+    job.len = job.planes > 0 ? gd_tensor_numel(xt) / job.planes : 0;
+    job.per_task = job.len > 0 ? 65536 / job.len + 1 : job.planes + 1;
+    gd__cpu_parallel(c->ctx, (job.planes + job.per_task - 1) / job.per_task,
+                     global_max_pool_task, &job);
     return 0;
 }

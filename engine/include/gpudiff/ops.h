@@ -78,6 +78,7 @@ struct gd_params {
     int64_t output_padding[GD_MAX_SPATIAL]; /* ConvTranspose */
     int64_t group;
     int ceil_mode;              /* pools */
+    int storage_order;          /* MaxPool's Indices: 0 row major, 1 column major */
     int count_include_pad;      /* AveragePool */
     int trans_a, trans_b;       /* Gemm */
     double alpha, beta, gamma;  /* Gemm; LeakyRelu, Elu, Selu, HardSigmoid */
