@@ -28,6 +28,7 @@ libgpudiff_la_SOURCES = \
 	engine/compare/verdict.c \
 	engine/core/internal.h \
 	engine/core/index_rules.h \
+	engine/core/norm_rules.h \
 	engine/core/attr.c \
 	engine/core/backend.c \
 	engine/core/error.c \
@@ -124,5 +125,6 @@ SUFFIXES = .cu
 	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(NVCC) $(NVCCFLAGS) -c $< -o $@
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
 $(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h \
-	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def
+	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def \
+	engine/core/norm_rules.h
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)

@@ -86,6 +86,13 @@ tests_engine_check_gemm_kernel_LDADD = $(TEST_LIBS)
 tests_engine_check_backend_ops_SOURCES = tests/engine/check_backend_ops.c $(OP_TEST_SOURCES)
 tests_engine_check_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_backend_ops_LDADD = $(TEST_LIBS)
+# ops-spatial: the executor's batching (session.c), and Resize (op_resize.c)
+SPATIAL_CHECKS = tests/engine/check_session
+check_PROGRAMS += $(SPATIAL_CHECKS)
+TESTS += $(SPATIAL_CHECKS)
+tests_engine_check_session_SOURCES = tests/engine/check_session.c $(OP_TEST_SOURCES)
+tests_engine_check_session_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_session_LDADD = $(TEST_LIBS)
 
 # ---- server: linked against libsrv.la, gpudiffd less its main.c ----
 SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \
@@ -137,6 +144,8 @@ INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh
 	tests/integration/seed_threads.sh \
 	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh \
 	tests/integration/agent_bad_input.sh
+# ops-spatial
+INTEGRATION_TESTS += tests/integration/batch_mixing.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 	$(INTEGRATION_TESTS)

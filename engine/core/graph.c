@@ -467,6 +467,8 @@ gd_node_reduction_len(const struct gd_graph *g, int ni)
         return len;
     case GD_RED_AXIS:
         return x->dim[p->axis];
+    case GD_RED_INFERRED:
+        return p->reduction_terms > 0 ? p->reduction_terms : 1;
     }
     return 1;
 }

@@ -50,6 +50,9 @@ infer_gemm(struct gd__infer_call *c, struct gd_err *err)
                               (long long)m, (long long)nn);
         }
     }
+    /* rows of the output come from rows of A; a transposed A, or a B that is not a weight,
+     * is summed over its rows (the batch, when it carries one) */
+    p->mixes_batch = (c->in_const[0] == NULL && p->trans_a) || c->in_const[1] == NULL;
     return 0;
 }
 
@@ -92,6 +95,13 @@ infer_matmul(struct gd__infer_call *c, struct gd_err *err)
         y->dim[y->ndim++] = m;
     if (!b_vec)
         y->dim[y->ndim++] = nn;
+    /* An operand that is not a weight keeps its rows apart only when its dim 0 becomes the
+     * output's: A's (batch or M) when it has the output's batch rank, B's when it is a
+     * batch dimension; a vector's only axis, B's K rows, are summed over. */
+    int a_rows = !a_vec && c->in[0]->ndim - 2 == batch.ndim;
+    int b_rows = !b_vec && c->in[1]->ndim >= 3 && c->in[1]->ndim - 2 == batch.ndim;
+    c->params->mixes_batch = (c->in_const[0] == NULL && !a_rows) ||
+                             (c->in_const[1] == NULL && !b_rows);
     return 0;
 }
 

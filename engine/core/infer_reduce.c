@@ -62,6 +62,7 @@ infer_reduce_axes(struct gd__infer_call *c, struct gd_err *err)
             return gd_err_set(err, GD_EMODEL, "axis %lld is given twice", (long long)axes[i]);
     p->n_axes = n_axes;
     memcpy(p->axes, axes, (size_t)n_axes * sizeof *axes);
+    p->mixes_batch = n_axes > 0 && axes[0] == 0; /* reduces over the batch (axes sorted) */
     struct gd_shape *y = c->out[0];
     y->ndim = 0;
     for (int i = 0, k = 0; i < x->ndim; i++) {
@@ -99,6 +100,7 @@ infer_one_axis(struct gd__infer_call *c, struct gd_err *err)
         return rc;
     if (x->dim[p->axis] == 0 && is_argmax)
         return gd_err_set(err, GD_ESHAPE, "ArgMax over an empty axis");
+    p->mixes_batch = p->axis == 0; /* along the batch axis */
     struct gd_shape *y = c->out[0];
     *y = *x;
     if (is_argmax) {

@@ -59,6 +59,7 @@ infer_concat(struct gd__infer_call *c, struct gd_err *err)
         y.dim[c->params->axis] += s->dim[c->params->axis];
     }
     *c->out[0] = y;
+    c->params->mixes_batch = c->params->axis == 0; /* appends rows */
     return 0;
 }
 
@@ -84,6 +85,7 @@ infer_flatten(struct gd__infer_call *c, struct gd_err *err)
     c->out[0]->ndim = 2;
     c->out[0]->dim[0] = outer;
     c->out[0]->dim[1] = inner;
+    c->params->mixes_batch = axis == 0; /* every row into one */
     return 0;
 }
 
@@ -140,6 +142,8 @@ infer_reshape(struct gd__infer_call *c, struct gd_err *err)
                           gd_shape_format(x->ndim, x->dim, a, sizeof a), (long long)numel,
                           gd_shape_format(y->ndim, y->dim, b, sizeof b));
     }
+    /* C order keeps rows whole exactly when dim 0 stays */
+    c->params->mixes_batch = x->ndim == 0 || y->ndim == 0 || y->dim[0] != x->dim[0];
     return 0;
 }
 
@@ -170,6 +174,7 @@ infer_transpose(struct gd__infer_call *c, struct gd_err *err)
         seen[perm[i]] = 1;
         y->dim[i] = x->dim[perm[i]];
     }
+    c->params->mixes_batch = x->ndim > 0 && perm[0] != 0; /* moves the batch axis */
     return 0;
 }
 
@@ -209,6 +214,7 @@ infer_squeeze(struct gd__infer_call *c, struct gd_err *err)
         else
             y->dim[y->ndim++] = x->dim[i];
     }
+    p->mixes_batch = drop[0]; /* removes the batch axis */
     return 0;
 }
 
@@ -243,6 +249,7 @@ infer_unsqueeze(struct gd__infer_call *c, struct gd_err *err)
     y->ndim = rank;
     for (int i = 0, k = 0; i < rank; i++)
         y->dim[i] = added[i] ? 1 : x->dim[k++];
+    c->params->mixes_batch = added[0]; /* a new axis before the batch */
     return 0;
 }
 
@@ -313,6 +320,7 @@ infer_pad(struct gd__infer_call *c, struct gd_err *err)
             return gd_err_set(err, GD_EMODEL, "edge padding of an empty axis");
         y->dim[i] = x->dim[i] + b + e;
     }
+    p->mixes_batch = x->ndim > 0 && (p->pads_nd[0] != 0 || p->pads_nd[x->ndim] != 0);
     return 0;
 }
 

@@ -29,7 +29,8 @@ enum gd_reduction {
     GD_RED_WINDOW,  /* the pooling window's area */
     GD_RED_SPATIAL, /* the product of the input's spatial sizes (D x H x W) */
     GD_RED_AXES,    /* the product of the reduced dimensions */
-    GD_RED_AXIS     /* the length of the op's axis */
+    GD_RED_AXIS,    /* the length of the op's axis */
+    GD_RED_INFERRED /* counted by shape inference into gd_params.reduction_terms */
 };
 
 struct gd_op_info {
@@ -82,18 +83,25 @@ struct gd_params {
     int count_include_pad;      /* AveragePool */
     int trans_a, trans_b;       /* Gemm */
     double alpha, beta, gamma;  /* Gemm; LeakyRelu, Elu, Selu, HardSigmoid */
-    double epsilon;             /* BatchNormalization */
+    double epsilon;             /* BatchNormalization and the other normalizations */
     double clip_min, clip_max;  /* Clip (infinite when absent) */
     int gelu_tanh;              /* Gelu approximate="tanh" */
-    int64_t axis;               /* Softmax, LogSoftmax, Concat, Flatten, ArgMax; >= 0 */
+    int64_t axis;               /* Softmax, LogSoftmax, Concat, Flatten, ArgMax, LayerNorm; >= 0 */
     int keepdims;               /* reductions, ArgMax */
     int select_last_index;      /* ArgMax */
-    int n_axes;                 /* reductions, Squeeze, Unsqueeze: sorted, >= 0 */
+    int n_axes;                 /* reductions, Squeeze, Unsqueeze, normalizations: sorted */
     int64_t axes[GD_MAX_DIMS];
     int64_t perm[GD_MAX_DIMS];  /* Transpose */
     int64_t pads_nd[2 * GD_MAX_DIMS]; /* Pad: begins of each axis, then ends */
     enum gd_pad_mode pad_mode;
     double pad_value;
+    /* normalizations (BatchNormalization, LRN, the mean and variance ones) */
+    int training_mode;          /* BatchNormalization: statistics of the batch itself */
+    double momentum;            /* BatchNormalization: weight of the running statistics */
+    double lrn_bias;            /* LRN's bias (its alpha and beta are alpha, beta above) */
+    int64_t lrn_size;           /* LRN: channels in the window */
+    /* GD_RED_INFERRED: the terms each output element sums, counted by shape inference */
+    int64_t reduction_terms;
     /*
      * Set by shape inference when an output's row along dim 0 depends on input rows other
      * than its own: a reduction, Softmax or ArgMax over axis 0, BatchNormalization with
