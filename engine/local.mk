@@ -41,6 +41,9 @@ libgpudiff_la_SOURCES = \
 	engine/core/infer_norm.c \
 	engine/core/infer_pool.c \
 	engine/core/infer_reduce.c \
+	engine/core/infer_resize.c \
+	engine/core/resize_rules.c \
+	engine/core/resize_rules.h \
 	engine/core/infer_shape.c \
 	engine/core/infer_window.c \
 	engine/core/knobs.c \
@@ -75,6 +78,7 @@ CPU_SOURCES = \
 	engine/cpu/op_gemm.c \
 	engine/cpu/op_norm.c \
 	engine/cpu/op_pool.c \
+	engine/cpu/op_resize.c \
 	engine/cpu/op_reduce.c \
 	engine/cpu/op_shape.c
 # The loops run over output elements, each an independent sequential sum, so the vectorizer
@@ -102,6 +106,7 @@ CUDA_KERNEL_SOURCES = \
 	engine/cuda/op_gemm.cu \
 	engine/cuda/op_norm.cu \
 	engine/cuda/op_pool.cu \
+	engine/cuda/op_resize.cu \
 	engine/cuda/op_reduce.cu \
 	engine/cuda/op_shape.cu
 noinst_LIBRARIES += libgd_cuda_kernels.a

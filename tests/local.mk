@@ -87,12 +87,15 @@ tests_engine_check_backend_ops_SOURCES = tests/engine/check_backend_ops.c $(OP_T
 tests_engine_check_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_backend_ops_LDADD = $(TEST_LIBS)
 # ops-spatial: the executor's batching (session.c), and Resize (op_resize.c)
-SPATIAL_CHECKS = tests/engine/check_session
+SPATIAL_CHECKS = tests/engine/check_session tests/engine/check_op_resize
 check_PROGRAMS += $(SPATIAL_CHECKS)
 TESTS += $(SPATIAL_CHECKS)
 tests_engine_check_session_SOURCES = tests/engine/check_session.c $(OP_TEST_SOURCES)
 tests_engine_check_session_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_session_LDADD = $(TEST_LIBS)
+tests_engine_check_op_resize_SOURCES = tests/engine/check_op_resize.c $(OP_TEST_SOURCES)
+tests_engine_check_op_resize_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_op_resize_LDADD = $(TEST_LIBS)
 
 # ---- server: linked against libsrv.la, gpudiffd less its main.c ----
 SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \

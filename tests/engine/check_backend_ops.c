@@ -1,4 +1,5 @@
 /* check_backend_ops.c: every op of ops.def on every backend built, against cpu64. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,35 +110,54 @@ compare(const char *backend, enum gd_op op, int k, const struct gd_tensor *got,
     return bad;
 }
 
-START_TEST(test_op_on_backend)
+/* 1 when name is in the comma list `list` (NULL or empty: every name). */
+static int
+listed(const char *list, const char *name)
 {
-    const char *backend = backends[_i / GD_OP_COUNT];
-    enum gd_op op = (enum gd_op)(_i % GD_OP_COUNT);
+    if (list == NULL || list[0] == '\0')
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+/* Runs one case of op on backend and on the reference; returns the elements out of bound. */
+static int64_t
+check_case(const char *backend, enum gd_op op, const char *case_name)
+{
     const char *name = gd_op_name(op);
     struct of_case c;
-    /* Every op of ops.def needs its representative case: a new op cannot be forgotten. */
-    ck_assert_msg(of_case_load(name, "rep", &c) == 0,
-                  "op %s has no case tests/fixtures/ops/%s/rep (make_op_fixtures.py)", name, name);
+    ck_assert_msg(of_case_load(name, case_name, &c) == 0,
+                  "op %s has no case tests/fixtures/ops/%s/%s (make_op_fixtures.py)", name, name,
+                  case_name);
     struct gd_err err = {0};
     int64_t reduction_len = 0;
     int rc = oh_reduction_len(c.op, c.n_in, c.in, c.const_mask, c.attrs_json, c.n_out,
                               &reduction_len, &err);
-    ck_assert_msg(rc == 0, "%s: %s", name, err.msg);
+    ck_assert_msg(rc == 0, "%s/%s: %s", name, case_name, err.msg);
     const struct gd_op_info *info = gd_op_info(op);
     for (int k = 0; k < c.n_out; k++)
         ck_assert_msg(c.mag[k] != NULL || (info->ulps == 0 && info->reduction == GD_RED_NONE) ||
                           !gd_dtype_is_float(c.want[k]->dtype),
-                      "%s/rep has no mag%d.npy for its tolerance", name, k);
+                      "%s/%s has no mag%d.npy for its tolerance", name, case_name, k);
     struct gd_tensor *ref[OF_MAX_OUT] = {0}, *got[OF_MAX_OUT] = {0};
     rc = of_case_run(&c, REFERENCE, NULL, ref, &err);
-    ck_assert_msg(rc == 0, "%s on %s: %s", name, REFERENCE, err.msg);
+    ck_assert_msg(rc == 0, "%s/%s on %s: %s", name, case_name, REFERENCE, err.msg);
     gd_err_clear(&err);
     rc = of_case_run(&c, backend, NULL, got, &err);
     int64_t bad = 0;
     if (rc == GD_ENOTSUP && rule_of(backend).may_lack_ops) {
-        fprintf(stderr, "%s on %s: not supported (%s)\n", name, backend, err.msg);
+        fprintf(stderr, "%s/%s on %s: not supported (%s)\n", name, case_name, backend, err.msg);
     } else {
-        ck_assert_msg(rc == 0, "%s on %s: %s (%s)", name, backend, err.msg, gd_err_name(rc));
+        ck_assert_msg(rc == 0, "%s/%s on %s: %s (%s)", name, case_name, backend, err.msg,
+                      gd_err_name(rc));
         for (int k = 0; k < c.n_out; k++)
             bad += compare(backend, op, k, got[k], ref[k], c.mag[k], reduction_len);
     }
@@ -146,8 +166,46 @@ START_TEST(test_op_on_backend)
         gd_tensor_free(got[k]);
     }
     of_case_fini(&c);
-    ck_assert_msg(bad == 0, "%s on %s: %lld elements outside the tolerance of %s", name, backend,
-                  (long long)bad, REFERENCE);
+    if (bad != 0)
+        fprintf(stderr, "%s/%s on %s: %lld elements outside the tolerance\n", name, case_name,
+                backend, (long long)bad);
+    return bad;
+}
+
+/*
+ * Every op's `rep` case; with GD_TEST_CASES=all every case of its fixture folder (for the
+ * GPU machine's run of the ops GD_TEST_OPS lists, a comma list; default every op).
+ */
+START_TEST(test_op_on_backend)
+{
+    const char *backend = backends[_i / GD_OP_COUNT];
+    enum gd_op op = (enum gd_op)(_i % GD_OP_COUNT);
+    const char *name = gd_op_name(op);
+    const char *all = getenv("GD_TEST_CASES");
+    if (!listed(getenv("GD_TEST_OPS"), name))
+        return;
+    int64_t bad = 0;
+    int n_cases = 0;
+    if (all != NULL && strcmp(all, "all") == 0) {
+        const char *dir = getenv("GD_TEST_FIXTURES");
+        char path[1024];
+        snprintf(path, sizeof path, "%s/ops/%s", dir != NULL && dir[0] ? dir : GD_FIXTURES, name);
+        DIR *d = opendir(path);
+        ck_assert_msg(d != NULL, "no fixture folder %s", path);
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.')
+                continue;
+            bad += check_case(backend, op, e->d_name);
+            n_cases++;
+        }
+        closedir(d);
+    } else {
+        bad = check_case(backend, op, "rep");
+        n_cases = 1;
+    }
+    ck_assert_msg(bad == 0, "%s on %s: %lld elements outside the tolerance of %s (%d cases)", name,
+                  backend, (long long)bad, REFERENCE, n_cases);
 }
 END_TEST
 

@@ -56,6 +56,22 @@ int gd_op_from_name(const char *name, enum gd_op *out);
 
 enum gd_pad_mode { GD_PAD_CONSTANT, GD_PAD_REFLECT, GD_PAD_EDGE };
 
+/* Resize and Upsample (ONNX names in the comments). */
+enum gd_resize_mode { GD_RESIZE_NEAREST, GD_RESIZE_LINEAR, GD_RESIZE_CUBIC };
+enum gd_resize_coord {
+    GD_COORD_HALF_PIXEL,           /* "half_pixel" (the default) */
+    GD_COORD_HALF_PIXEL_SYMMETRIC, /* "half_pixel_symmetric" (opset 19) */
+    GD_COORD_PYTORCH_HALF_PIXEL,   /* "pytorch_half_pixel" */
+    GD_COORD_ALIGN_CORNERS,        /* "align_corners" */
+    GD_COORD_ASYMMETRIC,           /* "asymmetric"; Upsample and Resize-10 */
+    GD_COORD_TF_HALF_PIXEL_FOR_NN, /* "tf_half_pixel_for_nn" (opset 11) */
+    GD_COORD_TF_CROP_AND_RESIZE    /* "tf_crop_and_resize" */
+};
+enum gd_nearest_mode {
+    GD_NEAREST_ROUND_PREFER_FLOOR, GD_NEAREST_ROUND_PREFER_CEIL, GD_NEAREST_FLOOR,
+    GD_NEAREST_CEIL
+};
+
 /* The most spatial axes of a convolution or pool: (depth, height, width). */
 #define GD_MAX_SPATIAL 3
 
@@ -102,6 +118,17 @@ struct gd_params {
     int64_t lrn_size;           /* LRN: channels in the window */
     /* GD_RED_INFERRED: the terms each output element sums, counted by shape inference */
     int64_t reduction_terms;
+    /* Resize, Upsample: per axis, scale = scale_num / scale_den exactly (a float32 scale's
+     * value, or sizes / input); roi[a] and roi[GD_MAX_DIMS + a] the float32 roi of axis a
+     * (0 and 1 when absent); bit a of resized_axes: axis a's mapping is not the identity */
+    enum gd_resize_mode resize_mode;
+    enum gd_resize_coord coord_mode;
+    enum gd_nearest_mode nearest_mode;
+    int exclude_outside;
+    double cubic_coeff_a, extrapolation_value;
+    int64_t scale_num[GD_MAX_DIMS], scale_den[GD_MAX_DIMS];
+    double roi[2 * GD_MAX_DIMS];
+    unsigned resized_axes;
     /*
      * Set by shape inference when an output's row along dim 0 depends on input rows other
      * than its own: a reduction, Softmax or ArgMax over axis 0, BatchNormalization with
