@@ -120,13 +120,13 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
             int64_t full = p->strides[a] * (in[a] - 1) + p->output_padding[a] + span;
             int64_t *pb = &p->pads[a], *pe = &p->pads[a + GD_MAX_SPATIAL];
             if (want[a] > 0) {
+                /* an output_shape larger than the op makes gives negative pads (ONNX's
+                 * reference): outputs beyond the full result receive no term */
                 int64_t total = full - want[a];
-                if (total < 0)
-                    return gd_err_set(err, GD_ESHAPE, "output_shape is larger than the op "
-                                      "can make");
+                int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2); /* floor */
                 int upper = ap == GD__PAD_SAME_UPPER;
-                *pb = upper ? total / 2 : total - total / 2;
-                *pe = upper ? total - total / 2 : total / 2;
+                *pb = upper ? half : total - half;
+                *pe = upper ? total - half : half;
             } else if (ap == GD__PAD_VALID) {
                 *pb = *pe = 0;
             }

@@ -16,7 +16,8 @@
 
 /* Copies each (D, H, W) volume of src into the middle of a zero-filled (D+pd, H+ph, W+pw)
  * volume of dst at (off_d, off_h, off_w), or (crop) copies the window at those offsets of
- * each volume of src into dst. */
+ * each volume of src into dst, 0 where the window leaves src (a ConvTranspose whose
+ * output_shape is larger than its full result has negative pads). */
 static __global__ void
 volume_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes,
             gd__cuda_ncdhw sg, gd__cuda_ncdhw dg, int64_t off_d, int64_t off_h, int64_t off_w,
@@ -28,10 +29,12 @@ volume_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t plan
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (int64_t)gridDim.x * blockDim.x) {
         int64_t k = e % w, j = (e / w) % h, i = (e / (w * h)) % d, p = e / (w * h * d);
-        if (crop)
+        if (crop) {
+            int64_t si = i + off_d, sj = j + off_h, sk = k + off_w;
+            int inside = si >= 0 && si < sg.d && sj >= 0 && sj < sg.h && sk >= 0 && sk < sg.w;
             dst[((p * dg.d + i) * dg.h + j) * dg.w + k] =
-                src[((p * sg.d + i + off_d) * sg.h + j + off_h) * sg.w + k + off_w];
-        else
+                inside ? src[((p * sg.d + si) * sg.h + sj) * sg.w + sk] : 0.f;
+        } else
             dst[((p * dg.d + i + off_d) * dg.h + j + off_h) * dg.w + k + off_w] =
                 src[((p * sg.d + i) * sg.h + j) * sg.w + k];
     }
@@ -303,14 +306,15 @@ record(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
     snprintf(c->math, sizeof c->math, "%s", math_name(nd->math, ctx->tf32));
 }
 
-/* Equal pads at both ends map onto cuDNN's padding; otherwise the padded side of the
- * product (the input of a Conv, the output of a ConvTranspose) is widened by the pads and the
- * padding is done (or undone) by a copy. */
+/* Equal pads at both ends map onto cuDNN's padding; otherwise (or when negative, as a
+ * ConvTranspose's output_shape can make them) the padded side of the product (the input of a
+ * Conv, the output of a ConvTranspose) is widened by the pads and the padding is done (or
+ * undone) by a copy. */
 static int
 symmetric_pads(const struct gd_params *p)
 {
     for (int a = 0; a < GD_MAX_SPATIAL; a++)
-        if (p->pads[a] != p->pads[a + GD_MAX_SPATIAL])
+        if (p->pads[a] != p->pads[a + GD_MAX_SPATIAL] || p->pads[a] < 0)
             return 0;
     return 1;
 }

@@ -19,7 +19,7 @@ static const char *const convt_cases[] = {
     "rep", "stride", "pads", "output_padding", "dilation", "dilation_odd", "groups",
     "depthwise", "output_shape", "output_shape_same_upper", "same_upper", "same_lower",
     "conv1d", "conv1d_dilation", "no_bias", "conv3d", "conv3d_pads_output_padding",
-    "conv3d_groups_dilation", NULL};
+    "conv3d_groups_dilation", "output_shape_larger", "output_shape_larger_same_upper", NULL};
 /* clang-format on */
 
 /*
