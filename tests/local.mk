@@ -211,5 +211,11 @@ tests_engine_check_cuda_tf32_SOURCES = tests/engine/check_cuda_tf32.c tests/engi
 	tests/engine/op_harness.h
 tests_engine_check_cuda_tf32_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
+# ops-spatial: pools, Resize and normalizations on cuda, every case (skipped without a GPU)
+check_PROGRAMS += tests/engine/check_cuda_spatial
+TESTS += tests/engine/check_cuda_spatial
+tests_engine_check_cuda_spatial_SOURCES = tests/engine/check_cuda_spatial.c $(OP_TEST_SOURCES)
+tests_engine_check_cuda_spatial_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_cuda_spatial_LDADD = $(TEST_LIBS)
 endif
-EXTRA_DIST += tests/bench/gpu_session.sh
+EXTRA_DIST += tests/bench/gpu_session.sh tests/bench/gpu_ops-spatial.sh
