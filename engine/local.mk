@@ -29,6 +29,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/internal.h \
 	engine/core/index_rules.h \
 	engine/core/elt_rules.h \
+	engine/core/norm_rules.h \
 	engine/core/attr.c \
 	engine/core/backend.c \
 	engine/core/error.c \
@@ -44,6 +45,9 @@ libgpudiff_la_SOURCES = \
 	engine/core/infer_norm.c \
 	engine/core/infer_pool.c \
 	engine/core/infer_reduce.c \
+	engine/core/infer_resize.c \
+	engine/core/resize_rules.c \
+	engine/core/resize_rules.h \
 	engine/core/infer_shape.c \
 	engine/core/infer_window.c \
 	engine/core/knobs.c \
@@ -84,6 +88,7 @@ CPU_SOURCES = \
 	engine/cpu/op_logic.c \
 	engine/cpu/op_norm.c \
 	engine/cpu/op_pool.c \
+	engine/cpu/op_resize.c \
 	engine/cpu/op_reduce.c \
 	engine/cpu/op_shape.c
 # The loops run over output elements, each an independent sequential sum, so the vectorizer
@@ -114,6 +119,7 @@ CUDA_KERNEL_SOURCES = \
 	engine/cuda/op_logic.cu \
 	engine/cuda/op_norm.cu \
 	engine/cuda/op_pool.cu \
+	engine/cuda/op_resize.cu \
 	engine/cuda/op_reduce.cu \
 	engine/cuda/op_shape.cu
 noinst_LIBRARIES += libgd_cuda_kernels.a
@@ -138,5 +144,5 @@ SUFFIXES = .cu
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
 $(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h engine/cuda/index.cuh \
 	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h \
-	engine/core/elt_rules.h
+	engine/core/elt_rules.h engine/core/norm_rules.h
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)

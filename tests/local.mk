@@ -103,6 +103,16 @@ tests_engine_check_op_loss_LDADD = $(TEST_LIBS)
 tests_engine_check_infer_index_SOURCES = tests/engine/check_infer_index.c $(OP_TEST_SOURCES)
 tests_engine_check_infer_index_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_infer_index_LDADD = $(TEST_LIBS)
+# ops-spatial: the executor's batching (session.c), and Resize (op_resize.c)
+SPATIAL_CHECKS = tests/engine/check_session_batch tests/engine/check_op_resize
+check_PROGRAMS += $(SPATIAL_CHECKS)
+TESTS += $(SPATIAL_CHECKS)
+tests_engine_check_session_batch_SOURCES = tests/engine/check_session_batch.c $(OP_TEST_SOURCES)
+tests_engine_check_session_batch_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_session_batch_LDADD = $(TEST_LIBS)
+tests_engine_check_op_resize_SOURCES = tests/engine/check_op_resize.c $(OP_TEST_SOURCES)
+tests_engine_check_op_resize_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_op_resize_LDADD = $(TEST_LIBS)
 
 # ---- server: linked against libsrv.la, gpudiffd less its main.c ----
 SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \
@@ -155,6 +165,8 @@ INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh
 	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh \
 	tests/engine/backend_cases_elt.sh \
 	tests/integration/agent_bad_input.sh
+# ops-spatial
+INTEGRATION_TESTS += tests/integration/batch_mixing.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 	$(INTEGRATION_TESTS)
@@ -232,8 +244,14 @@ tests_engine_check_cuda_tf32_SOURCES = tests/engine/check_cuda_tf32.c tests/engi
 	tests/engine/op_harness.h
 tests_engine_check_cuda_tf32_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
+# ops-spatial: pools, Resize and normalizations on cuda, every case (skipped without a GPU)
+check_PROGRAMS += tests/engine/check_cuda_spatial
+TESTS += tests/engine/check_cuda_spatial
+tests_engine_check_cuda_spatial_SOURCES = tests/engine/check_cuda_spatial.c $(OP_TEST_SOURCES)
+tests_engine_check_cuda_spatial_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_cuda_spatial_LDADD = $(TEST_LIBS)
 endif
-EXTRA_DIST += tests/bench/gpu_session.sh
+EXTRA_DIST += tests/bench/gpu_session.sh tests/bench/gpu_ops-spatial.sh
 EXTRA_DIST += tests/bench/gpu_ops-elt.sh
 
 # ---- sweep: the session calls it times and slices with, its grid, its reports ----

@@ -433,12 +433,13 @@ gd_node_reduction_len(const struct gd_graph *g, int ni)
         /*
          * Tap t of an axis reaches output o from input (o + pad - t d) / s, so the taps of
          * one output are those with t d = o + pad (mod s): one in every s / gcd(s, d).
-         * Params are (height, width); a 1-D op's only axis is the width.
+         * Params are right-aligned (depth, height, width): kernel axis i is param axis
+         * GD_MAX_SPATIAL - ns + i.
          */
         len = w->dim[0] / p->group;
         int ns = w->ndim - 2;
         for (int i = 0; i < ns; i++) {
-            int axis = ns == 2 ? i : 1;
+            int axis = GD_MAX_SPATIAL - ns + i;
             int64_t s = p->strides[axis], d = p->dilations[axis], gcd = s, r = d;
             while (r != 0) { /* Euclid */
                 int64_t t = gcd % r;
@@ -455,7 +456,7 @@ gd_node_reduction_len(const struct gd_graph *g, int ni)
             return p->trans_a ? x->dim[0] : x->dim[1];
         return x->dim[x->ndim - 1];
     case GD_RED_WINDOW:
-        return p->kernel[0] * p->kernel[1];
+        return p->kernel[0] * p->kernel[1] * p->kernel[2];
     case GD_RED_SPATIAL:
         for (int i = 2; i < x->ndim; i++)
             len *= x->dim[i];
@@ -481,6 +482,8 @@ gd_node_reduction_len(const struct gd_graph *g, int ni)
         return len;
     case GD_RED_INPUTS: /* Sum, Mean: one term per input */
         return n->n_inputs;
+    case GD_RED_INFERRED:
+        return p->reduction_terms > 0 ? p->reduction_terms : 1;
     }
     return 1;
 }

@@ -1,6 +1,6 @@
 /*
  * infer_conv.c: attribute checks and output shapes for Conv and ConvTranspose (ONNX
- * semantics, 1-D or 2-D spatial; a 1-D op is handled as 2-D with height 1).
+ * semantics, 1 to 3 spatial axes, held as 3-D: see struct gd_params).
  */
 #include <string.h>
 
@@ -21,15 +21,15 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
     int rc = gd__attr_check_known(n, transpose ? convt_attrs : conv_attrs, err);
     if (rc != 0)
         return rc;
-    if (x->ndim != 3 && x->ndim != 4)
-        return gd_err_set(err, GD_ENOTSUP, "input has %d dimensions; 1-D (N,C,W) and 2-D "
-                          "(N,C,H,W) are supported", x->ndim);
+    if (x->ndim < 3 || x->ndim > 2 + GD_MAX_SPATIAL)
+        return gd_err_set(err, GD_ENOTSUP, "input has %d dimensions; 1-D (N,C,W), 2-D (N,C,H,W) "
+                          "and 3-D (N,C,D,H,W) are supported", x->ndim);
     if (w->ndim != x->ndim)
         return gd_err_set(err, GD_ESHAPE, "weight has %d dimensions, input %d", w->ndim,
                           x->ndim);
     if (!gd_dtype_is_float(c->in_dtype[0]) || !gd_dtype_is_float(c->in_dtype[1]))
         return gd_err_set(err, GD_EDTYPE, "input and weight must be floating point");
-    int ns = x->ndim - 2;
+    int ns = x->ndim - 2, lead = GD_MAX_SPATIAL - ns;
     int64_t group;
     rc = gd__attr_int(n, "group", 1, &group, err);
     if (rc != 0)
@@ -40,19 +40,20 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
     rc = gd__spatial_geometry(n, ns, 1, p, err);
     if (rc != 0)
         return rc;
-    p->kernel[0] = ns == 2 ? w->dim[2] : 1;
-    p->kernel[1] = w->dim[w->ndim - 1];
-    int64_t ks[2];
+    for (int a = 0; a < GD_MAX_SPATIAL; a++)
+        p->kernel[a] = a < lead ? 1 : w->dim[2 + a - lead];
+    int64_t ks[GD_MAX_SPATIAL];
     int nk = 0;
-    rc = gd__attr_ints(n, "kernel_shape", ns, 2, ks, &nk, err);
+    rc = gd__attr_ints(n, "kernel_shape", ns, GD_MAX_SPATIAL, ks, &nk, err);
     if (rc != 0)
         return rc;
-    if (nk > 0 && (ks[0] != w->dim[2] || (ns == 2 && ks[1] != w->dim[3])))
-        return gd_err_set(err, GD_ESHAPE, "kernel_shape does not match the weight's shape");
+    for (int i = 0; i < nk; i++)
+        if (ks[i] != w->dim[2 + i])
+            return gd_err_set(err, GD_ESHAPE, "kernel_shape does not match the weight's shape");
     int64_t cin = x->dim[1];
     int64_t cout;
     if (!transpose) {
-        /* weight (M, C/group, kH, kW) */
+        /* weight (M, C/group, k...) */
         cout = w->dim[0];
         if (w->dim[1] * group != cin)
             return gd_err_set(err, GD_ESHAPE, "input has %lld channels; weight expects %lld x "
@@ -62,7 +63,7 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
             return gd_err_set(err, GD_ESHAPE, "%lld output channels do not divide into %lld "
                               "groups", (long long)cout, (long long)group);
     } else {
-        /* weight (C, M/group, kH, kW) */
+        /* weight (C, M/group, k...) */
         if (w->dim[0] != cin)
             return gd_err_set(err, GD_ESHAPE, "input has %lld channels; weight has %lld",
                               (long long)cin, (long long)w->dim[0]);
@@ -77,60 +78,60 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
     rc = gd__auto_pad_read(n, &ap, err);
     if (rc != 0)
         return rc;
-    int64_t in_hw[2], out_hw[2];
-    gd__spatial_in(x, in_hw);
+    int64_t in[GD_MAX_SPATIAL], out[GD_MAX_SPATIAL];
+    gd__spatial_in(x, in);
     if (!transpose) {
         if (ap == GD__PAD_SAME_UPPER || ap == GD__PAD_SAME_LOWER)
-            gd__same_pads(ap == GD__PAD_SAME_UPPER, in_hw, p);
+            gd__same_pads(ap == GD__PAD_SAME_UPPER, in, p);
         else if (ap == GD__PAD_VALID)
             memset(p->pads, 0, sizeof p->pads);
-        for (int i = 0; i < 2; i++) {
-            int64_t span = p->dilations[i] * (p->kernel[i] - 1) + 1;
-            int64_t padded = in_hw[i] + p->pads[i] + p->pads[i + 2];
+        for (int a = 0; a < GD_MAX_SPATIAL; a++) {
+            int64_t span = p->dilations[a] * (p->kernel[a] - 1) + 1;
+            int64_t padded = in[a] + p->pads[a] + p->pads[a + GD_MAX_SPATIAL];
             if (padded < span)
                 return gd_err_set(err, GD_ESHAPE, "the kernel (span %lld) is larger than the "
                                   "padded input (%lld)", (long long)span, (long long)padded);
-            out_hw[i] = (padded - span) / p->strides[i] + 1;
+            out[a] = (padded - span) / p->strides[a] + 1;
         }
     } else {
-        int64_t op[2], os[2];
+        int64_t op[GD_MAX_SPATIAL], os[GD_MAX_SPATIAL];
         int n_os = 0;
         rc = gd__spatial_ints(n, "output_padding", ns, 0, 0, op, err);
         if (rc == 0)
-            rc = gd__attr_ints(n, "output_shape", ns, 2, os, &n_os, err);
+            rc = gd__attr_ints(n, "output_shape", ns, GD_MAX_SPATIAL, os, &n_os, err);
         if (rc != 0)
             return rc;
-        for (int i = 0; i < 2; i++) {
-            int64_t lim = p->strides[i] > p->dilations[i] ? p->strides[i] : p->dilations[i];
-            if (op[i] < 0 || op[i] >= lim)
+        for (int a = 0; a < GD_MAX_SPATIAL; a++) {
+            int64_t lim = p->strides[a] > p->dilations[a] ? p->strides[a] : p->dilations[a];
+            if (op[a] < 0 || op[a] >= lim)
                 return gd_err_set(err, GD_EMODEL, "output_padding %lld must be below the "
-                                  "stride or the dilation", (long long)op[i]);
-            p->output_padding[i] = op[i];
+                                  "stride or the dilation", (long long)op[a]);
+            p->output_padding[a] = op[a];
         }
-        int64_t want[2] = {0, 0};
-        if (n_os > 0) {
-            want[0] = ns == 2 ? os[0] : 1;
-            want[1] = os[ns - 1];
-        } else if (ap == GD__PAD_SAME_UPPER || ap == GD__PAD_SAME_LOWER) {
-            want[0] = in_hw[0] * p->strides[0];
-            want[1] = in_hw[1] * p->strides[1];
+        int64_t want[GD_MAX_SPATIAL] = {0, 0, 0};
+        for (int a = lead; a < GD_MAX_SPATIAL; a++) {
+            if (n_os > 0)
+                want[a] = os[a - lead];
+            else if (ap == GD__PAD_SAME_UPPER || ap == GD__PAD_SAME_LOWER)
+                want[a] = in[a] * p->strides[a];
         }
-        for (int i = 0; i < 2; i++) {
-            int64_t span = p->dilations[i] * (p->kernel[i] - 1) + 1;
-            int64_t full = p->strides[i] * (in_hw[i] - 1) + p->output_padding[i] + span;
-            if (want[i] > 0) {
-                int64_t total = full - want[i];
-                if (total < 0)
-                    return gd_err_set(err, GD_ESHAPE, "output_shape is larger than the op "
-                                      "can make");
+        for (int a = 0; a < GD_MAX_SPATIAL; a++) {
+            int64_t span = p->dilations[a] * (p->kernel[a] - 1) + 1;
+            int64_t full = p->strides[a] * (in[a] - 1) + p->output_padding[a] + span;
+            int64_t *pb = &p->pads[a], *pe = &p->pads[a + GD_MAX_SPATIAL];
+            if (want[a] > 0) {
+                /* an output_shape larger than the op makes gives negative pads (ONNX's
+                 * reference): outputs beyond the full result receive no term */
+                int64_t total = full - want[a];
+                int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2); /* floor */
                 int upper = ap == GD__PAD_SAME_UPPER;
-                p->pads[i] = upper ? total / 2 : total - total / 2;
-                p->pads[i + 2] = upper ? total - total / 2 : total / 2;
+                *pb = upper ? half : total - half;
+                *pe = upper ? total - half : half;
             } else if (ap == GD__PAD_VALID) {
-                p->pads[i] = p->pads[i + 2] = 0;
+                *pb = *pe = 0;
             }
-            out_hw[i] = full - p->pads[i] - p->pads[i + 2];
-            if (out_hw[i] < 1)
+            out[a] = full - *pb - *pe;
+            if (out[a] < 1)
                 return gd_err_set(err, GD_ESHAPE, "pads leave no output");
         }
     }
@@ -138,12 +139,8 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
     y->ndim = x->ndim;
     y->dim[0] = x->dim[0];
     y->dim[1] = cout;
-    if (ns == 2) {
-        y->dim[2] = out_hw[0];
-        y->dim[3] = out_hw[1];
-    } else {
-        y->dim[2] = out_hw[1];
-    }
+    for (int i = 0; i < ns; i++)
+        y->dim[2 + i] = out[lead + i];
     return 0;
 }
 

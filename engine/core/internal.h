@@ -184,21 +184,26 @@ enum gd__auto_pad { GD__PAD_NOTSET, GD__PAD_SAME_UPPER, GD__PAD_SAME_LOWER, GD__
 
 int gd__auto_pad_read(const struct gd_node *n, enum gd__auto_pad *out, struct gd_err *err);
 
-/* Reads a spatial attribute of ns (1 or 2) values into out[2] as (height, width), height
- * taking `fill` for 1-D ops; absent: both dflt. */
+/*
+ * Reads a spatial attribute of ns (1 to 3) values into out[GD_MAX_SPATIAL], right-aligned
+ * (see struct gd_params): the leading GD_MAX_SPATIAL - ns axes take `fill`; absent: the ns
+ * axes take dflt.
+ */
 int gd__spatial_ints(const struct gd_node *n, const char *name, int ns, int64_t dflt,
                      int64_t fill, int64_t *out, struct gd_err *err);
 
-/* Reads strides, dilations (or 1 when the op has none) and pads into p. */
+/* Sets p->n_spatial and reads strides, dilations (or 1 when the op has none) and pads. */
 int gd__spatial_geometry(const struct gd_node *n, int ns, int with_dilations, struct gd_params *p,
                          struct gd_err *err);
 
 /* auto_pad SAME_*: output = ceil(in / stride); the odd pixel of padding goes to the end
- * (UPPER) or the beginning (LOWER). Needs p->kernel, strides, dilations. */
-void gd__same_pads(int mode_upper, const int64_t *in_hw, struct gd_params *p);
+ * (UPPER) or the beginning (LOWER). Needs p->kernel, strides, dilations; in as from
+ * gd__spatial_in(). */
+void gd__same_pads(int mode_upper, const int64_t *in, struct gd_params *p);
 
-/* Spatial size of an (N,C,W) or (N,C,H,W) shape as (H, W), H = 1 for 1-D. */
-void gd__spatial_in(const struct gd_shape *x, int64_t *hw);
+/* Spatial sizes of an (N, C, spatial...) shape of 1 to 3 spatial axes as (D, H, W),
+ * right-aligned with 1 for the missing leading axes. */
+void gd__spatial_in(const struct gd_shape *x, int64_t *dhw);
 
 /* Product of dims (1 for a scalar). */
 int64_t gd__shape_numel(const struct gd_shape *s);

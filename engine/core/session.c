@@ -265,12 +265,119 @@ deliver(void *session, const struct gd__capture_req *req, const struct gd_tensor
         .op = n->op,
         .value = host,
         .batch_offset = s->batch_offset,
-        .batch_total = s->batch_total,
+        /* unsliced, a layer's own dim 0 is its whole (an op that mixes rows may change it) */
+        .batch_total = s->knobs.batch > 0   ? s->batch_total
+                       : host->ndim > 0     ? host->shape[0]
+                                            : 1,
         .time_us = req->time_us,
         .algo = req->algo ? req->algo : "",
         .math = req->math ? req->math : "",
     };
     return s->capture(s->user, &layer, err);
+}
+
+/* Why node n's rows depend on other rows of its input, for the --batch refusal. */
+static const char *
+mixing_reason(const struct gd_node *n, const struct gd_params *p)
+{
+    switch (n->op) {
+    case GD_OP_BATCH_NORM:
+        return "it normalizes with the batch's own mean and variance (training_mode=1)";
+    case GD_OP_TRANSPOSE:
+        return "it moves axis 0, the batch";
+    case GD_OP_FLATTEN:
+        return "it flattens axis 0, the batch, into one row";
+    case GD_OP_RESHAPE:
+        return "it changes dim 0, the batch";
+    case GD_OP_SQUEEZE:
+    case GD_OP_UNSQUEEZE:
+        return "it removes or inserts an axis before the batch's rows";
+    case GD_OP_CONCAT:
+        return "it concatenates along axis 0, the batch";
+    case GD_OP_PAD:
+        return "it pads axis 0, the batch";
+    case GD_OP_GEMM:
+    case GD_OP_MATMUL:
+        return "its product sums over the rows of an input that is not a weight";
+    case GD_OP_ARGMAX:
+        return "it reduces over axis 0, the batch";
+    case GD_OP_LAYER_NORM:
+    case GD_OP_MEAN_VARIANCE_NORM:
+        return "its mean and variance run over axis 0, the batch";
+    default:
+        break;
+    }
+    if (p->n_axes > 0 || gd_op_info(n->op)->reduction == GD_RED_AXIS ||
+        gd_op_info(n->op)->reduction == GD_RED_AXES)
+        return "it reduces over axis 0, the batch";
+    return "its output rows depend on other rows of its input";
+}
+
+/*
+ * --batch is refused for a graph whose result would depend on the slicing: a node that
+ * shape inference marked as mixing rows (gd_params.mixes_batch, at either row count), or a
+ * layer whose dim 0 is not the batch's row count, both for the slice (`rows`) and for the
+ * whole input (`total`): the second catches a layer whose dim 0 only happens to equal the
+ * slice size (a Flatten with axis 0 gives 1 row, which a slice of 1 also has).
+ */
+static int
+check_batchable(const struct gd_session *s, const struct gd_shape *shapes,
+                const struct gd_params *params, int64_t rows, int64_t total, struct gd_err *err)
+{
+    const struct gd_graph *g = s->g;
+    for (int ni = 0; ni < g->n_nodes; ni++) {
+        const struct gd_node *n = &g->nodes[ni];
+        if (params[ni].mixes_batch)
+            return gd_err_set(err, GD_ENOTSUP, "--batch cannot slice this model: node %s (%s) "
+                              "mixes rows of the batch: %s; run it without --batch",
+                              n->name, gd_op_name(n->op), mixing_reason(n, &params[ni]));
+        for (int k = 0; k < n->n_outputs; k++) {
+            const struct gd_shape *sh = &shapes[n->outputs[k]];
+            if (sh->ndim < 1 || sh->dim[0] != rows) {
+                char buf[128];
+                return gd_err_set(err, GD_ENOTSUP,
+                                  "--batch needs dim 0 of every layer to be the batch; node %s "
+                                  "(%s) gives %s for %lld of %lld rows",
+                                  n->name, gd_op_name(n->op),
+                                  gd_shape_format(sh->ndim, sh->dim, buf, sizeof buf),
+                                  (long long)rows, (long long)total);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Infers shapes and params with every input's dim 0 set to rows, into the given arrays. */
+static int
+infer_at(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs, int64_t rows,
+         struct gd_shape *shapes, struct gd_params *params, struct gd_err *err)
+{
+    struct gd_shape in_shapes[n_inputs > 0 ? n_inputs : 1];
+    for (int i = 0; i < n_inputs; i++) {
+        in_shapes[i].ndim = inputs[i]->ndim;
+        memcpy(in_shapes[i].dim, inputs[i]->shape, sizeof in_shapes[i].dim);
+        if (s->knobs.batch > 0)
+            in_shapes[i].dim[0] = rows;
+    }
+    return gd_graph_infer(s->g, in_shapes, shapes, params, err);
+}
+
+/* Infers at the whole input's rows and checks that; 0 when the model is batchable there. */
+static int
+check_at_total(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
+               int64_t total, struct gd_err *err)
+{
+    const struct gd_graph *g = s->g;
+    struct gd_shape *shapes = calloc((size_t)g->n_values, sizeof *shapes);
+    struct gd_params *params = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *params);
+    int rc = shapes == NULL || params == NULL ? gd_err_set(err, GD_ENOMEM, "out of memory") : 0;
+    if (rc == 0)
+        rc = infer_at(s, n_inputs, inputs, total, shapes, params, err);
+    if (rc == 0)
+        rc = check_batchable(s, shapes, params, total, total, err);
+    free(shapes);
+    free(params);
+    return rc;
 }
 
 /* Shapes and params for slices of `rows` rows (inputs' dim 0). */
@@ -280,31 +387,25 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
 {
     if (s->inferred_rows == rows)
         return 0;
-    struct gd_shape in_shapes[n_inputs > 0 ? n_inputs : 1];
-    for (int i = 0; i < n_inputs; i++) {
-        in_shapes[i].ndim = inputs[i]->ndim;
-        memcpy(in_shapes[i].dim, inputs[i]->shape, sizeof in_shapes[i].dim);
-        if (s->knobs.batch > 0)
-            in_shapes[i].dim[0] = rows;
+    int64_t total = n_inputs > 0 && inputs[0]->ndim > 0 ? inputs[0]->shape[0] : rows;
+    int rc = infer_at(s, n_inputs, inputs, rows, s->shapes, s->params, err);
+    if (rc != 0 && s->knobs.batch > 0 && rows != total) {
+        /* A slice that does not even infer (a Reshape to a fixed dim 0, a product with the
+         * batch on its inner side): say what mixes rows if the whole input shows it. */
+        struct gd_err whole = {0};
+        if (check_at_total(s, n_inputs, inputs, total, &whole) != 0 && whole.code == GD_ENOTSUP)
+            rc = gd_err_set(err, GD_ENOTSUP, "%s", whole.msg);
+        else
+            rc = gd_err_prefix(err, "--batch: a slice of %lld rows: ", (long long)rows);
     }
-    int rc = gd_graph_infer(s->g, in_shapes, s->shapes, s->params, err);
-    if (rc != 0)
+    if (rc == 0 && s->knobs.batch > 0) {
+        rc = check_batchable(s, s->shapes, s->params, rows, total, err);
+        if (rc == 0 && total != rows)
+            rc = check_at_total(s, n_inputs, inputs, total, err);
+    }
+    if (rc != 0) {
+        s->inferred_rows = -1; /* the arrays hold a refused inference */
         return rc;
-    if (s->knobs.batch > 0) {
-        for (int ni = 0; ni < s->g->n_nodes; ni++) {
-            const struct gd_node *n = &s->g->nodes[ni];
-            for (int k = 0; k < n->n_outputs; k++) {
-                const struct gd_shape *sh = &s->shapes[n->outputs[k]];
-                if (sh->ndim < 1 || sh->dim[0] != rows) {
-                    char buf[128];
-                    return gd_err_set(err, GD_ENOTSUP,
-                                      "--batch needs dim 0 of every layer to be the batch; "
-                                      "node %s gives %s for a slice of %lld",
-                                      n->name, gd_shape_format(sh->ndim, sh->dim, buf, sizeof buf),
-                                      (long long)rows);
-                }
-            }
-        }
     }
     s->inferred_rows = rows;
     return 0;

@@ -30,16 +30,20 @@ typedef float real;
 #define R(fn) fn##f
 #endif
 
-/* Geometry of an (N, C, W) or (N, C, H, W) tensor, H = 1 for the 1-D form. */
-struct gd__nchw {
-    int64_t n, c, h, w;
+/*
+ * Geometry of an (N, C, W), (N, C, H, W) or (N, C, D, H, W) tensor as (N, C, D, H, W), the
+ * missing leading spatial sizes 1 (as struct gd_params holds spatial attributes).
+ */
+struct gd__ncdhw {
+    int64_t n, c, d, h, w;
 };
 
-static inline struct gd__nchw
-gd__nchw_of(const struct gd_tensor *t)
+static inline struct gd__ncdhw
+gd__ncdhw_of(const struct gd_tensor *t)
 {
-    struct gd__nchw g = {t->shape[0], t->shape[1], t->ndim == 4 ? t->shape[2] : 1,
-                         t->shape[t->ndim - 1]};
+    int ns = t->ndim - 2;
+    struct gd__ncdhw g = {t->shape[0], t->shape[1], ns >= 3 ? t->shape[t->ndim - 3] : 1,
+                          ns >= 2 ? t->shape[t->ndim - 2] : 1, t->shape[t->ndim - 1]};
     return g;
 }
 

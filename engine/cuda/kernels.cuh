@@ -63,16 +63,18 @@ gd__cuda_bcast_strides(const struct gd_tensor *t, const struct gd_tensor *y, int
     }
 }
 
-/* Geometry of an (N, C, W) or (N, C, H, W) tensor, H = 1 for 1-D. */
-struct gd__cuda_nchw {
-    int64_t n, c, h, w;
+/* Geometry of an (N, C, W), (N, C, H, W) or (N, C, D, H, W) tensor as (N, C, D, H, W), the
+ * missing leading spatial sizes 1 (as struct gd_params holds spatial attributes). */
+struct gd__cuda_ncdhw {
+    int64_t n, c, d, h, w;
 };
 
-static inline gd__cuda_nchw
-gd__cuda_nchw_of(const struct gd_tensor *t)
+static inline gd__cuda_ncdhw
+gd__cuda_ncdhw_of(const struct gd_tensor *t)
 {
-    gd__cuda_nchw g = {t->shape[0], t->shape[1], t->ndim == 4 ? t->shape[2] : 1,
-                       t->shape[t->ndim - 1]};
+    int ns = t->ndim - 2;
+    gd__cuda_ncdhw g = {t->shape[0], t->shape[1], ns >= 3 ? t->shape[t->ndim - 3] : 1,
+                        ns >= 2 ? t->shape[t->ndim - 2] : 1, t->shape[t->ndim - 1]};
     return g;
 }
 

@@ -5,7 +5,8 @@
  * a fixed id) and recorded in the layer's record with the math type it ran with.
  * ConvTranspose is cuDNN's backward-data convolution. Padding cuDNN cannot express
  * (different at the two ends of an axis) is applied exactly by a copy into a zero-padded
- * buffer (Conv) or a crop of the unpadded result (ConvTranspose).
+ * buffer (Conv) or a crop of the unpadded result (ConvTranspose). 1-D and 2-D ops use 4-D
+ * (NCHW) descriptors, a 1-D op as height 1; 3-D ops use 5-D ones (cudnnSet*NdDescriptor).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,22 +14,29 @@
 
 #include "kernels.cuh"
 
-/* Copies each (H, W) plane of x into the middle of a zero-filled (H+pt+pb, W+pl+pr) plane,
- * or (crop) copies the window at (pt, pl) of each plane of x into y. */
+/* Copies each (D, H, W) volume of src into the middle of a zero-filled (D+pd, H+ph, W+pw)
+ * volume of dst at (off_d, off_h, off_w), or (crop) copies the window at those offsets of
+ * each volume of src into dst, 0 where the window leaves src (a ConvTranspose whose
+ * output_shape is larger than its full result has negative pads). */
 static __global__ void
-plane_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes, int64_t sh,
-           int64_t sw, int64_t dh, int64_t dw, int64_t off_h, int64_t off_w, int crop)
+volume_copy(const float *__restrict__ src, float *__restrict__ dst, int64_t planes,
+            gd__cuda_ncdhw sg, gd__cuda_ncdhw dg, int64_t off_d, int64_t off_h, int64_t off_w,
+            int crop)
 {
-    /* crop: dst[p][i][j] = src[p][i+off_h][j+off_w]; pad: dst[p][i+off_h][j+off_w] = src[p][i][j] */
-    int64_t h = crop ? dh : sh, w = crop ? dw : sw;
-    int64_t n = planes * h * w;
-    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (int64_t)gridDim.x * blockDim.x) {
-        int64_t j = k % w, i = (k / w) % h, p = k / (w * h);
-        if (crop)
-            dst[(p * dh + i) * dw + j] = src[(p * sh + i + off_h) * sw + j + off_w];
-        else
-            dst[(p * dh + i + off_h) * dw + j + off_w] = src[(p * sh + i) * sw + j];
+    /* crop: dst[p][i][j][k] = src[p][i+off_d][j+off_h][k+off_w]; pad: the reverse */
+    int64_t d = crop ? dg.d : sg.d, h = crop ? dg.h : sg.h, w = crop ? dg.w : sg.w;
+    int64_t n = planes * d * h * w;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t k = e % w, j = (e / w) % h, i = (e / (w * h)) % d, p = e / (w * h * d);
+        if (crop) {
+            int64_t si = i + off_d, sj = j + off_h, sk = k + off_w;
+            int inside = si >= 0 && si < sg.d && sj >= 0 && sj < sg.h && sk >= 0 && sk < sg.w;
+            dst[((p * dg.d + i) * dg.h + j) * dg.w + k] =
+                inside ? src[((p * sg.d + si) * sg.h + sj) * sg.w + sk] : 0.f;
+        } else
+            dst[((p * dg.d + i + off_d) * dg.h + j + off_h) * dg.w + k + off_w] =
+                src[((p * sg.d + i) * sg.h + j) * sg.w + k];
     }
 }
 
@@ -105,60 +113,105 @@ make_key(const struct gd_op_call *c, int64_t *key)
 {
     const struct gd_tensor *x = c->in[0], *w = c->in[1], *y = c->out[0];
     memset(key, 0, 16 * sizeof *key);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         key[i] = i < x->ndim ? x->shape[i] : 1;
-        key[4 + i] = i < w->ndim ? w->shape[i] : 1;
-        key[8 + i] = i < y->ndim ? y->shape[i] : 1;
+        key[5 + i] = i < w->ndim ? w->shape[i] : 1;
+        key[10 + i] = i < y->ndim ? y->shape[i] : 1;
     }
+    key[15] = x->ndim;
 }
 
+/*
+ * A tensor descriptor of (n, c, d, h, w): 4-D NCHW (d = 1) for 1-D and 2-D ops, as they
+ * always had, and 5-D packed NCDHW (cudnnSetTensorNdDescriptor) for 3-D ones (nd = 5).
+ */
 static int
-set_tensor(cudnnTensorDescriptor_t *d, int64_t n, int64_t c, int64_t h, int64_t w,
-           struct gd_err *err)
+set_tensor(cudnnTensorDescriptor_t *desc, int nd, gd__cuda_ncdhw g, struct gd_err *err)
 {
     int rc = 0;
-    if (n > INT32_MAX || c > INT32_MAX || h > INT32_MAX || w > INT32_MAX ||
-        n * c * h * w > INT32_MAX)
-        return gd_err_set(err, GD_ENOTSUP, "a tensor of %lldx%lldx%lldx%lld is beyond cuDNN's "
-                          "32-bit sizes", (long long)n, (long long)c, (long long)h, (long long)w);
-    if (*d == NULL)
-        GD_CUDA_TRY(cudnnCreateTensorDescriptor(d));
-    GD_CUDA_TRY(cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)n, (int)c,
-                                           (int)h, (int)w));
+    int64_t v[5] = {g.n, g.c, g.d, g.h, g.w}, total = 1;
+    for (int i = 0; i < 5; i++) {
+        if (v[i] > INT32_MAX)
+            total = INT64_MAX;
+        else if (total <= INT32_MAX)
+            total *= v[i];
+    }
+    if (total > INT32_MAX)
+        return gd_err_set(err, GD_ENOTSUP, "a tensor of %lldx%lldx%lldx%lldx%lld is beyond "
+                          "cuDNN's 32-bit sizes", (long long)g.n, (long long)g.c, (long long)g.d,
+                          (long long)g.h, (long long)g.w);
+    if (*desc == NULL)
+        GD_CUDA_TRY(cudnnCreateTensorDescriptor(desc));
+    if (nd == 4) {
+        GD_CUDA_TRY(cudnnSetTensor4dDescriptor(*desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                               (int)g.n, (int)g.c, (int)g.h, (int)g.w));
+    } else {
+        int dims[5], strides[5];
+        for (int i = 0; i < 5; i++)
+            dims[i] = (int)v[i];
+        strides[4] = 1;
+        for (int i = 3; i >= 0; i--)
+            strides[i] = strides[i + 1] * dims[i + 1];
+        GD_CUDA_TRY(cudnnSetTensorNdDescriptor(*desc, CUDNN_DATA_FLOAT, 5, dims, strides));
+    }
 done:
     return rc;
+}
+
+/* 4 for the ops cuDNN sees as 2-D (1-D ones with height 1), 5 for 3-D ones. */
+static int
+descriptor_rank(const struct gd_params *p)
+{
+    return p->n_spatial == 3 ? 5 : 4;
 }
 
 /*
  * Makes the descriptors of a (forward or backward-data) convolution. For Conv, x is the
  * (possibly padded) input and y the output; for ConvTranspose, x is the input (dy) and y
- * the full or final output (dx).
+ * the full or final output (dx). pads are the (depth, height, width) padding cuDNN applies
+ * at both ends.
  */
 static int
 setup(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, const struct gd_op_call *c,
-      gd__cuda_nchw xg, gd__cuda_nchw yg, int pad_h, int pad_w, struct gd_err *err)
+      gd__cuda_ncdhw xg, gd__cuda_ncdhw yg, const int *pads, struct gd_err *err)
 {
     int rc = 0;
     const struct gd_params *p = c->params;
     const struct gd_tensor *w = c->in[1];
-    int64_t kh = p->kernel[0], kw = p->kernel[1];
-    rc = set_tensor(&nd->x_desc, xg.n, xg.c, xg.h, xg.w, err);
+    int rank = descriptor_rank(p);
+    gd__cuda_ncdhw bg = {1, yg.c, 1, 1, 1};
+    rc = set_tensor(&nd->x_desc, rank, xg, err);
     if (rc == 0)
-        rc = set_tensor(&nd->y_desc, yg.n, yg.c, yg.h, yg.w, err);
+        rc = set_tensor(&nd->y_desc, rank, yg, err);
     if (rc == 0)
-        rc = set_tensor(&nd->b_desc, 1, yg.c, 1, 1, err);
+        rc = set_tensor(&nd->b_desc, rank, bg, err);
     if (rc != 0)
         return rc;
     if (nd->w_desc == NULL)
         GD_CUDA_TRY(cudnnCreateFilterDescriptor(&nd->w_desc));
-    GD_CUDA_TRY(cudnnSetFilter4dDescriptor(nd->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                           (int)w->shape[0], (int)w->shape[1], (int)kh, (int)kw));
     if (nd->conv_desc == NULL)
         GD_CUDA_TRY(cudnnCreateConvolutionDescriptor(&nd->conv_desc));
-    GD_CUDA_TRY(cudnnSetConvolution2dDescriptor(nd->conv_desc, pad_h, pad_w, (int)p->strides[0],
-                                                (int)p->strides[1], (int)p->dilations[0],
-                                                (int)p->dilations[1], CUDNN_CROSS_CORRELATION,
-                                                CUDNN_DATA_FLOAT));
+    if (rank == 4) {
+        GD_CUDA_TRY(cudnnSetFilter4dDescriptor(nd->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                               (int)w->shape[0], (int)w->shape[1],
+                                               (int)p->kernel[1], (int)p->kernel[2]));
+        GD_CUDA_TRY(cudnnSetConvolution2dDescriptor(
+            nd->conv_desc, pads[1], pads[2], (int)p->strides[1], (int)p->strides[2],
+            (int)p->dilations[1], (int)p->dilations[2], CUDNN_CROSS_CORRELATION,
+            CUDNN_DATA_FLOAT));
+    } else {
+        int fdims[5] = {(int)w->shape[0], (int)w->shape[1], (int)p->kernel[0], (int)p->kernel[1],
+                        (int)p->kernel[2]};
+        int strides[3], dilations[3];
+        for (int a = 0; a < 3; a++) {
+            strides[a] = (int)p->strides[a];
+            dilations[a] = (int)p->dilations[a];
+        }
+        GD_CUDA_TRY(cudnnSetFilterNdDescriptor(nd->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 5,
+                                               fdims));
+        GD_CUDA_TRY(cudnnSetConvolutionNdDescriptor(nd->conv_desc, 3, pads, strides, dilations,
+                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    }
     GD_CUDA_TRY(cudnnSetConvolutionGroupCount(nd->conv_desc, (int)p->group));
     GD_CUDA_TRY(cudnnSetConvolutionMathType(nd->conv_desc,
                                             ctx->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
@@ -281,23 +334,34 @@ record(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
     snprintf(c->math, sizeof c->math, "%s", math_name(nd->math, ctx->tf32));
 }
 
-/* Equal pads at both ends map onto cuDNN's padding; otherwise the padded side of the
- * product (the input of a Conv, the output of a ConvTranspose) is widened by the pads and the
- * padding is done (or undone) by a copy. */
+/* Equal pads at both ends map onto cuDNN's padding; otherwise (or when negative, as a
+ * ConvTranspose's output_shape can make them) the padded side of the product (the input of a
+ * Conv, the output of a ConvTranspose) is widened by the pads and the padding is done (or
+ * undone) by a copy. */
 static int
 symmetric_pads(const struct gd_params *p)
 {
-    return p->pads[0] == p->pads[2] && p->pads[1] == p->pads[3];
+    for (int a = 0; a < GD_MAX_SPATIAL; a++)
+        if (p->pads[a] != p->pads[a + GD_MAX_SPATIAL] || p->pads[a] < 0)
+            return 0;
+    return 1;
 }
 
-static gd__cuda_nchw
-widened(gd__cuda_nchw g, const struct gd_params *p)
+static gd__cuda_ncdhw
+widened(gd__cuda_ncdhw g, const struct gd_params *p)
 {
     if (!symmetric_pads(p)) {
-        g.h += p->pads[0] + p->pads[2];
-        g.w += p->pads[1] + p->pads[3];
+        g.d += p->pads[0] + p->pads[GD_MAX_SPATIAL];
+        g.h += p->pads[1] + p->pads[GD_MAX_SPATIAL + 1];
+        g.w += p->pads[2] + p->pads[GD_MAX_SPATIAL + 2];
     }
     return g;
+}
+
+static int64_t
+volume(gd__cuda_ncdhw g)
+{
+    return g.n * g.c * g.d * g.h * g.w;
 }
 
 /*
@@ -305,8 +369,8 @@ widened(gd__cuda_nchw g, const struct gd_params *p)
  * shapes and attributes, and records its algorithm and math in the call.
  */
 static int
-prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, gd__cuda_nchw xg,
-        gd__cuda_nchw yg, int transpose, struct gd_err *err)
+prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
+        gd__cuda_ncdhw xg, gd__cuda_ncdhw yg, int transpose, struct gd_err *err)
 {
     const struct gd_params *p = c->params;
     int64_t key[16];
@@ -315,8 +379,10 @@ prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd
     if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
         nd->ready = 0;
         int symmetric = symmetric_pads(p);
-        int rc = setup(ctx, nd, c, xg, yg, symmetric ? (int)p->pads[0] : 0,
-                       symmetric ? (int)p->pads[1] : 0, err);
+        int pads[3];
+        for (int a = 0; a < 3; a++)
+            pads[a] = symmetric ? (int)p->pads[a] : 0;
+        int rc = setup(ctx, nd, c, xg, yg, pads, err);
         if (rc == 0)
             rc = choose(ctx, nd, transpose, err);
         if (rc != 0)
@@ -348,26 +414,26 @@ gd__cuda_conv(struct gd_op_call *c, struct gd_err *err)
     struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
     struct gd__cuda_node *nd = gd__cuda_node_of(c);
     const struct gd_params *p = c->params;
-    gd__cuda_nchw xg = gd__cuda_nchw_of(c->in[0]), yg = gd__cuda_nchw_of(c->out[0]);
+    gd__cuda_ncdhw xg = gd__cuda_ncdhw_of(c->in[0]), yg = gd__cuda_ncdhw_of(c->out[0]);
     const float one = 1.0f, zero = 0.0f;
     void *padded = NULL;
     const void *x = c->in[0]->data;
     int symmetric = symmetric_pads(p);
-    gd__cuda_nchw pg = widened(xg, p);
+    gd__cuda_ncdhw pg = widened(xg, p);
     rc = prepare(c, ctx, nd, pg, yg, 0, err);
     if (rc != 0)
         return rc;
     if (!symmetric) {
-        size_t bytes = (size_t)(pg.n * pg.c * pg.h * pg.w) * sizeof(float);
+        size_t bytes = (size_t)volume(pg) * sizeof(float);
         rc = gd__cuda_scratch(ctx, bytes, &padded, err);
         if (rc != 0)
             goto done;
         GD_CUDA_TRY(cudaMemsetAsync(padded, 0, bytes, ctx->compute));
-        int64_t n = xg.n * xg.c * xg.h * xg.w;
+        int64_t n = volume(xg);
         if (n > 0) {
-            plane_copy<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-                (const float *)x, (float *)padded, xg.n * xg.c, xg.h, xg.w, pg.h, pg.w,
-                p->pads[0], p->pads[1], 0);
+            volume_copy<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+                (const float *)x, (float *)padded, xg.n * xg.c, xg, pg, p->pads[0], p->pads[1],
+                p->pads[2], 0);
             GD_CUDA_CHECK_LAUNCH();
         }
         x = padded;
@@ -392,20 +458,19 @@ gd__cuda_conv_transpose(struct gd_op_call *c, struct gd_err *err)
     struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
     struct gd__cuda_node *nd = gd__cuda_node_of(c);
     const struct gd_params *p = c->params;
-    gd__cuda_nchw xg = gd__cuda_nchw_of(c->in[0]), yg = gd__cuda_nchw_of(c->out[0]);
+    gd__cuda_ncdhw xg = gd__cuda_ncdhw_of(c->in[0]), yg = gd__cuda_ncdhw_of(c->out[0]);
     const float one = 1.0f, zero = 0.0f;
     void *full = NULL;
     /* Unequal pads: compute the unpadded result and crop it. output_padding is the
      * output's size, which cuDNN takes as given. */
     int symmetric = symmetric_pads(p);
-    gd__cuda_nchw fg = widened(yg, p);
+    gd__cuda_ncdhw fg = widened(yg, p);
     rc = prepare(c, ctx, nd, xg, fg, 1, err);
     if (rc != 0)
         return rc;
     void *y = c->out[0]->data;
     if (!symmetric) {
-        rc = gd__cuda_scratch(ctx, (size_t)(fg.n * fg.c * fg.h * fg.w) * sizeof(float), &full,
-                              err);
+        rc = gd__cuda_scratch(ctx, (size_t)volume(fg) * sizeof(float), &full, err);
         if (rc != 0)
             goto done;
         y = full;
@@ -419,25 +484,28 @@ gd__cuda_conv_transpose(struct gd_op_call *c, struct gd_err *err)
                                              ctx->workspace, nd->workspace, &zero, nd->y_desc,
                                              y));
     if (!symmetric) {
-        int64_t n = yg.n * yg.c * yg.h * yg.w;
+        int64_t n = volume(yg);
         if (n > 0) {
-            plane_copy<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-                (const float *)full, (float *)c->out[0]->data, yg.n * yg.c, fg.h, fg.w, yg.h,
-                yg.w, p->pads[0], p->pads[1], 1);
+            volume_copy<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+                (const float *)full, (float *)c->out[0]->data, yg.n * yg.c, fg, yg, p->pads[0],
+                p->pads[1], p->pads[2], 1);
             GD_CUDA_CHECK_LAUNCH();
         }
         /* the bias descriptor pairs with y_desc, the full shape: add it after the crop on a
          * descriptor of the final shape */
-        cudnnTensorDescriptor_t final_desc = NULL;
-        GD_CUDA_TRY(cudnnCreateTensorDescriptor(&final_desc));
-        cudnnStatus_t s = cudnnSetTensor4dDescriptor(final_desc, CUDNN_TENSOR_NCHW,
-                                                     CUDNN_DATA_FLOAT, (int)yg.n, (int)yg.c,
-                                                     (int)yg.h, (int)yg.w);
-        if (s == CUDNN_STATUS_SUCCESS && c->n_in > 2 && c->in[2] != NULL)
-            s = cudnnAddTensor(ctx->cudnn, &one, nd->b_desc, c->in[2]->data, &one, final_desc,
-                               c->out[0]->data);
-        cudnnDestroyTensorDescriptor(final_desc);
-        GD_CUDA_TRY(s);
+        if (c->n_in > 2 && c->in[2] != NULL) {
+            cudnnTensorDescriptor_t final_desc = NULL;
+            rc = set_tensor(&final_desc, descriptor_rank(p), yg, err);
+            cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+            if (rc == 0)
+                s = cudnnAddTensor(ctx->cudnn, &one, nd->b_desc, c->in[2]->data, &one,
+                                   final_desc, c->out[0]->data);
+            if (final_desc != NULL)
+                cudnnDestroyTensorDescriptor(final_desc);
+            if (rc != 0)
+                goto done;
+            GD_CUDA_TRY(s);
+        }
     } else {
         rc = add_bias(ctx, nd, c, err);
     }

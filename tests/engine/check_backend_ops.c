@@ -1,4 +1,5 @@
 /* check_backend_ops.c: every op of ops.def on every backend built, against cpu64. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -55,6 +55,12 @@ static const struct order_case cases[] = {
      "{\"pads\": [2, 2, 2, 2]}", 0, 0},
     {"conv_bad_weight", "Conv", 3, {4, 4, 1}, {{2, 3, 8, 8}, {6, 3, 3, 3}, {6}}, 4u,
      "{\"pads\": [1, 1, 1, 1]}", 0, 1},
+    /* 3-D: taps over depth too, an output row per (image, depth, row), k past 256 */
+    {"conv_3d", "Conv", 3, {5, 5, 1}, {{2, 4, 6, 9, 8}, {6, 4, 3, 3, 3}, {6}}, 6u,
+     "{\"strides\": [2, 1, 2], \"pads\": [1, 1, 0, 2, 1, 1], \"dilations\": [1, 2, 1]}", 1,
+     0},
+    {"conv_3d_deep", "Conv", 2, {5, 5}, {{1, 12, 4, 5, 5}, {9, 12, 3, 3, 3}}, 2u,
+     "{\"pads\": [1, 1, 1, 1, 1, 1]}", 0, 0},
     /* ConvTranspose */
     {"convt_stride", "ConvTranspose", 3, {4, 4, 1}, {{2, 3, 6, 7}, {3, 5, 3, 3}, {5}}, 6u,
      "{\"strides\": [2, 2], \"pads\": [1, 1, 1, 1], \"output_padding\": [1, 1]}", 1, 0},
@@ -66,6 +72,9 @@ static const struct order_case cases[] = {
      NULL, 1, 0},
     {"convt_1d", "ConvTranspose", 2, {3, 3}, {{2, 3, 10}, {3, 4, 3}}, 2u,
      "{\"strides\": [2]}", 0, 0},
+    {"convt_3d", "ConvTranspose", 3, {5, 5, 1}, {{2, 3, 3, 4, 3}, {3, 4, 3, 2, 3}, {4}}, 6u,
+     "{\"strides\": [2, 2, 3], \"pads\": [1, 0, 1, 0, 1, 2], \"dilations\": [2, 1, 1]}", 1,
+     0},
     /* Gemm: every transpose, alpha and beta, C broadcast both ways, k past 256, m past the
      * rows one task holds */
     {"gemm", "Gemm", 2, {2, 2}, {{37, 300}, {300, 50}}, 2u, NULL, 1, 0},

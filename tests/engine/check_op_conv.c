@@ -12,12 +12,14 @@ static const char *const conv_cases[] = {
     "rep", "stride2", "asym_pads", "dilation", "dilation_stride", "groups", "depthwise",
     "multiplier", "conv1d", "conv1d_dilation", "conv1d_same_upper", "same_upper", "same_lower",
     "same_upper_dilation", "valid", "no_bias", "pointwise", "kernel_shape", "deep",
-    "large_magnitude", NULL};
+    "large_magnitude", "conv3d", "conv3d_stride_pads", "conv3d_groups_dilation",
+    "conv3d_same_lower", NULL};
 
 static const char *const convt_cases[] = {
     "rep", "stride", "pads", "output_padding", "dilation", "dilation_odd", "groups",
     "depthwise", "output_shape", "output_shape_same_upper", "same_upper", "same_lower",
-    "conv1d", "conv1d_dilation", "no_bias", NULL};
+    "conv1d", "conv1d_dilation", "no_bias", "conv3d", "conv3d_pads_output_padding",
+    "conv3d_groups_dilation", "output_shape_larger", "output_shape_larger_same_upper", NULL};
 /* clang-format on */
 
 /*

@@ -1,4 +1,4 @@
-/* check_op_pool.c: MaxPool, AveragePool, GlobalAveragePool (engine/cpu/op_pool.c). */
+/* check_op_pool.c: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (engine/cpu/op_pool.c). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -10,20 +10,34 @@
 /* clang-format off */
 static const char *const maxpool_cases[] = {
     "rep", "asym_pads", "ceil", "ceil_drop", "pool1d", "same_upper", "same_lower", "valid",
-    "pads", "negative_pads", "dilation", "dilation_ceil", "nan", NULL};
+    "pads", "negative_pads", "dilation", "dilation_ceil", "nan", "pool3d", "pool3d_pads_ceil",
+    "pool3d_same_upper", "pool3d_dilation", "indices", "indices_column_major",
+    "indices_1d_dilation", "indices_3d", "indices_3d_column_major", "indices_ties", NULL};
 
 static const char *const avgpool_cases[] = {
     "rep", "asym_pads", "ceil", "ceil_drop", "pool1d", "same_upper", "same_lower", "valid",
     "pads_excl", "asym_pads_excl", "ceil_excl", "ceil_drop_excl", "pads_incl",
-    "asym_pads_incl", "ceil_incl", "ceil_drop_incl", "whole", NULL};
+    "asym_pads_incl", "ceil_incl", "ceil_drop_incl", "whole", "pool3d", "pool3d_pads_ceil",
+    "pool3d_same_upper", "pool3d_pads_incl", NULL};
 
-static const char *const gap_cases[] = {"rep", "pool1d", "one_pixel", "large", NULL};
+static const char *const gap_cases[] = {"rep", "pool1d", "one_pixel", "large", "pool3d", NULL};
+
+static const char *const gmp_cases[] = {"rep", "pool1d", "pool3d", "large", "special", NULL};
 /* clang-format on */
 
-/* MaxPool selects one input element (NaN propagating): bitwise equal to numpy's float32. */
+/*
+ * MaxPool selects one input element (NaN propagating): bitwise equal to numpy's float32,
+ * and its Indices (int64) equal to the reference's positions. GlobalMaxPool likewise.
+ */
 START_TEST(test_max_pool)
 {
     of_check_case("MaxPool", maxpool_cases[_i], NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_global_max_pool)
+{
+    of_check_case("GlobalMaxPool", gmp_cases[_i], NULL, NULL);
 }
 END_TEST
 
@@ -94,6 +108,7 @@ START_TEST(test_listing)
     of_check_listing("MaxPool", maxpool_cases);
     of_check_listing("AveragePool", avgpool_cases);
     of_check_listing("GlobalAveragePool", gap_cases);
+    of_check_listing("GlobalMaxPool", gmp_cases);
 }
 END_TEST
 
@@ -106,6 +121,7 @@ main(void)
     tcase_add_loop_test(tc, test_max_pool, 0, of_count(maxpool_cases));
     tcase_add_loop_test(tc, test_average_pool, 0, of_count(avgpool_cases));
     tcase_add_loop_test(tc, test_global_average_pool, 0, of_count(gap_cases));
+    tcase_add_loop_test(tc, test_global_max_pool, 0, of_count(gmp_cases));
     tcase_add_test(tc, test_max_pool_zero_ties);
     tcase_add_test(tc, test_listing);
     suite_add_tcase(s, tc);

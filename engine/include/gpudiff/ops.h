@@ -23,11 +23,11 @@ enum gd_op {
 /* How many terms each output element of an op sums: the rule behind reduction_len. */
 enum gd_reduction {
     GD_RED_NONE,    /* 1: a pointwise function or a data movement */
-    GD_RED_CONV,    /* input channels per group x the kernel's taps (kH x kW, or kW) */
+    GD_RED_CONV,    /* input channels per group x the kernel's taps (kD x kH x kW, 1-3 axes) */
     GD_RED_CONVT,   /* input channels per group x ceil(k / (s / gcd(s, d))) per axis */
     GD_RED_GEMM,    /* the inner dimension K */
     GD_RED_WINDOW,  /* the pooling window's area */
-    GD_RED_SPATIAL, /* height x width of the input */
+    GD_RED_SPATIAL, /* the product of the input's spatial sizes (D x H x W) */
     GD_RED_AXES,    /* the product of the reduced dimensions */
     GD_RED_AXIS,    /* the length of the op's axis (CumSum: an upper bound, see NUMERICS.md) */
     GD_RED_SCATTER, /* reduction add or mul: the data element and the updates that may land
@@ -35,7 +35,8 @@ enum gd_reduction {
                      * ScatterND); 1 for none, max and min, which copy one value */
     GD_RED_LOSS,    /* the loss terms summed (every target position for sum and mean, 1 for
                      * none), plus the classes for SoftmaxCrossEntropyLoss's log-softmax */
-    GD_RED_INPUTS   /* the number of inputs (Sum, Mean: one term per input) */
+    GD_RED_INPUTS,  /* the number of inputs (Sum, Mean: one term per input) */
+    GD_RED_INFERRED /* counted by shape inference into gd_params.reduction_terms */
 };
 
 struct gd_op_info {
@@ -73,28 +74,57 @@ enum gd_scatter_reduction {
 /* The losses' reduction attribute. */
 enum gd_loss_reduction { GD_LOSS_NONE, GD_LOSS_SUM, GD_LOSS_MEAN };
 
+/* Resize and Upsample (ONNX names in the comments). */
+enum gd_resize_mode { GD_RESIZE_NEAREST, GD_RESIZE_LINEAR, GD_RESIZE_CUBIC };
+enum gd_resize_coord {
+    GD_COORD_HALF_PIXEL,           /* "half_pixel" (the default) */
+    GD_COORD_HALF_PIXEL_SYMMETRIC, /* "half_pixel_symmetric" (opset 19) */
+    GD_COORD_PYTORCH_HALF_PIXEL,   /* "pytorch_half_pixel" */
+    GD_COORD_ALIGN_CORNERS,        /* "align_corners" */
+    GD_COORD_ASYMMETRIC,           /* "asymmetric"; Upsample and Resize-10 */
+    GD_COORD_TF_HALF_PIXEL_FOR_NN, /* "tf_half_pixel_for_nn" (opset 11) */
+    GD_COORD_TF_CROP_AND_RESIZE    /* "tf_crop_and_resize" */
+};
+enum gd_nearest_mode {
+    GD_NEAREST_ROUND_PREFER_FLOOR, GD_NEAREST_ROUND_PREFER_CEIL, GD_NEAREST_FLOOR,
+    GD_NEAREST_CEIL
+};
+
+/* The most spatial axes of a convolution or pool: (depth, height, width). */
+#define GD_MAX_SPATIAL 3
+
 /*
  * A node's attributes after checking, in the op's own terms; filled by shape inference.
- * Fields an op does not use stay at their defaults. Spatial geometry is 2-D (NCHW).
+ * Fields an op does not use stay at their defaults.
+ *
+ * Spatial geometry (Conv, ConvTranspose, the pools) is always 3-D, (depth, height, width),
+ * right-aligned: an op with n_spatial < 3 axes has its axes last and the leading ones are
+ * size 1 with kernel, stride and dilation 1 and no padding, so a 2-D op is a 3-D one of
+ * depth 1 and a 1-D op one of depth and height 1 (gd__spatial_in() gives an input's sizes
+ * the same way). Index a = 0, 1, 2 is depth, height, width; pads[a] is the padding before
+ * axis a and pads[GD_MAX_SPATIAL + a] after it.
  */
 struct gd_params {
-    int64_t kernel[2];          /* kH, kW */
-    int64_t strides[2];
-    int64_t dilations[2];
-    int64_t pads[4];            /* begin_h, begin_w, end_h, end_w (ONNX order) */
-    int64_t output_padding[2];  /* ConvTranspose */
+    int n_spatial;                          /* 1, 2 or 3: the op's own spatial axes */
+    int64_t kernel[GD_MAX_SPATIAL];         /* kD, kH, kW */
+    int64_t strides[GD_MAX_SPATIAL];
+    int64_t dilations[GD_MAX_SPATIAL];
+    int64_t pads[2 * GD_MAX_SPATIAL];       /* begin d, h, w, then end d, h, w */
+    int64_t output_padding[GD_MAX_SPATIAL]; /* ConvTranspose */
     int64_t group;
     int ceil_mode;              /* pools */
+    int storage_order;          /* MaxPool's Indices: 0 row major, 1 column major */
     int count_include_pad;      /* AveragePool */
     int trans_a, trans_b;       /* Gemm */
     double alpha, beta, gamma;  /* Gemm; LeakyRelu, Elu, Selu, HardSigmoid, ThresholdedRelu, Celu */
-    double epsilon;             /* BatchNormalization */
+    double epsilon;             /* BatchNormalization and the other normalizations */
     double clip_min, clip_max;  /* Clip (infinite when absent) */
     int gelu_tanh;              /* Gelu approximate="tanh" */
-    int64_t axis;               /* Softmax, Concat, Flatten, ArgMax/Min, Hardmax, CumSum; >= 0 */
+    int64_t axis;               /* Softmax, Concat, Flatten, ArgMax/Min, Hardmax, CumSum,
+                                 * LayerNormalization; >= 0 */
     int keepdims;               /* reductions, ArgMax */
     int select_last_index;      /* ArgMax, ArgMin */
-    int n_axes;                 /* reductions, Squeeze, Unsqueeze: sorted, >= 0 */
+    int n_axes;                 /* reductions, Squeeze, Unsqueeze, normalizations: sorted, >= 0 */
     int64_t axes[GD_MAX_DIMS];
     int64_t perm[GD_MAX_DIMS];  /* Transpose */
     int64_t pads_nd[2 * GD_MAX_DIMS]; /* Pad: begins of each axis, then ends */
@@ -115,6 +145,24 @@ struct gd_params {
     enum gd_loss_reduction loss_reduction;
     int has_ignore_index;               /* the losses' ignore_index is given */
     int64_t ignore_index;
+    /* normalizations (BatchNormalization, LRN, the mean and variance ones) */
+    int training_mode;          /* BatchNormalization: statistics of the batch itself */
+    double momentum;            /* BatchNormalization: weight of the running statistics */
+    double lrn_bias;            /* LRN's bias (its alpha and beta are alpha, beta above) */
+    int64_t lrn_size;           /* LRN: channels in the window */
+    /* GD_RED_INFERRED: the terms each output element sums, counted by shape inference */
+    int64_t reduction_terms;
+    /* Resize, Upsample: per axis, scale = scale_num / scale_den exactly (a float32 scale's
+     * value, or sizes / input); roi[a] and roi[GD_MAX_DIMS + a] the float32 roi of axis a
+     * (0 and 1 when absent); bit a of resized_axes: axis a's mapping is not the identity */
+    enum gd_resize_mode resize_mode;
+    enum gd_resize_coord coord_mode;
+    enum gd_nearest_mode nearest_mode;
+    int exclude_outside;
+    double cubic_coeff_a, extrapolation_value;
+    int64_t scale_num[GD_MAX_DIMS], scale_den[GD_MAX_DIMS];
+    double roi[2 * GD_MAX_DIMS];
+    unsigned resized_axes;
     /*
      * Set by shape inference when an output's row along dim 0 depends on input rows other
      * than its own: a reduction, Softmax or ArgMax over axis 0, BatchNormalization with
