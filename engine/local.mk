@@ -31,6 +31,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/attr.c \
 	engine/core/backend.c \
 	engine/core/error.c \
+	engine/core/fold.c \
 	engine/core/graph.c \
 	engine/core/hash.c \
 	engine/core/infer_act.c \

@@ -26,6 +26,7 @@ gd_attr_fini(struct gd_attr *a)
     free(a->s);
     free(a->ints);
     free(a->floats);
+    gd_tensor_free(a->t);
     memset(a, 0, sizeof *a);
 }
 
@@ -47,6 +48,9 @@ gd_graph_free(struct gd_graph *g)
             gd_attr_fini(&n->attrs[k]);
         free(n->attrs);
     }
+    for (int i = 0; i < g->n_folds; i++)
+        gd__fold_fini(&g->folds[i]);
+    free(g->folds);
     free(g->values);
     free(g->nodes);
     free(g->inputs);
@@ -83,9 +87,9 @@ gd_node_attr(const struct gd_node *n, const char *name)
     return NULL;
 }
 
-/* Appends a value; returns its index or a negative code. */
-static int
-value_add(struct gd_graph *g, const char *name, struct gd_err *err)
+/* Appends a value; returns its index or a negative code (declared in internal.h). */
+int
+gd__value_add(struct gd_graph *g, const char *name, struct gd_err *err)
 {
     if (name == NULL || name[0] == '\0')
         return gd_err_set(err, GD_EMODEL, "a value has an empty name");
@@ -106,6 +110,7 @@ value_add(struct gd_graph *g, const char *name, struct gd_err *err)
     v->dtype = GD_F32;
     v->producer = -1;
     v->last_use = -1;
+    v->fold = -1;
     return g->n_values++;
 }
 
@@ -135,7 +140,7 @@ gd_graph_add_input(struct gd_graph *g, const char *name, const struct gd_input_d
     if (d == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     g->input_decls = d;
-    int v = value_add(g, name, err);
+    int v = gd__value_add(g, name, err);
     if (v < 0)
         return v;
     int rc = int_push(&g->inputs, g->n_inputs, v, err);
@@ -151,7 +156,7 @@ int
 gd_graph_add_constant(struct gd_graph *g, const char *name, struct gd_tensor *t,
                       struct gd_err *err)
 {
-    int v = value_add(g, name, err);
+    int v = gd__value_add(g, name, err);
     if (v < 0) {
         gd_tensor_free(t);
         return v;
@@ -240,7 +245,7 @@ gd_graph_add_node(struct gd_graph *g, const char *name, const char *op_name, int
         g->cap_nodes = cap;
     }
     for (int i = 0; i < n_outputs; i++) {
-        int v = value_add(g, outputs[i], err);
+        int v = gd__value_add(g, outputs[i], err);
         if (v < 0) {
             rc = gd_err_prefix(err, "node %s: ", name);
             /* Values added for earlier outputs stay unnamed by any node: drop them. */
@@ -291,14 +296,53 @@ gd_graph_add_output(struct gd_graph *g, const char *name, struct gd_err *err)
 }
 
 /*
+ * Computes the folds that come before node `before` (from *next on) for the shapes so far,
+ * into folded[].
+ */
+static int
+folds_until(const struct gd_graph *g, int before, int *next, struct gd_shape *value_shapes,
+            enum gd_dtype *value_dtypes, struct gd_tensor **folded, struct gd_err *err)
+{
+    for (; *next < g->n_folds && g->folds[*next].before <= before; (*next)++) {
+        const struct gd_fold *f = &g->folds[*next];
+        if (f->at_load)
+            continue;
+        const struct gd_shape *in_shape[GD__MAX_OP_INPUTS] = {0};
+        const struct gd_tensor *in_val[GD__MAX_OP_INPUTS] = {0};
+        struct gd_tensor *out[GD__MAX_OP_OUTPUTS] = {0};
+        for (int i = 0; i < f->n_inputs; i++) {
+            int v = f->inputs[i];
+            if (v < 0)
+                continue;
+            in_shape[i] = &value_shapes[v];
+            in_val[i] = g->values[v].constant ? g->values[v].constant : folded[v];
+        }
+        int rc = gd__fold_eval(f, in_shape, in_val, out, err);
+        if (rc != 0)
+            return gd_err_prefix(err, "node %s (%s): ", f->name, f->op);
+        for (int k = 0; k < f->n_outputs; k++) {
+            int v = f->outputs[k];
+            gd_tensor_free(folded[v]);
+            folded[v] = out[k];
+            value_dtypes[v] = out[k]->dtype;
+            value_shapes[v].ndim = out[k]->ndim;
+            memcpy(value_shapes[v].dim, out[k]->shape, sizeof value_shapes[v].dim);
+        }
+    }
+    return 0;
+}
+
+/*
  * Infers shapes and dtypes of every value and the params of every node from the input
- * shapes. value_dtypes gets each value's dtype.
+ * shapes, computing the folds in between (their results go to folded[]). value_dtypes gets
+ * each value's dtype.
  */
 static int
 infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
           struct gd_shape *value_shapes, enum gd_dtype *value_dtypes,
-          struct gd_params *node_params, struct gd_err *err)
+          struct gd_params *node_params, struct gd_tensor **folded, struct gd_err *err)
 {
+    int next_fold = 0;
     for (int v = 0; v < g->n_values; v++) {
         value_dtypes[v] = g->values[v].dtype;
         if (g->values[v].constant != NULL)
@@ -322,11 +366,15 @@ infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
         const struct gd_node *n = &g->nodes[ni];
         struct gd__infer_call c = {.graph = g, .node = n, .n_in = n->n_inputs,
                                    .n_out = n->n_outputs, .params = &node_params[ni]};
+        int frc = folds_until(g, ni, &next_fold, value_shapes, value_dtypes, folded, err);
+        if (frc != 0)
+            return frc;
         for (int i = 0; i < n->n_inputs; i++) {
             int v = n->inputs[i];
             c.in[i] = v >= 0 ? &value_shapes[v] : NULL;
             c.in_dtype[i] = v >= 0 ? value_dtypes[v] : GD_F32;
-            c.in_const[i] = v >= 0 ? g->values[v].constant : NULL;
+            c.in_const[i] = v < 0 ? NULL : g->values[v].constant ? g->values[v].constant
+                                                                 : folded[v];
         }
         for (int i = 0; i < n->n_outputs; i++) {
             c.out[i] = &value_shapes[n->outputs[i]];
@@ -345,19 +393,45 @@ infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
         if (rc != 0)
             return gd_err_prefix(err, "node %s (%s): ", n->name, gd_op_name(n->op));
     }
-    return 0;
+    return folds_until(g, g->n_nodes, &next_fold, value_shapes, value_dtypes, folded, err);
+}
+
+static void
+folded_clear(const struct gd_graph *g, struct gd_tensor **folded)
+{
+    for (int v = 0; v < g->n_values; v++) {
+        gd_tensor_free(folded[v]);
+        folded[v] = NULL;
+    }
+}
+
+int
+gd_graph_infer_folds(const struct gd_graph *g, const struct gd_shape *input_shapes,
+                     struct gd_shape *value_shapes, struct gd_params *node_params,
+                     struct gd_tensor **folded, struct gd_err *err)
+{
+    size_t n = (size_t)(g->n_values ? g->n_values : 1);
+    enum gd_dtype *dtypes = malloc(n * sizeof *dtypes);
+    struct gd_tensor **mine = folded ? NULL : calloc(n, sizeof *mine);
+    if (dtypes == NULL || (folded == NULL && mine == NULL)) {
+        free(dtypes);
+        free(mine);
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    }
+    struct gd_tensor **f = folded ? folded : mine;
+    int rc = infer_all(g, input_shapes, value_shapes, dtypes, node_params, f, err);
+    if (rc != 0 || mine != NULL)
+        folded_clear(g, f);
+    free(dtypes);
+    free(mine);
+    return rc;
 }
 
 int
 gd_graph_infer(const struct gd_graph *g, const struct gd_shape *input_shapes,
                struct gd_shape *value_shapes, struct gd_params *node_params, struct gd_err *err)
 {
-    enum gd_dtype *dtypes = malloc((size_t)(g->n_values ? g->n_values : 1) * sizeof *dtypes);
-    if (dtypes == NULL)
-        return gd_err_set(err, GD_ENOMEM, "out of memory");
-    int rc = infer_all(g, input_shapes, value_shapes, dtypes, node_params, err);
-    free(dtypes);
-    return rc;
+    return gd_graph_infer_folds(g, input_shapes, value_shapes, node_params, NULL, err);
 }
 
 int
@@ -367,6 +441,7 @@ gd_graph_finalize(struct gd_graph *g, struct gd_err *err)
     struct gd_shape *inputs = NULL, *shapes = NULL;
     struct gd_params *params = NULL;
     enum gd_dtype *dtypes = NULL;
+    struct gd_tensor **folded = NULL;
     if (g->n_inputs == 0) {
         rc = gd_err_set(err, GD_EMODEL, "the model has no inputs");
         goto done;
@@ -379,7 +454,8 @@ gd_graph_finalize(struct gd_graph *g, struct gd_err *err)
     shapes = calloc((size_t)g->n_values, sizeof *shapes);
     dtypes = calloc((size_t)g->n_values, sizeof *dtypes);
     params = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *params);
-    if (inputs == NULL || shapes == NULL || dtypes == NULL || params == NULL) {
+    folded = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *folded);
+    if (inputs == NULL || shapes == NULL || dtypes == NULL || params == NULL || folded == NULL) {
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
         goto done;
     }
@@ -389,7 +465,7 @@ gd_graph_finalize(struct gd_graph *g, struct gd_err *err)
             if (inputs[i].dim[k] < 0)
                 inputs[i].dim[k] = 1;
     }
-    rc = infer_all(g, inputs, shapes, dtypes, params, err);
+    rc = infer_all(g, inputs, shapes, dtypes, params, folded, err);
     if (rc != 0)
         goto done;
     for (int v = 0; v < g->n_values; v++) {
@@ -404,6 +480,9 @@ gd_graph_finalize(struct gd_graph *g, struct gd_err *err)
                 g->values[g->nodes[ni].inputs[i]].last_use = ni;
     }
 done:
+    if (folded != NULL)
+        folded_clear(g, folded);
+    free(folded);
     free(inputs);
     free(shapes);
     free(dtypes);
