@@ -29,6 +29,8 @@ struct gd_session {
     struct gd_shape *shapes;    /* per value, for the current slice size */
     struct gd_params *params;   /* per node, for the current slice size */
     int64_t inferred_rows;      /* slice size the shapes are for; -1 none yet */
+    struct gd_shape *inferred_for; /* per graph input: the shapes the inference was for */
+    struct gd_tensor **folded;  /* per value: what the folds computed for those shapes */
     int *first_layer;           /* per node: the layer index of its output 0 */
     /* for the run in progress */
     gd_capture_fn capture;
@@ -103,6 +105,10 @@ gd_session_free(struct gd_session *s)
     vals_release(s, 1);
     if (s->ctx != NULL)
         s->be->close(s->ctx);
+    for (int v = 0; s->folded != NULL && v < s->g->n_values; v++)
+        gd_tensor_free(s->folded[v]);
+    free(s->folded);
+    free(s->inferred_for);
     free(s->vals);
     free(s->shapes);
     free(s->params);
@@ -130,6 +136,66 @@ upload_value(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
     return rc;
 }
 
+/*
+ * Fails with GD_ENOTSUP naming every op of g that backend be lacks, each with its node count
+ * and first node names, so one message says all that a model needs.
+ */
+static int
+missing_ops(const struct gd_graph *g, const struct gd__backend *be, struct gd_err *err)
+{
+    int count[GD_OP_COUNT] = {0}, n_missing = 0, n_ops = 0;
+    for (int ni = 0; ni < g->n_nodes; ni++)
+        if (be->ops[g->nodes[ni].op] == NULL) {
+            n_ops += count[g->nodes[ni].op]++ == 0;
+            n_missing++;
+        }
+    if (n_missing == 0)
+        return 0;
+    char msg[sizeof err->msg];
+    size_t len = (size_t)snprintf(msg, sizeof msg, "backend %s has no %s", be->name,
+                                  n_ops > 1 ? "op of these: " : "");
+    for (int op = 0; op < GD_OP_COUNT && len < sizeof msg; op++) {
+        if (count[op] == 0)
+            continue;
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s (%d node%s: ",
+                                msg[len - 1] == ' ' ? "" : "; ", gd_op_name((enum gd_op)op),
+                                count[op], count[op] > 1 ? "s" : "");
+        for (int ni = 0, shown = 0; ni < g->n_nodes && len < sizeof msg; ni++) {
+            if ((int)g->nodes[ni].op != op)
+                continue;
+            if (shown == 3) {
+                len += (size_t)snprintf(msg + len, sizeof msg - len, ", ...");
+                break;
+            }
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s", shown ? ", " : "",
+                                    g->nodes[ni].name);
+            shown++;
+        }
+        if (len < sizeof msg)
+            len += (size_t)snprintf(msg + len, sizeof msg - len, ")");
+    }
+    return gd_err_set(err, GD_ENOTSUP, "%s", msg);
+}
+
+/*
+ * An input as the model declares it: floats go to the compute dtype, integers and bools to
+ * the declared dtype (an int32 file for an int64 input widens; a value that does not fit is
+ * GD_ERANGE).
+ */
+static int
+upload_input(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor *src,
+             enum gd_dtype declared, struct gd_err *err)
+{
+    if (gd_dtype_is_float(src->dtype) || src->dtype == declared)
+        return upload_value(s, dst, src, err);
+    struct gd_tensor *cast = gd_tensor_cast(src, declared, err);
+    if (cast == NULL)
+        return err ? err->code : GD_ENOMEM;
+    int rc = upload_value(s, dst, cast, err);
+    gd_tensor_free(cast);
+    return rc;
+}
+
 struct gd_session *
 gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *knobs,
                struct gd_err *err)
@@ -144,13 +210,8 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
         gd_err_set(err, GD_ENOENT, "no backend %s in this build (it has: %s)", backend, names);
         return NULL;
     }
-    for (int ni = 0; ni < g->n_nodes; ni++) {
-        if (be->ops[g->nodes[ni].op] == NULL) {
-            gd_err_set(err, GD_ENOTSUP, "node %s: backend %s has no %s", g->nodes[ni].name,
-                       be->name, gd_op_name(g->nodes[ni].op));
-            return NULL;
-        }
-    }
+    if (missing_ops(g, be, err) != 0)
+        return NULL;
     struct gd_session *s = calloc(1, sizeof *s);
     if (s == NULL) {
         gd_err_set(err, GD_ENOMEM, "out of memory for a session");
@@ -165,7 +226,10 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
     s->shapes = calloc((size_t)g->n_values, sizeof *s->shapes);
     s->params = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *s->params);
     s->first_layer = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *s->first_layer);
-    if (s->vals == NULL || s->shapes == NULL || s->params == NULL || s->first_layer == NULL) {
+    s->folded = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *s->folded);
+    s->inferred_for = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *s->inferred_for);
+    if (s->vals == NULL || s->shapes == NULL || s->params == NULL || s->first_layer == NULL ||
+        s->folded == NULL || s->inferred_for == NULL) {
         gd_err_set(err, GD_ENOMEM, "out of memory for a session");
         goto fail;
     }
@@ -220,16 +284,25 @@ static int
 infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
                int64_t rows, struct gd_err *err)
 {
-    if (s->inferred_rows == rows)
-        return 0;
     struct gd_shape in_shapes[n_inputs > 0 ? n_inputs : 1];
+    int same = s->inferred_rows == rows;
     for (int i = 0; i < n_inputs; i++) {
+        memset(&in_shapes[i], 0, sizeof in_shapes[i]);
         in_shapes[i].ndim = inputs[i]->ndim;
         memcpy(in_shapes[i].dim, inputs[i]->shape, sizeof in_shapes[i].dim);
         if (s->knobs.batch > 0)
             in_shapes[i].dim[0] = rows;
+        same = same && memcmp(&in_shapes[i], &s->inferred_for[i], sizeof in_shapes[i]) == 0;
     }
-    int rc = gd_graph_infer(s->g, in_shapes, s->shapes, s->params, err);
+    if (same)
+        return 0;
+    /* The folds' results belong to the shapes they were computed for. */
+    s->inferred_rows = -1;
+    for (int v = 0; v < s->g->n_values; v++) {
+        gd_tensor_free(s->folded[v]);
+        s->folded[v] = NULL;
+    }
+    int rc = gd_graph_infer_folds(s->g, in_shapes, s->shapes, s->params, s->folded, err);
     if (rc != 0)
         return rc;
     if (s->knobs.batch > 0) {
@@ -249,6 +322,7 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
         }
     }
     s->inferred_rows = rows;
+    memcpy(s->inferred_for, in_shapes, (size_t)n_inputs * sizeof *in_shapes);
     return 0;
 }
 
@@ -320,9 +394,10 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
     int64_t total = 0;
     for (int i = 0; i < n_inputs; i++) {
         const char *name = g->values[g->inputs[i]].name;
-        if (!gd_dtype_is_float(inputs[i]->dtype))
-            return gd_err_set(err, GD_EDTYPE, "input %s is %s; the engine takes float inputs",
-                              name, gd_dtype_name(inputs[i]->dtype));
+        enum gd_dtype want = g->input_decls[i].dtype;
+        if (gd_dtype_is_float(inputs[i]->dtype) != gd_dtype_is_float(want))
+            return gd_err_set(err, GD_EDTYPE, "input %s is %s; the model takes %s", name,
+                              gd_dtype_name(inputs[i]->dtype), gd_dtype_name(want));
         if (s->knobs.batch > 0) {
             if (inputs[i]->ndim < 1)
                 return gd_err_set(err, GD_ESHAPE, "input %s is a scalar: nothing to batch",
@@ -352,10 +427,17 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
                 slice.shape[0] = rows;
                 slice.data = (char *)inputs[i]->data + (size_t)off * row_bytes;
             }
-            rc = upload_value(s, &s->vals[g->inputs[i]], &slice, err);
+            rc = upload_input(s, &s->vals[g->inputs[i]], &slice, g->input_decls[i].dtype, err);
             if (rc != 0)
                 gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
         }
+        /* What the folds computed for these shapes, for the nodes that read it. */
+        for (int v = 0; v < g->n_values && rc == 0; v++)
+            if (s->folded[v] != NULL && g->values[v].last_use >= 0) {
+                rc = upload_value(s, &s->vals[v], s->folded[v], err);
+                if (rc != 0)
+                    gd_err_prefix(err, "%s: ", g->values[v].name);
+            }
         if (rc == 0)
             rc = run_nodes(s, err);
         vals_release(s, 0);
