@@ -1116,6 +1116,12 @@ fold_find(const char *op)
 }
 
 int
+gd__fold_has(const char *op)
+{
+    return fold_find(op) >= 0;
+}
+
+int
 gd__fold_eval(const struct gd_fold *f, const struct gd_shape *const *in_shape,
               const struct gd_tensor *const *in_val, struct gd_tensor **out,
               struct gd_err *err)
@@ -1211,7 +1217,7 @@ gd_graph_add_fold(struct gd_graph *g, const char *name, const char *op, int n_in
     struct gd_node view = {.name = (char *)name, .n_attrs = n_attrs, .attrs = attrs};
     int in[GD__MAX_OP_INPUTS];
     enum gd_dtype in_dtype[GD__MAX_OP_INPUTS];
-    int all_const = 1;
+    int all_const = 1, reads_input = 0, reads_float = 0;
     for (int i = 0; i < n_inputs; i++) {
         in[i] = inputs[i] == NULL || inputs[i][0] == '\0' ? -1
                                                          : gd_graph_find_value(g, inputs[i]);
@@ -1226,8 +1232,12 @@ gd_graph_add_fold(struct gd_graph *g, const char *name, const char *op, int n_in
             continue;
         }
         const struct gd_value *v = &g->values[in[i]];
-        int known = v->constant != NULL || v->fold >= 0;
-        if (!known && !(fold_ops[k].kind == FOLD_SHAPE && i == 0))
+        int shape_only = fold_ops[k].kind == FOLD_SHAPE && i == 0;
+        int int_input = v->is_input && !gd_dtype_is_float(v->dtype);
+        int known = v->constant != NULL || v->fold >= 0 || int_input;
+        reads_input |= int_input && !shape_only;
+        reads_float |= known && !shape_only && gd_dtype_is_float(v->dtype);
+        if (!known && !shape_only)
             return gd_err_set(err, GD_ENOTSUP, "node %s: input %s is computed at run time",
                               name, inputs[i]);
         if (fold_ops[k].kind == FOLD_INT && known && gd_dtype_is_float(v->dtype))
@@ -1236,6 +1246,9 @@ gd_graph_add_fold(struct gd_graph *g, const char *name, const char *op, int n_in
         all_const &= v->constant != NULL;
         in_dtype[i] = v->dtype;
     }
+    if (reads_input && reads_float)
+        return gd_err_set(err, GD_ENOTSUP, "node %s: %s would move float data by a graph "
+                          "input's values: left to the backends", name, op);
     struct gd_fold f = {.n_inputs = n_inputs, .n_outputs = n_outputs, .before = g->n_nodes,
                         .at_load = all_const};
     struct gd_tensor *out[GD__MAX_OP_OUTPUTS] = {0};

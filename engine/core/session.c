@@ -29,6 +29,7 @@ struct gd_session {
     struct gd_shape *shapes;    /* per value, for the current slice size */
     struct gd_params *params;   /* per node, for the current slice size */
     int64_t inferred_rows;      /* slice size the shapes are for; -1 none yet */
+    int inferred_values;        /* the inference read input values: it is for them only */
     struct gd_shape *inferred_for; /* per graph input: the shapes the inference was for */
     struct gd_tensor **folded;  /* per value: what the folds computed for those shapes */
     int *first_layer;           /* per node: the layer index of its output 0 */
@@ -285,8 +286,12 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
                int64_t rows, struct gd_err *err)
 {
     struct gd_shape in_shapes[n_inputs > 0 ? n_inputs : 1];
-    int same = s->inferred_rows == rows;
+    const struct gd_tensor *values[n_inputs > 0 ? n_inputs : 1];
+    /* Nodes may read inputs as parameters (a Reshape's shape given as an input): an
+     * inference that read their values is not reused. */
+    int same = s->inferred_rows == rows && !s->inferred_values;
     for (int i = 0; i < n_inputs; i++) {
+        values[i] = inputs[i];
         memset(&in_shapes[i], 0, sizeof in_shapes[i]);
         in_shapes[i].ndim = inputs[i]->ndim;
         memcpy(in_shapes[i].dim, inputs[i]->shape, sizeof in_shapes[i].dim);
@@ -302,7 +307,8 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
         gd_tensor_free(s->folded[v]);
         s->folded[v] = NULL;
     }
-    int rc = gd_graph_infer_folds(s->g, in_shapes, s->shapes, s->params, s->folded, err);
+    int rc = gd_graph_infer_folds(s->g, in_shapes, values, s->shapes, s->params, s->folded,
+                                  &s->inferred_values, err);
     if (rc != 0)
         return rc;
     if (s->knobs.batch > 0) {
@@ -418,16 +424,22 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
     for (int64_t off = 0; rc == 0 && (off < total || (off == 0 && total == 0)); ) {
         int64_t rows = step > 0 && total - off > step ? step : total - off;
         s->batch_offset = off;
-        rc = infer_for_rows(s, n_inputs, inputs, rows, err);
-        for (int i = 0; i < n_inputs && rc == 0; i++) {
-            struct gd_tensor slice = *inputs[i];
-            slice.owns_data = 0;
+        struct gd_tensor slices[n_inputs > 0 ? n_inputs : 1];
+        const struct gd_tensor *slice_of[n_inputs > 0 ? n_inputs : 1];
+        for (int i = 0; i < n_inputs; i++) {
+            slices[i] = *inputs[i];
+            slices[i].owns_data = 0;
             if (step > 0) {
                 size_t row_bytes = gd_tensor_nbytes(inputs[i]) / (size_t)inputs[i]->shape[0];
-                slice.shape[0] = rows;
-                slice.data = (char *)inputs[i]->data + (size_t)off * row_bytes;
+                slices[i].shape[0] = rows;
+                slices[i].data = (char *)inputs[i]->data + (size_t)off * row_bytes;
             }
-            rc = upload_input(s, &s->vals[g->inputs[i]], &slice, g->input_decls[i].dtype, err);
+            slice_of[i] = &slices[i];
+        }
+        rc = infer_for_rows(s, n_inputs, slice_of, rows, err);
+        for (int i = 0; i < n_inputs && rc == 0; i++) {
+            rc = upload_input(s, &s->vals[g->inputs[i]], &slices[i], g->input_decls[i].dtype,
+                              err);
             if (rc != 0)
                 gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
         }

@@ -148,8 +148,10 @@ int gd_graph_add_node(struct gd_graph *g, const char *name, const char *op_name,
  * Adds a fold (struct gd_fold): op computed by the engine's own evaluator on the named
  * inputs (NULL or "" for an absent optional one), producing values with the output names.
  * When every input is a constant it is computed now and its outputs become constants;
- * otherwise it is computed at each inference, and then only Shape and Size may read a value
- * that is not a constant or a fold's output. The evaluator does integer and bool arithmetic
+ * otherwise it is computed at each inference. Its inputs must then be constants, other
+ * folds' results or integer and bool graph inputs (whose values each run gives; not
+ * together with a float input, whose data a fold would move out of the layers), except the
+ * input of Shape and Size, which may be any value. The evaluator does integer and bool arithmetic
  * exactly in int64 and moves data of any dtype; it computes nothing on floats. GD_ENOTSUP,
  * with nothing added, when it cannot take this node (an op it lacks, a float operand of
  * arithmetic, an input known only at run time): the caller may add the node as a layer.
@@ -176,6 +178,17 @@ int gd_graph_add_output(struct gd_graph *g, const char *name, struct gd_err *err
 int gd_graph_finalize(struct gd_graph *g, struct gd_err *err);
 
 /*
+ * gd_graph_finalize() for the given inputs (host tensors, one per graph input; NULL, or a
+ * NULL entry, takes that input's free dimensions as 1): the shapes are inferred for their
+ * shapes, and an input's values stand for the run's wherever a node reads it as a
+ * parameter (a Reshape's shape, Slice's starts, Clip's bounds given as graph inputs,
+ * as the ONNX tests do). A graph finalized this way still takes other inputs: each
+ * inference reads the run's (gd_graph_infer_folds()).
+ */
+int gd_graph_finalize_with(struct gd_graph *g, const struct gd_tensor *const *inputs,
+                           struct gd_err *err);
+
+/*
  * Infers every value's shape and every node's params for the given input shapes (one per
  * graph input, in order), writing them to value_shapes (g->n_values entries) and
  * node_params (g->n_nodes entries); the graph itself is not changed, so sessions with
@@ -187,14 +200,19 @@ int gd_graph_infer(const struct gd_graph *g, const struct gd_shape *input_shapes
                    struct gd_err *err);
 
 /*
- * gd_graph_infer() that also hands over what the folds computed at inference: folded has
- * g->n_values entries, all NULL on entry; on success each value a fold computed for these
- * input shapes gets a new host tensor (the caller frees them), the others stay NULL. On
- * failure every entry is NULL again.
+ * gd_graph_infer() that reads the inputs' values (input_values, host tensors, one per graph
+ * input; may be NULL or hold NULL entries) where nodes take an input as a parameter (a
+ * Reshape's shape, Clip's bounds) and folds compute with integer inputs, and hands over
+ * what the folds computed: folded (NULL, or g->n_values entries, all NULL on entry) gets on
+ * success a new host tensor for each value a fold computed for these inputs (the caller
+ * frees them), the others stay NULL; on failure every entry is NULL again. *values_read
+ * (when not NULL) is set to 1 when some input's value was read: the result then holds for
+ * those values only, not for any input of the same shapes.
  */
 int gd_graph_infer_folds(const struct gd_graph *g, const struct gd_shape *input_shapes,
+                         const struct gd_tensor *const *input_values,
                          struct gd_shape *value_shapes, struct gd_params *node_params,
-                         struct gd_tensor **folded, struct gd_err *err);
+                         struct gd_tensor **folded, int *values_read, struct gd_err *err);
 
 /* The attribute called name, or NULL. */
 const struct gd_attr *gd_node_attr(const struct gd_node *n, const char *name);
