@@ -11,6 +11,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/io.h \
 	engine/include/gpudiff/log.h \
 	engine/include/gpudiff/model.h \
+	engine/include/gpudiff/onnx.h \
 	engine/include/gpudiff/ops.h \
 	engine/include/gpudiff/run.h \
 	engine/include/gpudiff/tensor.h \
@@ -59,6 +60,11 @@ libgpudiff_la_SOURCES = \
 	engine/io/npy.c \
 	engine/io/npy_write.c \
 	engine/io/npz.c \
+	engine/io/onnx.c \
+	engine/io/onnx_internal.h \
+	engine/io/onnx_opset.c \
+	engine/io/onnx_tensor.c \
+	engine/io/onnx_wire.c \
 	engine/io/safetensors.c
 libgpudiff_la_LIBADD = libgd_cpu32.la libgd_cpu64.la $(ENGINE_DEPS_LIBS)
 EXTRA_DIST += engine/core/ops.def
