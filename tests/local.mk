@@ -201,3 +201,23 @@ tests_engine_check_cuda_tf32_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
 endif
 EXTRA_DIST += tests/bench/gpu_session.sh
+
+# ---- ONNX: the loader's checks and the conformance run over the ONNX backend tests
+# (docs/ONNX.md). The runner is a program; conformance.sh is the test that runs it. ----
+check_PROGRAMS += tests/onnx/onnx_conformance
+tests_onnx_onnx_conformance_SOURCES = tests/onnx/onnx_conformance.c
+tests_onnx_onnx_conformance_CPPFLAGS = $(AM_CPPFLAGS)
+tests_onnx_onnx_conformance_LDADD = $(GD_ENGINE_LIBS)
+ONNX_TESTS = tests/onnx/conformance.sh
+TESTS += $(ONNX_TESTS)
+EXTRA_DIST += $(ONNX_TESTS) tests/onnx/pass_list.txt
+ONNX_TESTDATA = /usr/share/libonnx-testdata/data
+ONNX_SUITES = node=$(ONNX_TESTDATA)/node pytorch-converted=$(ONNX_TESTDATA)/pytorch-converted \
+	pytorch-operator=$(ONNX_TESTDATA)/pytorch-operator simple=$(ONNX_TESTDATA)/simple \
+	shared-pytorch-converted=$(GD_SHARED_DIR)/onnx-tests/pytorch-converted \
+	shared-pytorch-operator=$(GD_SHARED_DIR)/onnx-tests/pytorch-operator
+# Regenerates the pass list from this build (one command: `make onnx-pass-list`).
+onnx-pass-list: tests/onnx/onnx_conformance$(EXEEXT)
+	./tests/onnx/onnx_conformance --quiet --write-pass-list $(abs_top_srcdir)/tests/onnx/pass_list.txt \
+	    $(ONNX_SUITES)
+.PHONY: onnx-pass-list
