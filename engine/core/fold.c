@@ -1115,6 +1115,12 @@ fold_find(const char *op)
     return -1;
 }
 
+const char *
+gd_fold_op_name(int i)
+{
+    return i >= 0 && (size_t)i < sizeof fold_ops / sizeof fold_ops[0] ? fold_ops[i].op : NULL;
+}
+
 int
 gd__fold_has(const char *op)
 {

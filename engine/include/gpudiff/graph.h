@@ -163,6 +163,9 @@ int gd_graph_add_fold(struct gd_graph *g, const char *name, const char *op, int 
                       const char *const *inputs, int n_outputs, const char *const *outputs,
                       int n_attrs, struct gd_attr *attrs, struct gd_err *err);
 
+/* Op i of those gd_graph_add_fold() computes ("Shape", "Gather", ...); NULL past the last. */
+const char *gd_fold_op_name(int i);
+
 /* Records a Constant node of the model as a fold computed at load: value becomes constant
  * `output` (t is taken over, also on failure). */
 int gd_graph_add_constant_node(struct gd_graph *g, const char *name, const char *output,
