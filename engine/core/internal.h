@@ -213,6 +213,10 @@ char *gd__strdup(const char *s);
 /* Appends a value called name (unique, non-empty); returns its index or a negative code. */
 int gd__value_add(struct gd_graph *g, const char *name, struct gd_err *err);
 
+/* 1 when the fold evaluator has op (it may still refuse a node of it, see
+ * gd_graph_add_fold()). */
+int gd__fold_has(const char *op);
+
 /* Frees what a fold owns (not the struct). */
 void gd__fold_fini(struct gd_fold *f);
 
