@@ -204,6 +204,16 @@ EXTRA_DIST += tests/bench/gpu_session.sh
 
 # ---- ONNX: the loader's checks and the conformance run over the ONNX backend tests
 # (docs/ONNX.md). The runner is a program; conformance.sh is the test that runs it. ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_onnx
+TESTS += tests/engine/check_onnx
+tests_engine_check_onnx_SOURCES = tests/engine/check_onnx.c tests/engine/check_io.h
+tests_engine_check_onnx_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_onnx_LDADD = $(TEST_LIBS)
+endif
+# libFuzzer target over the loader, built by hand like the others (top of the file); its
+# seeds are tests/fuzz/corpus/onnx (made by tests/fixtures/onnx/make_onnx_fixtures.py).
+EXTRA_DIST += tests/fuzz/fuzz_onnx.c tests/fuzz/corpus/onnx
 check_PROGRAMS += tests/onnx/onnx_conformance
 tests_onnx_onnx_conformance_SOURCES = tests/onnx/onnx_conformance.c
 tests_onnx_onnx_conformance_CPPFLAGS = $(AM_CPPFLAGS)

@@ -167,10 +167,38 @@ shape_of(const struct gd_tensor *t, struct gd_shape *s)
     memcpy(s->dim, t->shape, sizeof s->dim);
 }
 
+/*
+ * The largest result a fold may make: shape computations are small, and the biggest data a
+ * fold makes (a mask by ConstantOfShape or Expand) stays far below this. A model asking for
+ * more is refused rather than allowed to exhaust memory at load.
+ */
+#define FOLD_MAX_BYTES ((int64_t)1 << 30)
+
+static struct gd_tensor *
+fold_tensor(enum gd_dtype dtype, int ndim, const int64_t *dims, struct gd_err *err)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] < 0 || (dims[i] > 0 && n > FOLD_MAX_BYTES / dims[i])) {
+            n = FOLD_MAX_BYTES + 1;
+            break;
+        }
+        n *= dims[i];
+    }
+    if (n > FOLD_MAX_BYTES / (int64_t)gd_dtype_size(dtype)) {
+        char buf[128];
+        gd_err_set(err, GD_ENOTSUP, "a shape computation would make a %s tensor of %s, more "
+                   "than the %lld bytes a fold may", gd_dtype_name(dtype),
+                   gd_shape_format(ndim, dims, buf, sizeof buf), (long long)FOLD_MAX_BYTES);
+        return NULL;
+    }
+    return gd_tensor_new(dtype, ndim, dims, err);
+}
+
 static struct gd_tensor *
 new_tensor(enum gd_dtype dtype, const struct gd_shape *s, struct gd_err *err)
 {
-    return gd_tensor_new(dtype, s->ndim, s->dim, err);
+    return fold_tensor(dtype, s->ndim, s->dim, err);
 }
 
 /* Reads a 1-D (or scalar) integer input into out. */
@@ -277,7 +305,7 @@ fold_constant_of_shape(struct fold_call *c, struct gd_err *err)
         if (dims[i] < 0)
             return gd_err_set(err, GD_ESHAPE, "dimension %d of the shape is %lld", i,
                               (long long)dims[i]);
-    struct gd_tensor *t = gd_tensor_new(dtype, n, dims, err);
+    struct gd_tensor *t = fold_tensor(dtype, n, dims, err);
     if (t == NULL)
         return err ? err->code : GD_ENOMEM;
     if (value != NULL) {
@@ -345,7 +373,8 @@ reshaped(const struct gd_tensor *src, const struct gd_shape *s, struct gd_tensor
     struct gd_tensor *t = new_tensor(src->dtype, s, err);
     if (t == NULL)
         return err ? err->code : GD_ENOMEM;
-    memcpy(t->data, src->data, gd_tensor_nbytes(src));
+    if (gd_tensor_nbytes(src) > 0)
+        memcpy(t->data, src->data, gd_tensor_nbytes(src));
     *out = t;
     return 0;
 }
@@ -512,7 +541,8 @@ fold_concat(struct fold_call *c, struct gd_err *err)
     for (int64_t o = 0; o < outer; o++)
         for (int i = 0; i < c->n_in; i++) {
             size_t block = (size_t)(c->in[i]->shape[axis] * inner) * es;
-            memcpy(dst, (const char *)c->in[i]->data + (size_t)o * block, block);
+            if (block > 0)
+                memcpy(dst, (const char *)c->in[i]->data + (size_t)o * block, block);
             dst += block;
         }
     c->out[0] = t;
@@ -957,7 +987,7 @@ fold_range(struct fold_call *c, struct gd_err *err)
     int64_t n = span / delta + ((span % delta != 0) && ((span < 0) == (delta < 0)));
     if (n < 0)
         n = 0;
-    struct gd_tensor *t = gd_tensor_new(c->in[0]->dtype, 1, &n, err);
+    struct gd_tensor *t = fold_tensor(c->in[0]->dtype, 1, &n, err);
     if (t == NULL)
         return err ? err->code : GD_ENOMEM;
     int rc = 0;
@@ -1276,7 +1306,8 @@ gd_graph_add_fold(struct gd_graph *g, const char *name, const char *op, int n_in
         rc = gd_err_set(err, GD_ENOMEM, "out of memory for node %s", name);
         goto fail;
     }
-    memcpy(f.attrs, attrs, (size_t)n_attrs * sizeof *attrs);
+    if (n_attrs > 0)
+        memcpy(f.attrs, attrs, (size_t)n_attrs * sizeof *attrs);
     f.n_attrs = n_attrs;
     if (all_const) {
         const struct gd_shape *shp[GD__MAX_OP_INPUTS] = {0};

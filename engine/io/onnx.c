@@ -334,7 +334,7 @@ attr_convert(struct loader *L, const Onnx__AttributeProto *ap, const char *node,
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
         a->type = GD_ATTR_STRING;
-        if (memchr(ap->s.data, '\0', ap->s.len) != NULL) {
+        if (ap->s.len > 0 && memchr(ap->s.data, '\0', ap->s.len) != NULL) {
             rc = gd_err_set(err, GD_EFORMAT, "node %s: attribute %s holds a NUL byte", node,
                             name);
             break;
@@ -761,13 +761,28 @@ node_order(struct loader *L, int *order, struct gd_err *err)
                 taken = k;
         }
         if (taken < 0) {
-            for (int k = first; k < n; k++)
-                if (!done[k]) {
-                    rc = gd_err_set(err, GD_EFORMAT, "the nodes form a cycle: node %s (%s) "
-                                    "depends on its own output", str_or_empty(gp->node[k]->name),
-                                    str_or_empty(gp->node[k]->op_type));
-                    break;
+            /* Every node left waits for another one left: walking from one to what it waits
+             * for comes back to a node seen before, which is on a cycle. done[] marks the
+             * walk with 2. */
+            int k = first, from = -1;
+            const char *what = "";
+            while (done[k] != 2) {
+                done[k] = 2;
+                const Onnx__NodeProto *np = gp->node[k];
+                for (size_t i = 0; i < np->n_input; i++) {
+                    const char *in = str_or_empty(np->input[i]);
+                    int p = in[0] ? map_get(&producer, in) : -1;
+                    if (p >= 0 && done[p] != 1) {
+                        from = k, what = in, k = p;
+                        break;
+                    }
                 }
+            }
+            rc = gd_err_set(err, GD_EFORMAT, "the nodes form a cycle: node %s (%s) reads %s, "
+                            "which node %s (%s) makes from what depends on it",
+                            str_or_empty(gp->node[from]->name),
+                            str_or_empty(gp->node[from]->op_type), what,
+                            str_or_empty(gp->node[k]->name), str_or_empty(gp->node[k]->op_type));
             break;
         }
         done[taken] = 1;
@@ -909,8 +924,8 @@ gd_onnx_parse(const void *buf, size_t len, const char *where, const char *dir,
     if (rc != 0)
         goto done;
     L.hash = &h;
-    m = (Onnx__ModelProto *)gd__onnx_unpack(&onnx__model_proto__descriptor, buf, len,
-                                            "the file", err);
+    m = (Onnx__ModelProto *)gd__onnx_unpack(&onnx__model_proto__descriptor, buf, len, NULL,
+                                            err);
     if (m == NULL) {
         rc = err ? err->code : GD_EFORMAT;
         goto done;

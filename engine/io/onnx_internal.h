@@ -49,7 +49,8 @@ int gd__onnx_tensor(Onnx__TensorProto *tp, const char *what, const char *dir,
 void gd__onnx_wire_explain(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
                            char *out, size_t cap);
 
-/* Unpacks a message, with the explanation above as GD_EFORMAT when it does not decode. */
+/* Unpacks a message, with the explanation above as GD_EFORMAT when it does not decode;
+ * `what` (NULL: nothing) starts the message. */
 ProtobufCMessage *gd__onnx_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *buf,
                                   size_t len, const char *what, struct gd_err *err);
 

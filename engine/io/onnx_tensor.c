@@ -112,10 +112,13 @@ external_path(const char *dir, const char *location, const char *what, char *out
     return 0;
 }
 
+/* Reads head's data (dtype and shape set) from the external file into a new tensor, which
+ * is made only once the file is known to hold it. */
 static int
-read_external(const Onnx__TensorProto *tp, const char *dir, const char *what, size_t nbytes,
-              void *dst, struct gd_err *err)
+read_external(const Onnx__TensorProto *tp, const char *dir, const char *what,
+              const struct gd_tensor *head, struct gd_tensor **out, struct gd_err *err)
 {
+    size_t nbytes = gd_tensor_nbytes(head);
     const char *location = NULL;
     uint64_t offset = 0, length = UINT64_MAX;
     int rc = 0;
@@ -155,9 +158,15 @@ read_external(const Onnx__TensorProto *tp, const char *dir, const char *what, si
                         (unsigned long long)size, (unsigned long long)offset, nbytes);
     } else {
         size_t got = 0;
-        rc = gd__file_pread(fd, path, offset, dst, nbytes, &got, err);
+        struct gd_tensor *t = gd_tensor_new(head->dtype, head->ndim, head->shape, err);
+        rc = t != NULL ? gd__file_pread(fd, path, offset, t->data, nbytes, &got, err)
+                       : (err ? err->code : GD_ENOMEM);
         if (rc == 0 && got != nbytes)
             rc = gd_err_set(err, GD_EIO, "%s: %s ended early", what, path);
+        if (rc == 0)
+            *out = t;
+        else
+            gd_tensor_free(t);
     }
     close(fd);
     return rc;
@@ -165,11 +174,16 @@ read_external(const Onnx__TensorProto *tp, const char *dir, const char *what, si
 
 /* ---- typed fields ---- */
 
-/* Copies the typed field that holds dtype's values, checking their count and range. */
+/* Copies the typed field that holds dtype's values into a new tensor, checking their count
+ * (before anything is allocated) and range. */
 static int
-typed_fields(const Onnx__TensorProto *tp, enum gd_dtype dtype, int64_t numel, const char *what,
-             void *dst, struct gd_err *err)
+typed_fields(const Onnx__TensorProto *tp, const struct gd_tensor *head, const char *what,
+             struct gd_tensor **out, struct gd_err *err)
 {
+    enum gd_dtype dtype = head->dtype;
+    int64_t numel = gd_tensor_numel(head);
+    void *dst = NULL;
+    struct gd_tensor *t = NULL;
     size_t have;
     const char *field;
     switch (dtype) {
@@ -194,6 +208,9 @@ typed_fields(const Onnx__TensorProto *tp, enum gd_dtype dtype, int64_t numel, co
         return gd_err_set(err, GD_EFORMAT, "%s: %s has %zu values, its dims need %lld", what,
                           have == 0 ? "the tensor holds no data:" : field, have,
                           (long long)numel);
+    if ((t = gd_tensor_new(dtype, head->ndim, head->shape, err)) == NULL)
+        return err ? err->code : GD_ENOMEM;
+    dst = t->data;
     for (int64_t i = 0; i < numel; i++) {
         int64_t lo = INT32_MIN, hi = INT32_MAX, v = 0;
         switch (dtype) {
@@ -210,10 +227,12 @@ typed_fields(const Onnx__TensorProto *tp, enum gd_dtype dtype, int64_t numel, co
             ((uint64_t *)dst)[i] = tp->uint64_data[i];
             continue;
         case GD_U32:
-            if (tp->uint64_data[i] > UINT32_MAX)
+            if (tp->uint64_data[i] > UINT32_MAX) {
+                gd_tensor_free(t);
                 return gd_err_set(err, GD_EFORMAT, "%s: uint64_data[%lld] = %llu does not fit "
                                   "UINT32", what, (long long)i,
                                   (unsigned long long)tp->uint64_data[i]);
+            }
             ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i];
             continue;
         case GD_I8:
@@ -239,9 +258,11 @@ typed_fields(const Onnx__TensorProto *tp, enum gd_dtype dtype, int64_t numel, co
         v = tp->int32_data[i];
         if (dtype == GD_F16 || dtype == GD_BF16)
             v &= 0xffff; /* writers differ in sign-extending the bit pattern */
-        if (v < lo || v > hi)
+        if (v < lo || v > hi) {
+            gd_tensor_free(t);
             return gd_err_set(err, GD_EFORMAT, "%s: int32_data[%lld] = %lld does not fit %s",
                               what, (long long)i, (long long)v, gd_dtype_name(dtype));
+        }
         switch (gd_dtype_size(dtype)) {
         case 1:
             ((uint8_t *)dst)[i] = (uint8_t)v;
@@ -254,6 +275,7 @@ typed_fields(const Onnx__TensorProto *tp, enum gd_dtype dtype, int64_t numel, co
             break;
         }
     }
+    *out = t;
     return 0;
 }
 
@@ -311,19 +333,20 @@ gd__onnx_tensor(Onnx__TensorProto *tp, const char *what, const char *dir,
         t->owns_data = 1;
         tp->raw_data.data = NULL;
         tp->raw_data.len = 0;
+    } else if (external) {
+        rc = read_external(tp, dir, what, &head, &t, err);
+    } else if (!raw && (numel > 0 || has_typed_data(tp))) {
+        rc = typed_fields(tp, &head, what, &t, err);
     } else {
+        /* raw_data on a big-endian host, or no elements */
         t = gd_tensor_new(dtype, head.ndim, head.shape, err);
         if (t == NULL)
             return err ? err->code : GD_ENOMEM;
-        if (external)
-            rc = read_external(tp, dir, what, nbytes, t->data, err);
-        else if (raw)
+        if (raw && nbytes > 0)
             memcpy(t->data, tp->raw_data.data, nbytes);
-        else if (numel > 0 || has_typed_data(tp))
-            rc = typed_fields(tp, dtype, numel, what, t->data, err);
-        if (rc == 0 && (raw || external) && GD__HOST_BIG_ENDIAN)
-            gd__bswap(t->data, (size_t)numel, gd_dtype_size(dtype));
     }
+    if (rc == 0 && (raw || external) && GD__HOST_BIG_ENDIAN)
+        gd__bswap(t->data, (size_t)numel, gd_dtype_size(dtype));
     if (rc == 0 && dtype == GD_BOOL)
         gd__bool_normalize(t->data, (size_t)numel);
     if (rc != 0) {
@@ -402,7 +425,11 @@ gd__onnx_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size
     if (m == NULL) {
         char why[200];
         gd__onnx_wire_explain(desc, buf, len, why, sizeof why);
-        gd_err_set(err, GD_EFORMAT, "%s: not a valid %s: %s", what, desc->short_name, why);
+        if (what != NULL)
+            gd_err_set(err, GD_EFORMAT, "%s: not a valid ONNX %s: %s", what, desc->short_name,
+                       why);
+        else
+            gd_err_set(err, GD_EFORMAT, "not a valid ONNX %s: %s", desc->short_name, why);
     }
     return m;
 }
