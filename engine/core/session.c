@@ -272,7 +272,8 @@ deliver(void *session, const struct gd__capture_req *req, const struct gd_tensor
         .op = n->op,
         .value = host,
         .batch_offset = s->batch_offset,
-        .batch_total = s->batch_total,
+        /* Unsliced, a layer is whole whatever its dim 0 (a Reshape or a Shape changes it). */
+        .batch_total = s->knobs.batch > 0 ? s->batch_total : host->ndim > 0 ? host->shape[0] : 1,
         .time_us = req->time_us,
         .algo = req->algo ? req->algo : "",
         .math = req->math ? req->math : "",
