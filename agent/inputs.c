@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpudiff/hash.h"
 #include "gpudiff/io.h"
@@ -100,6 +101,9 @@ agt_inputs_load(const struct gd_graph *g, const char *const *specs, int n_specs,
     for (int s = 0; s < n_specs; s++) {
         const char *eq = strchr(specs[s], '=');
         int i = eq ? input_index(g, specs[s], (size_t)(eq - specs[s])) : -1;
+        if (i < 0 && eq != NULL && access(specs[s], F_OK) != 0)
+            return gd_err_set(err, GD_EINVAL, "--input %s: %.*s is not an input of the model "
+                              "(it has: %s)", specs[s], (int)(eq - specs[s]), specs[s], names);
         if (i < 0) {
             plain[n_plain++] = specs[s];
             continue;
