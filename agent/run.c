@@ -408,10 +408,15 @@ run_meta(const struct run_opts *o, const struct gd_graph *g, json_t *inputs,
     /* "input" is the first input's record, as before models had several; "inputs" all. */
     json_t *first = json_deep_copy(json_array_get(inputs, 0));
     json_object_del(first, "name");
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:s, s:o, s:o, s:o, s:f, s:o}",
+    /* The graph outputs, by the names of the layers that hold them. */
+    json_t *outputs = json_array();
+    for (int k = 0; k < g->n_outputs; k++)
+        json_array_append_new(outputs, json_string(g->values[g->outputs[k]].name));
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:o, s:s, s:o, s:o, s:o, s:f, "
+                     "s:o}",
                      "id", id, "created_at", now,
                      "model", "name", g->name, "sha256", g->sha256, "file", o->model,
-                     "input", first, "inputs", inputs,
+                     "input", first, "inputs", inputs, "outputs", outputs,
                      "backend", gd_session_backend(s),
                      "env", env,
                      "knobs", knobs_json(o, s),
