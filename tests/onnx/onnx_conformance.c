@@ -100,6 +100,15 @@ list_add(struct list *l, const char *s)
     l->lines[l->n++] = strdup(s);
 }
 
+static void
+list_free(struct list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->lines[i]);
+    free(l->lines);
+    memset(l, 0, sizeof *l);
+}
+
 static int
 list_has(const struct list *l, const char *s)
 {
@@ -706,5 +715,9 @@ main(int argc, char **argv)
                "passes\n", lost, fatal.n, gained);
         status = lost > 0 || fatal.n > 0;
     }
+    list_free(&expected);
+    list_free(&passes);
+    list_free(&fatal);
+    fflush(stdout);
     return status;
 }
