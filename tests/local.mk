@@ -226,6 +226,11 @@ ONNX_SUITES = node=$(ONNX_TESTDATA)/node pytorch-converted=$(ONNX_TESTDATA)/pyto
 	pytorch-operator=$(ONNX_TESTDATA)/pytorch-operator simple=$(ONNX_TESTDATA)/simple \
 	shared-pytorch-converted=$(GD_SHARED_DIR)/onnx-tests/pytorch-converted \
 	shared-pytorch-operator=$(GD_SHARED_DIR)/onnx-tests/pytorch-operator
+# The load benchmark (docs/PERFORMANCE.md) and the GPU machine's ONNX script.
+EXTRA_PROGRAMS += tests/bench/bench_onnx_load
+tests_bench_bench_onnx_load_SOURCES = tests/bench/bench_onnx_load.c
+tests_bench_bench_onnx_load_LDADD = $(GD_ENGINE_LIBS)
+EXTRA_DIST += tests/bench/make_vit_onnx.py tests/bench/gpu_onnx.sh tests/bench/gpu_onnx.py
 # Regenerates the pass list from this build (one command: `make onnx-pass-list`).
 onnx-pass-list: tests/onnx/onnx_conformance$(EXEEXT)
 	./tests/onnx/onnx_conformance --quiet --write-pass-list $(abs_top_srcdir)/tests/onnx/pass_list.txt \
