@@ -6,6 +6,7 @@
  */
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,8 @@ struct loader {
     struct missing missing[MAX_MISSING];
     int n_missing;
     enum gd_onnx_refusal refusal;
-    struct gd_sha256 *hash;
+    int *external;              /* value indices of initializers read from external files */
+    int n_external;
 };
 
 static const char *
@@ -455,10 +457,6 @@ constant_node(struct loader *L, const Onnx__NodeProto *np, const char *name, con
     }
     if (rc != 0)
         return rc;
-    if (L->hash != NULL && (rc = gd_sha256_update(L->hash, output, strlen(output) + 1, err)) != 0) {
-        gd_tensor_free(t);
-        return rc;
-    }
     return gd_graph_add_constant_node(L->g, name, output, t, err);
 }
 
@@ -625,9 +623,6 @@ add_initializers(struct loader *L, struct gd_err *err)
         int rc = gd__onnx_tensor(tp, what, L->dir, &t, err);
         if (rc == GD_ENOTSUP)
             L->refusal = GD_ONNX_REFUSED_DTYPE;
-        if (rc == 0 && L->hash != NULL && tp->has_data_location &&
-            tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-            rc = gd_sha256_update(L->hash, t->data, gd_tensor_nbytes(t), err);
         if (rc != 0) {
             gd_tensor_free(t);
             return rc;
@@ -637,6 +632,14 @@ add_initializers(struct loader *L, struct gd_err *err)
             rc = map_put(&L->values, name, L->g->n_values - 1, err);
         if (rc != 0)
             return rc;
+        if (tp->has_data_location &&
+            tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+            int *e = realloc(L->external, (size_t)(L->n_external + 1) * sizeof *e);
+            if (e == NULL)
+                return gd_err_set(err, GD_ENOMEM, "out of memory");
+            L->external = e;
+            L->external[L->n_external++] = L->g->n_values - 1;
+        }
     }
     return 0;
 }
@@ -907,6 +910,40 @@ build(struct loader *L, Onnx__ModelProto *m, const struct gd_onnx_opts *opts,
     return rc;
 }
 
+/* The file's hash, on a thread of its own while the model is decoded: both read the file
+ * once, and hashing a 330 MB model costs as much as decoding it. */
+struct hash_job {
+    const void *buf;
+    size_t len;
+    struct gd_sha256 *h;
+    int rc;
+    struct gd_err err;
+};
+
+static void *
+hash_main(void *arg)
+{
+    struct hash_job *j = arg;
+    j->rc = gd_sha256_update(j->h, j->buf, j->len, &j->err);
+    return NULL;
+}
+
+/* Waits for the hash; its error, if any, becomes the load's when the load had none. */
+static int
+hash_join(struct hash_job *j, pthread_t *th, int *running, int rc, struct gd_err *err)
+{
+    if (*running) {
+        pthread_join(*th, NULL);
+        *running = 0;
+    }
+    if (rc == 0 && j->rc != 0) {
+        if (err != NULL)
+            *err = j->err;
+        return j->rc;
+    }
+    return rc;
+}
+
 int
 gd_onnx_parse(const void *buf, size_t len, const char *where, const char *dir,
               const struct gd_onnx_opts *opts, struct gd_onnx_report *report,
@@ -915,15 +952,19 @@ gd_onnx_parse(const void *buf, size_t len, const char *where, const char *dir,
     where = where ? where : "model";
     struct loader L = {.dir = dir};
     struct gd_sha256 h = {0};
+    struct hash_job job = {.buf = buf, .len = len, .h = &h};
+    pthread_t th;
+    int hashing = 0;
     Onnx__ModelProto *m = NULL;
     if (report != NULL)
         memset(report, 0, sizeof *report);
     int rc = gd_sha256_init(&h, err);
-    if (rc == 0)
-        rc = gd_sha256_update(&h, buf, len, err);
     if (rc != 0)
         goto done;
-    L.hash = &h;
+    if (pthread_create(&th, NULL, hash_main, &job) == 0)
+        hashing = 1;
+    else
+        hash_main(&job);
     m = (Onnx__ModelProto *)gd__onnx_unpack(&onnx__model_proto__descriptor, buf, len, NULL,
                                             err);
     if (m == NULL) {
@@ -939,9 +980,18 @@ gd_onnx_parse(const void *buf, size_t len, const char *where, const char *dir,
         goto done;
     }
     rc = build(&L, m, opts, report, err);
+    rc = hash_join(&job, &th, &hashing, rc, err);
+    /* Then the external data, as read: each such initializer's name and bytes. */
+    for (int i = 0; i < L.n_external && rc == 0; i++) {
+        const struct gd_value *v = &L.g->values[L.external[i]];
+        rc = gd_sha256_update(&h, v->name, strlen(v->name) + 1, err);
+        if (rc == 0)
+            rc = gd_sha256_update(&h, v->constant->data, gd_tensor_nbytes(v->constant), err);
+    }
     if (rc == 0)
         rc = gd_sha256_final(&h, L.g->sha256, err);
 done:
+    rc = hash_join(&job, &th, &hashing, rc, err);
     if (rc != 0) {
         if (report != NULL && report->refusal == GD_ONNX_OK && rc == GD_ENOTSUP)
             report->refusal = L.refusal ? L.refusal : GD_ONNX_REFUSED_FORM;
@@ -950,13 +1000,14 @@ done:
         L.g = NULL;
     }
     if (m != NULL)
-        onnx__model_proto__free_unpacked(m, NULL);
+        onnx__model_proto__free_unpacked(m, &gd__onnx_allocator);
     gd_sha256_fini(&h);
     map_free(&L.values);
     map_free(&L.outputs);
     map_free(&L.node_names);
     map_free(&L.onnx_values);
     map_free(&L.poisoned);
+    free(L.external);
     for (int i = 0; i < L.n_owned; i++)
         free(L.owned[i]);
     free(L.owned);

@@ -49,6 +49,9 @@ int gd__onnx_tensor(Onnx__TensorProto *tp, const char *what, const char *dir,
 void gd__onnx_wire_explain(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
                            char *out, size_t cap);
 
+/* malloc and free, with huge pages for large tensors' buffers (onnx_tensor.c). */
+extern ProtobufCAllocator gd__onnx_allocator;
+
 /* Unpacks a message, with the explanation above as GD_EFORMAT when it does not decode;
  * `what` (NULL: nothing) starts the message. */
 ProtobufCMessage *gd__onnx_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *buf,

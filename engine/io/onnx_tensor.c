@@ -379,7 +379,7 @@ gd__onnx_map(const char *path, const uint8_t **data, size_t *len, int *mapped,
         *mapped = 0;
         return 0;
     }
-    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (p != MAP_FAILED) {
         /* Read ahead: the whole file is parsed once, front to back. */
         madvise(p, (size_t)size, MADV_SEQUENTIAL | MADV_WILLNEED);
@@ -417,11 +417,45 @@ gd__onnx_unmap(const uint8_t *data, size_t len, int mapped)
         free((void *)data);
 }
 
+/*
+ * protobuf-c's allocations, by malloc as its default allocator makes them (raw_data's
+ * buffer becomes a tensor that free() releases), with one difference: a buffer of a large
+ * tensor asks for transparent huge pages before protobuf-c copies into it, so the copy
+ * takes a fault per 2 MiB instead of per 4 KiB (a third of a 330 MB load went to faults).
+ */
+#define HUGE_ALLOC (4u << 20)
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+static void *
+pb_alloc(void *user, size_t size)
+{
+    (void)user;
+    void *p = malloc(size);
+#ifdef MADV_HUGEPAGE
+    if (p != NULL && size >= HUGE_ALLOC) {
+        uintptr_t start = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        uintptr_t end = ((uintptr_t)p + size) & ~(HUGE_PAGE - 1);
+        if (end > start)
+            madvise((void *)start, end - start, MADV_HUGEPAGE); /* a hint: failure is fine */
+    }
+#endif
+    return p;
+}
+
+static void
+pb_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+ProtobufCAllocator gd__onnx_allocator = {.alloc = pb_alloc, .free = pb_free};
+
 ProtobufCMessage *
 gd__onnx_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
                 const char *what, struct gd_err *err)
 {
-    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, buf);
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, &gd__onnx_allocator, len, buf);
     if (m == NULL) {
         char why[200];
         gd__onnx_wire_explain(desc, buf, len, why, sizeof why);
@@ -448,7 +482,7 @@ gd_onnx_tensor_parse(const void *buf, size_t len, const char *what, const char *
     int rc = gd__onnx_tensor(tp, what, dir, &t, err);
     if (rc == 0 && name != NULL && (n = gd__strdup(tp->name ? tp->name : "")) == NULL)
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
-    onnx__tensor_proto__free_unpacked(tp, NULL);
+    onnx__tensor_proto__free_unpacked(tp, &gd__onnx_allocator);
     if (rc != 0) {
         gd_tensor_free(t);
         return rc;
