@@ -197,16 +197,23 @@ def main():
     print("== summary (docs/ONNX.md says what each line should say)")
     for name in args.models.split(","):
         r = results[name]
-        if "failed" in r:
-            print(f"{name}: FAILED at {r['failed']['step']}: {r['failed']['error'][:300]}")
-            continue
-        parts = [f"{r['exporter']} opset {r['opset']}, {r['mb']:.1f} MB, "
-                 f"{r['cpu'].get('layers')} layers, {r['cpu'].get('folded')} folded;"]
+        parts = []
+        if "exporter" in r:
+            parts.append(f"{r['exporter']} opset {r['opset']}, {r['mb']:.1f} MB;")
+        if "cpu" in r:
+            parts.append(f"{r['cpu']['layers']} layers, {r['cpu']['folded']} folded;")
         for k in ("cpu64", "cpu", "cuda_tf32_off", "cuda_tf32_on"):
-            parts.append(f"{k} {r[k]['rel']:.2e} vs {r[k]['against']} "
-                         f"(<= {r[k]['bound']:.0e} {'ok' if r[k]['ok'] else 'OVER'});")
-        parts.append(f"onnxruntime vs float64 {r['ort_vs_f64']:.2e};")
-        parts.append(f"first divergent TF32 on/off: {r['first_divergent']}")
+            if k in r:
+                parts.append(f"{k} {r[k]['rel']:.2e} vs {r[k]['against']} "
+                             f"(<= {r[k]['bound']:.0e} {'ok' if r[k]['ok'] else 'OVER'});")
+        if "ort_vs_f64" in r:
+            parts.append(f"onnxruntime vs float64 {r['ort_vs_f64']:.2e};")
+        if "first_divergent" in r:
+            parts.append(f"first divergent TF32 on/off: {r['first_divergent']}")
+        if "failed" in r:
+            parts.append(f"FAILED at {r['failed']['step']}: {r['failed']['error'][:300]}")
+            print(f"{name}: FAILED: " + " ".join(parts))
+            continue
         print(f"{name}: {'ok' if r['ok'] else 'OVER A BOUND'}: " + " ".join(parts))
     ld = results["load"]
     if "failed" in ld:
