@@ -50,6 +50,10 @@ int agt_cmd_diff(int argc, char **argv);
 int agt_cmd_bundle(int argc, char **argv);
 int agt_cmd_push(int argc, char **argv);
 int agt_cmd_sweep(int argc, char **argv);
+int agt_cmd_ops(int argc, char **argv);
+
+/* How many ops of ops.def the backend called name runs (ops.c). */
+int agt_ops_count(const char *backend);
 
 /* ---- the upload flags `push` and `run` share (push.c) ---- */
 

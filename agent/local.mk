@@ -3,8 +3,11 @@ bin_PROGRAMS += gpudiff-agent
 gpudiff_agent_SOURCES = \
 	agent/agent.h \
 	agent/upload.h \
+	agent/inputs.h \
 	agent/main.c \
 	agent/run.c \
+	agent/inputs.c \
+	agent/ops.c \
 	agent/diff.c \
 	agent/bundle.c \
 	agent/push.c \

@@ -19,6 +19,7 @@ static const struct {
     {"bundle", agt_cmd_bundle, "make a run bundle from .npy/.npz dumps of another framework"},
     {"push", agt_cmd_push, "upload a run bundle to gpudiffd (or finish a cut upload)"},
     {"sweep", agt_cmd_sweep, "run one model under a grid of settings: what moves, why, the cost"},
+    {"ops", agt_cmd_ops, "list the engine's ops, their traits and the backends that run them"},
 };
 
 int
@@ -78,7 +79,8 @@ usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n`gpudiff-agent COMMAND --help` describes a command's options.\n"
-                 "  --version  print the version and the backends of this build\n"
+                 "  --version  print the version, the backends of this build and how many\n"
+                 "             ops each runs\n"
                  "  --help     print this help\n\n");
     agt_print_exit_codes(out);
 }
@@ -99,7 +101,10 @@ main(int argc, char **argv)
         printf("gpudiff-agent %s (backends:", gd_version());
         for (const char *const *b = gd_backend_names(); *b != NULL; b++)
             printf(" %s", *b);
-        printf(")\n");
+        printf(")\nops of %d (`gpudiff-agent ops` lists them):", GD_OP_COUNT);
+        for (const char *const *b = gd_backend_names(); *b != NULL; b++)
+            printf(" %s %d%s", *b, agt_ops_count(*b), b[1] != NULL ? "," : "");
+        printf("\n");
         return AGT_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

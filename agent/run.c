@@ -13,13 +13,16 @@
 #include "gpudiff/io.h"
 #include "gpudiff/log.h"
 #include "gpudiff/model.h"
+#include "gpudiff/onnx.h"
 #include "gpudiff/run.h"
 #include "agent.h"
+#include "inputs.h"
 #include "upload.h"
 
 struct run_opts {
     const char *model;
-    const char *input;
+    const char *inputs[AGT_MAX_INPUTS]; /* --input, as given: FILE or NAME=FILE */
+    int n_inputs;
     const char *input_key;
     const char *backend;
     const char *out;
@@ -46,22 +49,30 @@ static void
 run_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: gpudiff-agent run --model FILE --input FILE --out DIR [OPTIONS]\n\n"
+            "Usage: gpudiff-agent run --model FILE --input [NAME=]FILE... --out DIR [OPTIONS]\n\n"
             "Runs every node of the model on the input and writes a run bundle to DIR:\n"
             "run.json (what ran, where, with which knobs; one record per layer) and\n"
             "layers/NNNN-name.npy (each node's output). Prints a per-layer summary.\n\n"
             "Required:\n"
-            "  --model FILE        model in the gpudiff JSON graph format\n"
-            "  --input FILE        input array: .npy, .npz or .safetensors\n"
+            "  --model FILE        the model: an ONNX file (opsets 1 to 21; its layers are\n"
+            "                      named by its node names) or the gpudiff JSON graph format,\n"
+            "                      told apart by content\n"
+            "  --input [NAME=]FILE an input tensor: .npy, .npz, .safetensors or an ONNX\n"
+            "                      TensorProto (.pb), told apart by content. Repeat as\n"
+            "                      --input NAME=FILE for each input of a model of several\n"
+            "                      (NAME as the model names it), or give one .npz whose\n"
+            "                      members are named like the inputs. Integer and bool inputs\n"
+            "                      (token ids, masks) keep their values.\n"
             "  --out DIR           bundle folder to create (must not exist, see --replace)\n\n"
             "Options:\n"
-            "  --input-key NAME    member of an .npz/.safetensors input (needed when it has\n"
-            "                      several)\n"
+            "  --input-key NAME    member of an .npz/.safetensors input of a model of one\n"
+            "                      input (needed when it has several members)\n"
             "  --backend NAME      cpu (float32, fixed summation order; default), cpu64\n"
             "                      (float64: the reference) or cuda (cuDNN and cuBLASLt, when\n"
             "                      built with CUDA; `gpudiff-agent --version` lists them)\n"
-            "  --weights-dir DIR   folder weight paths are relative to (default: the model's\n"
-            "                      \"weights_dir\", relative to the model file)\n"
+            "  --weights-dir DIR   JSON models: folder weight paths are relative to (default:\n"
+            "                      the model's \"weights_dir\", relative to the model file);\n"
+            "                      an ONNX model's external data is always relative to it\n"
             "  --batch N           run the input in slices of N rows along dim 0 and\n"
             "                      concatenate, as a server batches requests; a model with a\n"
             "                      node that mixes rows along dim 0 (batch statistics, a\n"
@@ -152,7 +163,11 @@ parse_args(int argc, char **argv, struct run_opts *o)
             o->model = optarg;
             break;
         case 'i':
-            o->input = optarg;
+            if (o->n_inputs == AGT_MAX_INPUTS) {
+                fprintf(stderr, "gpudiff-agent run: more than %d --input\n", AGT_MAX_INPUTS);
+                return -1;
+            }
+            o->inputs[o->n_inputs++] = optarg;
             break;
         case 'o':
             o->out = optarg;
@@ -256,7 +271,8 @@ parse_args(int argc, char **argv, struct run_opts *o)
         fprintf(stderr, "gpudiff-agent run: unexpected argument %s\n", argv[optind]);
         return -1;
     }
-    const char *missing = !o->model ? "--model" : !o->input ? "--input" : !o->out ? "--out" : NULL;
+    const char *missing = !o->model ? "--model" : !o->n_inputs ? "--input" : !o->out ? "--out"
+                                                                               : NULL;
     if (missing != NULL) {
         fprintf(stderr, "gpudiff-agent run: %s is required (see --help)\n", missing);
         return -1;
@@ -288,15 +304,6 @@ capture_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
                 layer->time_us);
     }
     return rc;
-}
-
-static json_t *
-shape_json(const struct gd_tensor *t)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < t->ndim; i++)
-        json_array_append_new(a, json_integer(t->shape[i]));
-    return a;
 }
 
 static json_t *
@@ -335,10 +342,57 @@ knobs_json(const struct run_opts *o, struct gd_session *s)
     return k;
 }
 
+/*
+ * run.json's "folded": the nodes that did not become layers (shape computations and
+ * Constants, docs/ONNX.md), each with its outputs' shapes for this run's inputs.
+ */
+static json_t *
+folded_json(const struct gd_graph *g, const struct gd_tensor *const *inputs, struct gd_err *err)
+{
+    struct gd_shape *in = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *in);
+    struct gd_shape *shapes = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *shapes);
+    struct gd_params *params = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *params);
+    json_t *list = NULL;
+    if (in == NULL || shapes == NULL || params == NULL) {
+        gd_err_set(err, GD_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        in[i].ndim = inputs[i]->ndim;
+        memcpy(in[i].dim, inputs[i]->shape, sizeof in[i].dim);
+    }
+    if (gd_graph_infer_folds(g, in, inputs, shapes, params, NULL, NULL, err) != 0)
+        goto done;
+    list = json_array();
+    for (int f = 0; f < g->n_folds; f++) {
+        const struct gd_fold *fold = &g->folds[f];
+        json_t *outs = json_array();
+        for (int k = 0; k < fold->n_outputs; k++) {
+            const struct gd_shape *sh = &shapes[fold->outputs[k]];
+            json_t *dims = json_array();
+            for (int d = 0; d < sh->ndim; d++)
+                json_array_append_new(dims, json_integer(sh->dim[d]));
+            json_array_append_new(outs, json_pack("{s:s, s:s, s:o}", "name",
+                                                  g->values[fold->outputs[k]].name, "dtype",
+                                                  gd_dtype_name(g->values[fold->outputs[k]].dtype),
+                                                  "shape", dims));
+        }
+        json_array_append_new(list, json_pack("{s:s, s:s, s:b, s:o}", "node", fold->name, "op",
+                                              fold->op, "at_load", fold->at_load, "outputs",
+                                              outs));
+    }
+done:
+    free(in);
+    free(shapes);
+    free(params);
+    return list;
+}
+
 /* run.json's facts about the run, before the writer adds the layers. */
 static json_t *
-run_meta(const struct run_opts *o, const struct gd_graph *g, const struct gd_tensor *input,
-         const char *input_sha, struct gd_session *s, double duration_us, struct gd_err *err)
+run_meta(const struct run_opts *o, const struct gd_graph *g, json_t *inputs,
+         const struct gd_tensor *const *input_tensors, struct gd_session *s, double duration_us,
+         struct gd_err *err)
 {
     char id[37], now[32];
     if (gd_uuid_v4(id, err) != 0)
@@ -348,17 +402,66 @@ run_meta(const struct run_opts *o, const struct gd_graph *g, const struct gd_ten
     const struct gd_env *e = gd_session_env(s);
     for (int i = 0; i < e->n; i++)
         json_object_set_new(env, e->items[i].key, json_string(e->items[i].value));
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s?, s:s, s:s, s:o}, s:s, s:o, "
-                     "s:o, s:o, s:f}",
+    json_t *folded = folded_json(g, input_tensors, err);
+    if (folded == NULL) {
+        json_decref(env);
+        return NULL;
+    }
+    /* "input" is the first input's record, as before models had several; "inputs" all. */
+    json_t *first = json_deep_copy(json_array_get(inputs, 0));
+    json_object_del(first, "name");
+    /* The graph outputs, by the names of the layers that hold them. */
+    json_t *outputs = json_array();
+    for (int k = 0; k < g->n_outputs; k++)
+        json_array_append_new(outputs, json_string(g->values[g->outputs[k]].name));
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:o, s:s, s:o, s:o, s:o, s:f, "
+                     "s:o}",
                      "id", id, "created_at", now,
                      "model", "name", g->name, "sha256", g->sha256, "file", o->model,
-                     "input", "file", o->input, "key", o->input_key, "sha256", input_sha,
-                     "dtype", gd_dtype_name(input->dtype), "shape", shape_json(input),
+                     "input", first, "inputs", inputs, "outputs", outputs,
                      "backend", gd_session_backend(s),
                      "env", env,
                      "knobs", knobs_json(o, s),
                      "labels", json_incref(o->labels),
-                     "duration_us", duration_us);
+                     "duration_us", duration_us,
+                     "folded", folded);
+}
+
+/* 1 when the model file is ONNX (a protobuf), 0 when it is JSON (starts with '{'). */
+static int
+model_is_onnx(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return 0; /* gd_model_load() says what is wrong with it */
+    int c;
+    while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r')
+        ;
+    fclose(f);
+    return c != EOF && c != '{';
+}
+
+/* Loads the model and its inputs; an ONNX model is then checked with them. */
+static int
+load(const struct run_opts *o, struct gd_graph **g, struct gd_tensor **inputs, json_t **records,
+     struct gd_err *err)
+{
+    int onnx = model_is_onnx(o->model);
+    struct gd_model_opts mo = {.weights_dir = o->weights_dir};
+    struct gd_onnx_opts oo = {.defer_finalize = 1};
+    if (onnx && o->weights_dir != NULL)
+        return gd_err_set(err, GD_EINVAL, "--weights-dir is for JSON models; %s is ONNX, whose "
+                          "external data is relative to its folder", o->model);
+    int rc = onnx ? gd_onnx_load(o->model, &oo, NULL, g, err) : gd_model_load(o->model, &mo, g,
+                                                                             err);
+    if (rc == 0)
+        rc = agt_inputs_load(*g, o->inputs, o->n_inputs, o->input_key, inputs, records, err);
+    if (rc == 0 && onnx)
+        rc = gd_graph_finalize_with(*g, (const struct gd_tensor *const *)inputs, err);
+    if (rc == 0 && onnx)
+        gd_log(GD_LOG_DEBUG, "%s: %d layers, %d folds, %d inputs", o->model, (*g)->n_nodes,
+               (*g)->n_folds, (*g)->n_inputs);
+    return rc;
 }
 
 static int
@@ -366,17 +469,14 @@ execute(struct run_opts *o)
 {
     struct gd_err err = {0};
     struct gd_graph *g = NULL;
-    struct gd_tensor *input = NULL;
+    struct gd_tensor *inputs[AGT_MAX_INPUTS] = {0};
+    json_t *records = NULL;
     struct gd_session *s = NULL;
     struct gd_bundle_writer *w = NULL;
     json_t *meta = NULL;
     int code = AGT_EXIT_OK;
-    struct gd_model_opts mo = {.weights_dir = o->weights_dir};
-    char input_sha[65];
 
-    if (gd_model_load(o->model, &mo, &g, &err) != 0 ||
-        gd_array_load(o->input, o->input_key, &input, &err) != 0 ||
-        gd_tensor_sha256(input, input_sha, &err) != 0) {
+    if (load(o, &g, inputs, &records, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
@@ -393,16 +493,16 @@ execute(struct run_opts *o)
         n_layers += g->nodes[i].n_outputs;
     struct capture_ctx cc = {.writer = w, .graph = g, .progress = o->progress,
                              .n_layers = n_layers};
-    const struct gd_tensor *inputs[1] = {input};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (gd_session_run(s, 1, inputs, capture_layer, &cc, &err) != 0) {
+    if (gd_session_run(s, g->n_inputs, (const struct gd_tensor *const *)inputs, capture_layer,
+                       &cc, &err) != 0) {
         code = agt_fail(&err, err.code == GD_EIO ? AGT_PHASE_WRITE : AGT_PHASE_RUN);
         goto done;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double duration = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
-    meta = run_meta(o, g, input, input_sha, s, duration, &err);
+    meta = run_meta(o, g, records, (const struct gd_tensor *const *)inputs, s, duration, &err);
     if (meta == NULL) {
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
@@ -424,7 +524,9 @@ done:
     json_decref(meta);
     gd_bundle_writer_free(w);
     gd_session_free(s);
-    gd_tensor_free(input);
+    for (int i = 0; i < AGT_MAX_INPUTS; i++)
+        gd_tensor_free(inputs[i]);
+    json_decref(records);
     gd_graph_free(g);
     return code;
 }

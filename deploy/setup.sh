@@ -32,7 +32,8 @@ jobs=${JOBS:-$(nproc)}
 packages="build-essential autoconf automake libtool pkg-config
   libjansson-dev zlib1g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev
   libmicrohttpd-dev libzstd-dev check python3 python3-numpy ca-certificates
-  sqlite3 curl jq"
+  sqlite3 curl jq
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata python3-onnx"
 # gpudiff-agent sweep's test checks its document against schema/json/sweep.schema.json
 packages="$packages python3-jsonschema"
 

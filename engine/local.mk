@@ -11,6 +11,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/io.h \
 	engine/include/gpudiff/log.h \
 	engine/include/gpudiff/model.h \
+	engine/include/gpudiff/onnx.h \
 	engine/include/gpudiff/ops.h \
 	engine/include/gpudiff/run.h \
 	engine/include/gpudiff/tensor.h \
@@ -33,6 +34,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/attr.c \
 	engine/core/backend.c \
 	engine/core/error.c \
+	engine/core/fold.c \
 	engine/core/graph.c \
 	engine/core/hash.c \
 	engine/core/infer_act.c \
@@ -68,6 +70,11 @@ libgpudiff_la_SOURCES = \
 	engine/io/npy.c \
 	engine/io/npy_write.c \
 	engine/io/npz.c \
+	engine/io/onnx.c \
+	engine/io/onnx_internal.h \
+	engine/io/onnx_opset.c \
+	engine/io/onnx_tensor.c \
+	engine/io/onnx_wire.c \
 	engine/io/safetensors.c
 libgpudiff_la_LIBADD = libgd_cpu32.la libgd_cpu64.la $(ENGINE_DEPS_LIBS)
 EXTRA_DIST += engine/core/ops.def
@@ -146,3 +153,20 @@ $(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h engine
 	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h \
 	engine/core/elt_rules.h engine/core/norm_rules.h
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)
+
+# ---- ONNX: onnx.pb-c.[ch] are generated into the build tree by protoc-c from the system's
+# onnx.proto (configure's --with-onnx-proto); the loader (engine/io/onnx*.c) uses them ----
+ONNX_PB_SOURCES = engine/io/onnx.pb-c.c engine/io/onnx.pb-c.h
+nodist_libgpudiff_la_SOURCES = $(ONNX_PB_SOURCES)
+BUILT_SOURCES += $(ONNX_PB_SOURCES)
+CLEANFILES += $(ONNX_PB_SOURCES) engine/io/onnx.proto
+# protoc-c names its output after the .proto file and writes it under --c_out, so the file is
+# copied next to where the code goes first.
+engine/io/onnx.pb-c.h: engine/io/onnx.pb-c.c
+engine/io/onnx.pb-c.c: $(ONNX_PROTO)
+	$(AM_V_GEN)$(MKDIR_P) engine/io && cp $(ONNX_PROTO) engine/io/onnx.proto && \
+	$(PROTOC_C) --proto_path=engine/io --c_out=engine/io engine/io/onnx.proto
+libgpudiff_la_CPPFLAGS += $(PROTOBUF_C_CFLAGS) -I$(top_builddir)/engine/io
+# On the programs' link line rather than in libgpudiff's LIBADD: it may be the static archive
+# (configure.ac), which libtool warns about inside a library.
+GD_ENGINE_LIBS += $(PROTOBUF_C_LIBS)

@@ -302,3 +302,38 @@ tests_agent_check_sweep_summary_SOURCES = tests/agent/check_sweep_summary.c \
 tests_agent_check_sweep_summary_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_sweep_summary_LDADD = $(TEST_LIBS)
 endif
+
+# ---- ONNX: the loader's checks and the conformance run over the ONNX backend tests
+# (docs/ONNX.md). The runner is a program; conformance.sh is the test that runs it. ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_onnx
+TESTS += tests/engine/check_onnx
+tests_engine_check_onnx_SOURCES = tests/engine/check_onnx.c tests/engine/check_io.h
+tests_engine_check_onnx_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_onnx_LDADD = $(TEST_LIBS)
+endif
+# libFuzzer target over the loader, built by hand like the others (top of the file); its
+# seeds are tests/fuzz/corpus/onnx (made by tests/fixtures/onnx/make_onnx_fixtures.py).
+EXTRA_DIST += tests/fuzz/fuzz_onnx.c tests/fuzz/corpus/onnx
+check_PROGRAMS += tests/onnx/onnx_conformance
+tests_onnx_onnx_conformance_SOURCES = tests/onnx/onnx_conformance.c
+tests_onnx_onnx_conformance_CPPFLAGS = $(AM_CPPFLAGS)
+tests_onnx_onnx_conformance_LDADD = $(GD_ENGINE_LIBS)
+ONNX_TESTS = tests/onnx/conformance.sh tests/onnx/seed_onnx.sh tests/onnx/agent_onnx.sh
+TESTS += $(ONNX_TESTS)
+EXTRA_DIST += $(ONNX_TESTS) tests/onnx/pass_list.txt tests/onnx/seed_to_onnx.py
+ONNX_TESTDATA = /usr/share/libonnx-testdata/data
+ONNX_SUITES = node=$(ONNX_TESTDATA)/node pytorch-converted=$(ONNX_TESTDATA)/pytorch-converted \
+	pytorch-operator=$(ONNX_TESTDATA)/pytorch-operator simple=$(ONNX_TESTDATA)/simple \
+	shared-pytorch-converted=$(GD_SHARED_DIR)/onnx-tests/pytorch-converted \
+	shared-pytorch-operator=$(GD_SHARED_DIR)/onnx-tests/pytorch-operator
+# The load benchmark (docs/PERFORMANCE.md) and the GPU machine's ONNX script.
+EXTRA_PROGRAMS += tests/bench/bench_onnx_load
+tests_bench_bench_onnx_load_SOURCES = tests/bench/bench_onnx_load.c
+tests_bench_bench_onnx_load_LDADD = $(GD_ENGINE_LIBS)
+EXTRA_DIST += tests/bench/make_vit_onnx.py tests/bench/gpu_onnx.sh tests/bench/gpu_onnx.py
+# Regenerates the pass list from this build (one command: `make onnx-pass-list`).
+onnx-pass-list: tests/onnx/onnx_conformance$(EXEEXT)
+	./tests/onnx/onnx_conformance --quiet --write-pass-list $(abs_top_srcdir)/tests/onnx/pass_list.txt \
+	    $(ONNX_SUITES)
+.PHONY: onnx-pass-list

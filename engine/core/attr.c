@@ -21,6 +21,8 @@ attr_type_name(enum gd_attr_type t)
         return "a list of integers";
     case GD_ATTR_FLOATS:
         return "a list of numbers";
+    case GD_ATTR_TENSOR:
+        return "a tensor";
     }
     return "?";
 }

@@ -26,6 +26,7 @@ gd_attr_fini(struct gd_attr *a)
     free(a->s);
     free(a->ints);
     free(a->floats);
+    gd_tensor_free(a->t);
     memset(a, 0, sizeof *a);
 }
 
@@ -47,6 +48,9 @@ gd_graph_free(struct gd_graph *g)
             gd_attr_fini(&n->attrs[k]);
         free(n->attrs);
     }
+    for (int i = 0; i < g->n_folds; i++)
+        gd__fold_fini(&g->folds[i]);
+    free(g->folds);
     free(g->values);
     free(g->nodes);
     free(g->inputs);
@@ -83,9 +87,9 @@ gd_node_attr(const struct gd_node *n, const char *name)
     return NULL;
 }
 
-/* Appends a value; returns its index or a negative code. */
-static int
-value_add(struct gd_graph *g, const char *name, struct gd_err *err)
+/* Appends a value; returns its index or a negative code (declared in internal.h). */
+int
+gd__value_add(struct gd_graph *g, const char *name, struct gd_err *err)
 {
     if (name == NULL || name[0] == '\0')
         return gd_err_set(err, GD_EMODEL, "a value has an empty name");
@@ -106,6 +110,7 @@ value_add(struct gd_graph *g, const char *name, struct gd_err *err)
     v->dtype = GD_F32;
     v->producer = -1;
     v->last_use = -1;
+    v->fold = -1;
     return g->n_values++;
 }
 
@@ -135,7 +140,7 @@ gd_graph_add_input(struct gd_graph *g, const char *name, const struct gd_input_d
     if (d == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     g->input_decls = d;
-    int v = value_add(g, name, err);
+    int v = gd__value_add(g, name, err);
     if (v < 0)
         return v;
     int rc = int_push(&g->inputs, g->n_inputs, v, err);
@@ -151,7 +156,7 @@ int
 gd_graph_add_constant(struct gd_graph *g, const char *name, struct gd_tensor *t,
                       struct gd_err *err)
 {
-    int v = value_add(g, name, err);
+    int v = gd__value_add(g, name, err);
     if (v < 0) {
         gd_tensor_free(t);
         return v;
@@ -240,7 +245,7 @@ gd_graph_add_node(struct gd_graph *g, const char *name, const char *op_name, int
         g->cap_nodes = cap;
     }
     for (int i = 0; i < n_outputs; i++) {
-        int v = value_add(g, outputs[i], err);
+        int v = gd__value_add(g, outputs[i], err);
         if (v < 0) {
             rc = gd_err_prefix(err, "node %s: ", name);
             /* Values added for earlier outputs stay unnamed by any node: drop them. */
@@ -290,15 +295,86 @@ gd_graph_add_output(struct gd_graph *g, const char *name, struct gd_err *err)
     return 0;
 }
 
+/* What an inference knows of the graph inputs' values. */
+struct known_inputs {
+    const struct gd_tensor *const *values; /* per graph input; NULL: none known */
+    int read;                   /* set when a node or fold read one */
+};
+
+/*
+ * The tensor a node or fold may read as a parameter: a constant, a fold's result, or the
+ * value of an integer or bool graph input when the inference was given it.
+ */
+static const struct gd_tensor *
+known_value(const struct gd_graph *g, struct known_inputs *ki, struct gd_tensor **folded,
+            int v)
+{
+    if (g->values[v].constant != NULL)
+        return g->values[v].constant;
+    if (folded[v] != NULL)
+        return folded[v];
+    if (!g->values[v].is_input || ki->values == NULL)
+        return NULL;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] == v && ki->values[i] != NULL) {
+            ki->read = 1;
+            return ki->values[i];
+        }
+    return NULL;
+}
+
+/*
+ * Computes the folds that come before node `before` (from *next on) for the shapes so far,
+ * into folded[].
+ */
+static int
+folds_until(const struct gd_graph *g, struct known_inputs *ki, int before, int *next,
+            struct gd_shape *value_shapes, enum gd_dtype *value_dtypes,
+            struct gd_tensor **folded, struct gd_err *err)
+{
+    for (; *next < g->n_folds && g->folds[*next].before <= before; (*next)++) {
+        const struct gd_fold *f = &g->folds[*next];
+        if (f->at_load)
+            continue;
+        const struct gd_shape *in_shape[GD__MAX_OP_INPUTS] = {0};
+        const struct gd_tensor *in_val[GD__MAX_OP_INPUTS] = {0};
+        struct gd_tensor *out[GD__MAX_OP_OUTPUTS] = {0};
+        for (int i = 0; i < f->n_inputs; i++) {
+            int v = f->inputs[i];
+            if (v < 0)
+                continue;
+            in_shape[i] = &value_shapes[v];
+            /* Shape and Size read only the shape of what they are given. */
+            int shape_only = i == 0 && (strcmp(f->op, "Shape") == 0 || strcmp(f->op, "Size") == 0);
+            in_val[i] = shape_only ? NULL : known_value(g, ki, folded, v);
+        }
+        int rc = gd__fold_eval(f, in_shape, in_val, out, err);
+        if (rc != 0)
+            return gd_err_prefix(err, "node %s (%s): ", f->name, f->op);
+        for (int k = 0; k < f->n_outputs; k++) {
+            int v = f->outputs[k];
+            gd_tensor_free(folded[v]);
+            folded[v] = out[k];
+            value_dtypes[v] = out[k]->dtype;
+            value_shapes[v].ndim = out[k]->ndim;
+            memcpy(value_shapes[v].dim, out[k]->shape, sizeof value_shapes[v].dim);
+        }
+    }
+    return 0;
+}
+
 /*
  * Infers shapes and dtypes of every value and the params of every node from the input
- * shapes. value_dtypes gets each value's dtype.
+ * shapes, computing the folds in between (their results go to folded[]). value_dtypes gets
+ * each value's dtype.
  */
 static int
 infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
-          struct gd_shape *value_shapes, enum gd_dtype *value_dtypes,
-          struct gd_params *node_params, struct gd_err *err)
+          struct known_inputs *ki, struct gd_shape *value_shapes,
+          enum gd_dtype *value_dtypes, struct gd_params *node_params, struct gd_tensor **folded,
+          struct gd_err *err)
 {
+    int next_fold = 0;
     for (int v = 0; v < g->n_values; v++) {
         value_dtypes[v] = g->values[v].dtype;
         if (g->values[v].constant != NULL)
@@ -322,11 +398,14 @@ infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
         const struct gd_node *n = &g->nodes[ni];
         struct gd__infer_call c = {.graph = g, .node = n, .n_in = n->n_inputs,
                                    .n_out = n->n_outputs, .params = &node_params[ni]};
+        int frc = folds_until(g, ki, ni, &next_fold, value_shapes, value_dtypes, folded, err);
+        if (frc != 0)
+            return frc;
         for (int i = 0; i < n->n_inputs; i++) {
             int v = n->inputs[i];
             c.in[i] = v >= 0 ? &value_shapes[v] : NULL;
             c.in_dtype[i] = v >= 0 ? value_dtypes[v] : GD_F32;
-            c.in_const[i] = v >= 0 ? g->values[v].constant : NULL;
+            c.in_const[i] = v < 0 ? NULL : known_value(g, ki, folded, v);
         }
         for (int i = 0; i < n->n_outputs; i++) {
             c.out[i] = &value_shapes[n->outputs[i]];
@@ -345,51 +424,93 @@ infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
         if (rc != 0)
             return gd_err_prefix(err, "node %s (%s): ", n->name, gd_op_name(n->op));
     }
-    return 0;
+    return folds_until(g, ki, g->n_nodes, &next_fold, value_shapes, value_dtypes, folded, err);
+}
+
+static void
+folded_clear(const struct gd_graph *g, struct gd_tensor **folded)
+{
+    for (int v = 0; v < g->n_values; v++) {
+        gd_tensor_free(folded[v]);
+        folded[v] = NULL;
+    }
+}
+
+int
+gd_graph_infer_folds(const struct gd_graph *g, const struct gd_shape *input_shapes,
+                     const struct gd_tensor *const *input_values, struct gd_shape *value_shapes,
+                     struct gd_params *node_params, struct gd_tensor **folded, int *values_read,
+                     struct gd_err *err)
+{
+    struct known_inputs ki = {.values = input_values};
+    size_t n = (size_t)(g->n_values ? g->n_values : 1);
+    enum gd_dtype *dtypes = malloc(n * sizeof *dtypes);
+    struct gd_tensor **mine = folded ? NULL : calloc(n, sizeof *mine);
+    if (dtypes == NULL || (folded == NULL && mine == NULL)) {
+        free(dtypes);
+        free(mine);
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    }
+    struct gd_tensor **f = folded ? folded : mine;
+    int rc = infer_all(g, input_shapes, &ki, value_shapes, dtypes, node_params, f, err);
+    if (rc != 0 || mine != NULL)
+        folded_clear(g, f);
+    if (values_read != NULL)
+        *values_read = ki.read;
+    free(dtypes);
+    free(mine);
+    return rc;
 }
 
 int
 gd_graph_infer(const struct gd_graph *g, const struct gd_shape *input_shapes,
                struct gd_shape *value_shapes, struct gd_params *node_params, struct gd_err *err)
 {
-    enum gd_dtype *dtypes = malloc((size_t)(g->n_values ? g->n_values : 1) * sizeof *dtypes);
-    if (dtypes == NULL)
-        return gd_err_set(err, GD_ENOMEM, "out of memory");
-    int rc = infer_all(g, input_shapes, value_shapes, dtypes, node_params, err);
-    free(dtypes);
-    return rc;
+    return gd_graph_infer_folds(g, input_shapes, NULL, value_shapes, node_params, NULL, NULL,
+                                err);
 }
 
 int
 gd_graph_finalize(struct gd_graph *g, struct gd_err *err)
 {
+    return gd_graph_finalize_with(g, NULL, err);
+}
+
+int
+gd_graph_finalize_with(struct gd_graph *g, const struct gd_tensor *const *inputs,
+                       struct gd_err *err)
+{
+    struct known_inputs ki = {.values = inputs};
     int rc = 0;
-    struct gd_shape *inputs = NULL, *shapes = NULL;
+    struct gd_shape *shapes_in = NULL, *shapes = NULL;
     struct gd_params *params = NULL;
     enum gd_dtype *dtypes = NULL;
-    if (g->n_inputs == 0) {
-        rc = gd_err_set(err, GD_EMODEL, "the model has no inputs");
-        goto done;
-    }
+    struct gd_tensor **folded = NULL;
     if (g->n_outputs == 0) {
         rc = gd_err_set(err, GD_EMODEL, "the model has no outputs");
         goto done;
     }
-    inputs = calloc((size_t)g->n_inputs, sizeof *inputs);
+    shapes_in = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *shapes_in);
     shapes = calloc((size_t)g->n_values, sizeof *shapes);
     dtypes = calloc((size_t)g->n_values, sizeof *dtypes);
     params = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *params);
-    if (inputs == NULL || shapes == NULL || dtypes == NULL || params == NULL) {
+    folded = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *folded);
+    if (shapes_in == NULL || shapes == NULL || dtypes == NULL || params == NULL ||
+        folded == NULL) {
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
         goto done;
     }
     for (int i = 0; i < g->n_inputs; i++) {
-        inputs[i] = g->input_decls[i].shape;
-        for (int k = 0; k < inputs[i].ndim; k++)
-            if (inputs[i].dim[k] < 0)
-                inputs[i].dim[k] = 1;
+        shapes_in[i] = g->input_decls[i].shape;
+        if (inputs != NULL && inputs[i] != NULL) {
+            shapes_in[i].ndim = inputs[i]->ndim;
+            memcpy(shapes_in[i].dim, inputs[i]->shape, sizeof shapes_in[i].dim);
+        }
+        for (int k = 0; k < shapes_in[i].ndim; k++)
+            if (shapes_in[i].dim[k] < 0)
+                shapes_in[i].dim[k] = 1;
     }
-    rc = infer_all(g, inputs, shapes, dtypes, params, err);
+    rc = infer_all(g, shapes_in, &ki, shapes, dtypes, params, folded, err);
     if (rc != 0)
         goto done;
     for (int v = 0; v < g->n_values; v++) {
@@ -404,7 +525,10 @@ gd_graph_finalize(struct gd_graph *g, struct gd_err *err)
                 g->values[g->nodes[ni].inputs[i]].last_use = ni;
     }
 done:
-    free(inputs);
+    if (folded != NULL)
+        folded_clear(g, folded);
+    free(folded);
+    free(shapes_in);
     free(shapes);
     free(dtypes);
     free(params);

@@ -225,6 +225,28 @@ int gd__pathf(char *out, size_t size, struct gd_err *err, const char *fmt, ...)
 /* Duplicates a string; NULL on allocation failure. */
 char *gd__strdup(const char *s);
 
+/* ---- the graph's builders and folds (graph.c, fold.c) ---- */
+
+/* Appends a value called name (unique, non-empty); returns its index or a negative code. */
+int gd__value_add(struct gd_graph *g, const char *name, struct gd_err *err);
+
+/* 1 when the fold evaluator has op (it may still refuse a node of it, see
+ * gd_graph_add_fold()). */
+int gd__fold_has(const char *op);
+
+/* Frees what a fold owns (not the struct). */
+void gd__fold_fini(struct gd_fold *f);
+
+/*
+ * Computes fold f at inference: in_shape[i] is input i's shape, in_val[i] its tensor when it
+ * is a constant or a fold's result (NULL for a value known only at run time, which only
+ * Shape and Size accept; NULL entries for absent inputs). out[k] gets a new host tensor for
+ * each output. Errors as the infer functions' (the caller names the node).
+ */
+int gd__fold_eval(const struct gd_fold *f, const struct gd_shape *const *in_shape,
+                  const struct gd_tensor *const *in_val, struct gd_tensor **out,
+                  struct gd_err *err);
+
 /* ---- a pool of worker threads (pool.c) ---- */
 
 #define GD__POOL_MAX 256

@@ -29,6 +29,9 @@ struct gd_session {
     struct gd_shape *shapes;    /* per value, for the current slice size */
     struct gd_params *params;   /* per node, for the current slice size */
     int64_t inferred_rows;      /* slice size the shapes are for; -1 none yet */
+    int inferred_values;        /* the inference read input values: it is for them only */
+    struct gd_shape *inferred_for; /* per graph input: the shapes the inference was for */
+    struct gd_tensor **folded;  /* per value: what the folds computed for those shapes */
     int *first_layer;           /* per node: the layer index of its output 0 */
     /* for the run in progress */
     gd_capture_fn capture;
@@ -127,6 +130,10 @@ gd_session_free(struct gd_session *s)
     timing_free(s);
     if (s->ctx != NULL)
         s->be->close(s->ctx);
+    for (int v = 0; s->folded != NULL && v < s->g->n_values; v++)
+        gd_tensor_free(s->folded[v]);
+    free(s->folded);
+    free(s->inferred_for);
     free(s->vals);
     free(s->shapes);
     free(s->params);
@@ -187,6 +194,66 @@ check_conv_pins(const struct gd_graph *g, const char *pins, struct gd_err *err)
     return 0;
 }
 
+/*
+ * Fails with GD_ENOTSUP naming every op of g that backend be lacks, each with its node count
+ * and first node names, so one message says all that a model needs.
+ */
+static int
+missing_ops(const struct gd_graph *g, const struct gd__backend *be, struct gd_err *err)
+{
+    int count[GD_OP_COUNT] = {0}, n_missing = 0, n_ops = 0;
+    for (int ni = 0; ni < g->n_nodes; ni++)
+        if (be->ops[g->nodes[ni].op] == NULL) {
+            n_ops += count[g->nodes[ni].op]++ == 0;
+            n_missing++;
+        }
+    if (n_missing == 0)
+        return 0;
+    char msg[sizeof err->msg];
+    size_t len = (size_t)snprintf(msg, sizeof msg, "backend %s has no %s", be->name,
+                                  n_ops > 1 ? "op of these: " : "");
+    for (int op = 0; op < GD_OP_COUNT && len < sizeof msg; op++) {
+        if (count[op] == 0)
+            continue;
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s (%d node%s: ",
+                                msg[len - 1] == ' ' ? "" : "; ", gd_op_name((enum gd_op)op),
+                                count[op], count[op] > 1 ? "s" : "");
+        for (int ni = 0, shown = 0; ni < g->n_nodes && len < sizeof msg; ni++) {
+            if ((int)g->nodes[ni].op != op)
+                continue;
+            if (shown == 3) {
+                len += (size_t)snprintf(msg + len, sizeof msg - len, ", ...");
+                break;
+            }
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s", shown ? ", " : "",
+                                    g->nodes[ni].name);
+            shown++;
+        }
+        if (len < sizeof msg)
+            len += (size_t)snprintf(msg + len, sizeof msg - len, ")");
+    }
+    return gd_err_set(err, GD_ENOTSUP, "%s", msg);
+}
+
+/*
+ * An input as the model declares it: floats go to the compute dtype, integers and bools to
+ * the declared dtype (an int32 file for an int64 input widens; a value that does not fit is
+ * GD_ERANGE).
+ */
+static int
+upload_input(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor *src,
+             enum gd_dtype declared, struct gd_err *err)
+{
+    if (gd_dtype_is_float(src->dtype) || src->dtype == declared)
+        return upload_value(s, dst, src, err);
+    struct gd_tensor *cast = gd_tensor_cast(src, declared, err);
+    if (cast == NULL)
+        return err ? err->code : GD_ENOMEM;
+    int rc = upload_value(s, dst, cast, err);
+    gd_tensor_free(cast);
+    return rc;
+}
+
 struct gd_session *
 gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *knobs,
                struct gd_err *err)
@@ -201,13 +268,8 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
         gd_err_set(err, GD_ENOENT, "no backend %s in this build (it has: %s)", backend, names);
         return NULL;
     }
-    for (int ni = 0; ni < g->n_nodes; ni++) {
-        if (be->ops[g->nodes[ni].op] == NULL) {
-            gd_err_set(err, GD_ENOTSUP, "node %s: backend %s has no %s", g->nodes[ni].name,
-                       be->name, gd_op_name(g->nodes[ni].op));
-            return NULL;
-        }
-    }
+    if (missing_ops(g, be, err) != 0)
+        return NULL;
     struct gd_session *s = calloc(1, sizeof *s);
     if (s == NULL) {
         gd_err_set(err, GD_ENOMEM, "out of memory for a session");
@@ -222,7 +284,10 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
     s->shapes = calloc((size_t)g->n_values, sizeof *s->shapes);
     s->params = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *s->params);
     s->first_layer = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *s->first_layer);
-    if (s->vals == NULL || s->shapes == NULL || s->params == NULL || s->first_layer == NULL) {
+    s->folded = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *s->folded);
+    s->inferred_for = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *s->inferred_for);
+    if (s->vals == NULL || s->shapes == NULL || s->params == NULL || s->first_layer == NULL ||
+        s->folded == NULL || s->inferred_for == NULL) {
         gd_err_set(err, GD_ENOMEM, "out of memory for a session");
         goto fail;
     }
@@ -347,19 +412,25 @@ check_batchable(const struct gd_session *s, const struct gd_shape *shapes,
     return 0;
 }
 
-/* Infers shapes and params with every input's dim 0 set to rows, into the given arrays. */
+/* Infers shapes and params with every input's dim 0 set to rows, into the given arrays (the
+ * inputs' values are read where nodes take them as parameters when they are host tensors of
+ * those rows). */
 static int
 infer_at(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs, int64_t rows,
          struct gd_shape *shapes, struct gd_params *params, struct gd_err *err)
 {
     struct gd_shape in_shapes[n_inputs > 0 ? n_inputs : 1];
+    const struct gd_tensor *values[n_inputs > 0 ? n_inputs : 1];
     for (int i = 0; i < n_inputs; i++) {
+        memset(&in_shapes[i], 0, sizeof in_shapes[i]);
         in_shapes[i].ndim = inputs[i]->ndim;
         memcpy(in_shapes[i].dim, inputs[i]->shape, sizeof in_shapes[i].dim);
         if (s->knobs.batch > 0)
             in_shapes[i].dim[0] = rows;
+        values[i] = !inputs[i]->device && in_shapes[i].dim[0] == inputs[i]->shape[0] ? inputs[i]
+                                                                                      : NULL;
     }
-    return gd_graph_infer(s->g, in_shapes, shapes, params, err);
+    return gd_graph_infer_folds(s->g, in_shapes, values, shapes, params, NULL, NULL, err);
 }
 
 /* Infers at the whole input's rows and checks that; 0 when the model is batchable there. */
@@ -380,15 +451,37 @@ check_at_total(struct gd_session *s, int n_inputs, const struct gd_tensor *const
     return rc;
 }
 
-/* Shapes and params for slices of `rows` rows (inputs' dim 0). */
+/*
+ * Shapes, params and folds for slices of `rows` rows: slices are the inputs as this slice has
+ * them, inputs the whole (for the --batch checks at the whole input's row count).
+ */
 static int
 infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
-               int64_t rows, struct gd_err *err)
+               const struct gd_tensor *const *slices, int64_t rows, struct gd_err *err)
 {
-    if (s->inferred_rows == rows)
+    struct gd_shape in_shapes[n_inputs > 0 ? n_inputs : 1];
+    const struct gd_tensor *values[n_inputs > 0 ? n_inputs : 1];
+    /* Nodes may read inputs as parameters (a Reshape's shape given as an input): an
+     * inference that read their values is not reused. */
+    int same = s->inferred_rows == rows && !s->inferred_values;
+    for (int i = 0; i < n_inputs; i++) {
+        values[i] = slices[i]->device ? NULL : slices[i]; /* staged inputs: shapes only */
+        memset(&in_shapes[i], 0, sizeof in_shapes[i]);
+        in_shapes[i].ndim = slices[i]->ndim;
+        memcpy(in_shapes[i].dim, slices[i]->shape, sizeof in_shapes[i].dim);
+        same = same && memcmp(&in_shapes[i], &s->inferred_for[i], sizeof in_shapes[i]) == 0;
+    }
+    if (same)
         return 0;
+    /* The folds' results belong to the shapes they were computed for. */
+    s->inferred_rows = -1;
+    for (int v = 0; v < s->g->n_values; v++) {
+        gd_tensor_free(s->folded[v]);
+        s->folded[v] = NULL;
+    }
     int64_t total = n_inputs > 0 && inputs[0]->ndim > 0 ? inputs[0]->shape[0] : rows;
-    int rc = infer_at(s, n_inputs, inputs, rows, s->shapes, s->params, err);
+    int rc = gd_graph_infer_folds(s->g, in_shapes, values, s->shapes, s->params, s->folded,
+                                  &s->inferred_values, err);
     if (rc != 0 && s->knobs.batch > 0 && rows != total) {
         /* A slice that does not even infer (a Reshape to a fixed dim 0, a product with the
          * batch on its inner side): say what mixes rows if the whole input shows it. */
@@ -404,10 +497,14 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
             rc = check_at_total(s, n_inputs, inputs, total, err);
     }
     if (rc != 0) {
-        s->inferred_rows = -1; /* the arrays hold a refused inference */
-        return rc;
+        for (int v = 0; v < s->g->n_values; v++) {
+            gd_tensor_free(s->folded[v]);
+            s->folded[v] = NULL;
+        }
+        return rc; /* inferred_rows stays -1: the arrays hold a refused inference */
     }
     s->inferred_rows = rows;
+    memcpy(s->inferred_for, in_shapes, (size_t)n_inputs * sizeof *in_shapes);
     return 0;
 }
 
@@ -483,9 +580,10 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
     int64_t total = 0;
     for (int i = 0; i < n_inputs; i++) {
         const char *name = g->values[g->inputs[i]].name;
-        if (!gd_dtype_is_float(inputs[i]->dtype))
-            return gd_err_set(err, GD_EDTYPE, "input %s is %s; the engine takes float inputs",
-                              name, gd_dtype_name(inputs[i]->dtype));
+        enum gd_dtype want = g->input_decls[i].dtype;
+        if (gd_dtype_is_float(inputs[i]->dtype) != gd_dtype_is_float(want))
+            return gd_err_set(err, GD_EDTYPE, "input %s is %s; the model takes %s", name,
+                              gd_dtype_name(inputs[i]->dtype), gd_dtype_name(want));
         if (s->knobs.batch > 0) {
             if (inputs[i]->ndim < 1)
                 return gd_err_set(err, GD_ESHAPE, "input %s is a scalar: nothing to batch",
@@ -506,22 +604,35 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
     for (int64_t off = 0; rc == 0 && (off < total || (off == 0 && total == 0)); ) {
         int64_t rows = step > 0 && total - off > step ? step : total - off;
         s->batch_offset = off;
-        rc = infer_for_rows(s, n_inputs, inputs, rows, err);
-        for (int i = 0; i < n_inputs && rc == 0; i++) {
-            struct gd_tensor slice = *inputs[i];
-            slice.owns_data = 0;
+        struct gd_tensor slices[n_inputs > 0 ? n_inputs : 1];
+        const struct gd_tensor *slice_of[n_inputs > 0 ? n_inputs : 1];
+        for (int i = 0; i < n_inputs; i++) {
+            slices[i] = *inputs[i];
+            slices[i].owns_data = 0;
             if (step > 0) {
                 size_t row_bytes = gd_tensor_nbytes(inputs[i]) / (size_t)inputs[i]->shape[0];
-                slice.shape[0] = rows;
-                slice.data = (char *)inputs[i]->data + (size_t)off * row_bytes;
+                slices[i].shape[0] = rows;
+                slices[i].data = (char *)inputs[i]->data + (size_t)off * row_bytes;
             }
+            slice_of[i] = &slices[i];
+        }
+        rc = infer_for_rows(s, n_inputs, inputs, slice_of, rows, err);
+        for (int i = 0; i < n_inputs && rc == 0; i++) {
             if (s->resident)
-                s->vals[g->inputs[i]] = slice; /* a view of the staged input */
+                s->vals[g->inputs[i]] = slices[i]; /* a view of the staged input */
             else
-                rc = upload_value(s, &s->vals[g->inputs[i]], &slice, err);
+                rc = upload_input(s, &s->vals[g->inputs[i]], &slices[i],
+                                  g->input_decls[i].dtype, err);
             if (rc != 0)
                 gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
         }
+        /* What the folds computed for these shapes, for the nodes that read it. */
+        for (int v = 0; v < g->n_values && rc == 0; v++)
+            if (s->folded[v] != NULL && g->values[v].last_use >= 0) {
+                rc = upload_value(s, &s->vals[v], s->folded[v], err);
+                if (rc != 0)
+                    gd_err_prefix(err, "%s: ", g->values[v].name);
+            }
         if (rc == 0)
             rc = run_nodes(s, err);
         vals_release(s, 0);

@@ -19,7 +19,14 @@
 extern "C" {
 #endif
 
-enum gd_attr_type { GD_ATTR_INT, GD_ATTR_FLOAT, GD_ATTR_STRING, GD_ATTR_INTS, GD_ATTR_FLOATS };
+enum gd_attr_type {
+    GD_ATTR_INT,
+    GD_ATTR_FLOAT,
+    GD_ATTR_STRING,
+    GD_ATTR_INTS,
+    GD_ATTR_FLOATS,
+    GD_ATTR_TENSOR /* ONNX's tensor attributes (ConstantOfShape's value); owned */
+};
 
 /* One node attribute as the model file wrote it, before the op checks it. */
 struct gd_attr {
@@ -31,6 +38,7 @@ struct gd_attr {
     int n;              /* GD_ATTR_INTS, GD_ATTR_FLOATS: element count */
     int64_t *ints;
     double *floats;
+    struct gd_tensor *t;        /* GD_ATTR_TENSOR: a host tensor */
 };
 
 /* A tensor's dimensions, without its data. */
@@ -48,6 +56,8 @@ struct gd_value {
     int is_input;
     int is_output;
     int last_use;               /* index of the last node reading it, -1 if none */
+    int fold;                   /* index of the fold that computes it at inference (a shape
+                                 * computation, see struct gd_fold), or -1 */
 };
 
 struct gd_node {
@@ -68,6 +78,28 @@ struct gd_input_decl {
     struct gd_shape shape;
 };
 
+/*
+ * A node of the model that is not a layer: a shape computation (ONNX exports compute
+ * Reshape targets with Shape, Gather, Unsqueeze, Concat and int64 arithmetic) or a Constant.
+ * The engine's own exact evaluator computes it (engine/core/fold.c), never a backend. A
+ * fold whose inputs were all constants was computed once when it was added: its outputs
+ * are constants (at_load). The others read the shape of a value known only at run time;
+ * gd_graph_infer() computes them again for each set of input shapes, just before node
+ * `before`, and the session hands their results to the nodes reading them.
+ */
+struct gd_fold {
+    char *name;                 /* the model's node name */
+    char *op;                   /* its ONNX op ("Shape", "Gather", "Constant", ...) */
+    int n_inputs;
+    int *inputs;                /* value indices; -1 marks an absent optional input */
+    int n_outputs;
+    int *outputs;
+    int n_attrs;
+    struct gd_attr *attrs;
+    int before;                 /* computed before inferring this node (g->n_nodes at adding) */
+    int at_load;                /* 1: computed when added; its outputs are constants */
+};
+
 struct gd_graph {
     char *name;
     char sha256[65];            /* of the model file and its weights, as gd_model_load() saw */
@@ -78,6 +110,8 @@ struct gd_graph {
     struct gd_input_decl *input_decls; /* parallel to inputs */
     int *outputs;               /* value indices of the graph outputs */
     int cap_values, cap_nodes;  /* allocated lengths, for the builders */
+    int n_folds, cap_folds;
+    struct gd_fold *folds;      /* in model order */
 };
 
 /* An empty graph named name. NULL and err on failure. */
@@ -110,6 +144,33 @@ int gd_graph_add_node(struct gd_graph *g, const char *name, const char *op_name,
                       const char *const *inputs, int n_outputs, const char *const *outputs,
                       int n_attrs, struct gd_attr *attrs, struct gd_err *err);
 
+/*
+ * Adds a fold (struct gd_fold): op computed by the engine's own evaluator on the named
+ * inputs (NULL or "" for an absent optional one), producing values with the output names.
+ * When every input is a constant it is computed now and its outputs become constants;
+ * otherwise it is computed at each inference. Its inputs must then be constants, other
+ * folds' results or integer and bool graph inputs (whose values each run gives; not
+ * together with a float input, whose data a fold would move out of the layers), except the
+ * input of Shape and Size, which may be any value. The evaluator does integer and bool arithmetic
+ * exactly in int64 and moves data of any dtype; it computes nothing on floats. GD_ENOTSUP,
+ * with nothing added, when it cannot take this node (an op it lacks, a float operand of
+ * arithmetic, an input known only at run time): the caller may add the node as a layer.
+ * Other failures (a bad attribute, a shape error while computing) are GD_EMODEL or
+ * GD_ESHAPE. attrs are taken over (their contents move into the graph) on success only: on
+ * failure they stay the caller's, so it can add the node as a layer with them.
+ */
+int gd_graph_add_fold(struct gd_graph *g, const char *name, const char *op, int n_inputs,
+                      const char *const *inputs, int n_outputs, const char *const *outputs,
+                      int n_attrs, struct gd_attr *attrs, struct gd_err *err);
+
+/* Op i of those gd_graph_add_fold() computes ("Shape", "Gather", ...); NULL past the last. */
+const char *gd_fold_op_name(int i);
+
+/* Records a Constant node of the model as a fold computed at load: value becomes constant
+ * `output` (t is taken over, also on failure). */
+int gd_graph_add_constant_node(struct gd_graph *g, const char *name, const char *output,
+                               struct gd_tensor *t, struct gd_err *err);
+
 /* Marks a value as a graph output. */
 int gd_graph_add_output(struct gd_graph *g, const char *name, struct gd_err *err);
 
@@ -118,6 +179,17 @@ int gd_graph_add_output(struct gd_graph *g, const char *name, struct gd_err *err
  * Errors name the node at fault (GD_EMODEL, GD_ESHAPE, GD_ENOTSUP).
  */
 int gd_graph_finalize(struct gd_graph *g, struct gd_err *err);
+
+/*
+ * gd_graph_finalize() for the given inputs (host tensors, one per graph input; NULL, or a
+ * NULL entry, takes that input's free dimensions as 1): the shapes are inferred for their
+ * shapes, and an input's values stand for the run's wherever a node reads it as a
+ * parameter (a Reshape's shape, Slice's starts, Clip's bounds given as graph inputs,
+ * as the ONNX tests do). A graph finalized this way still takes other inputs: each
+ * inference reads the run's (gd_graph_infer_folds()).
+ */
+int gd_graph_finalize_with(struct gd_graph *g, const struct gd_tensor *const *inputs,
+                           struct gd_err *err);
 
 /*
  * Infers every value's shape and every node's params for the given input shapes (one per
@@ -129,6 +201,21 @@ int gd_graph_finalize(struct gd_graph *g, struct gd_err *err);
 int gd_graph_infer(const struct gd_graph *g, const struct gd_shape *input_shapes,
                    struct gd_shape *value_shapes, struct gd_params *node_params,
                    struct gd_err *err);
+
+/*
+ * gd_graph_infer() that reads the inputs' values (input_values, host tensors, one per graph
+ * input; may be NULL or hold NULL entries) where nodes take an input as a parameter (a
+ * Reshape's shape, Clip's bounds) and folds compute with integer inputs, and hands over
+ * what the folds computed: folded (NULL, or g->n_values entries, all NULL on entry) gets on
+ * success a new host tensor for each value a fold computed for these inputs (the caller
+ * frees them), the others stay NULL; on failure every entry is NULL again. *values_read
+ * (when not NULL) is set to 1 when some input's value was read: the result then holds for
+ * those values only, not for any input of the same shapes.
+ */
+int gd_graph_infer_folds(const struct gd_graph *g, const struct gd_shape *input_shapes,
+                         const struct gd_tensor *const *input_values,
+                         struct gd_shape *value_shapes, struct gd_params *node_params,
+                         struct gd_tensor **folded, int *values_read, struct gd_err *err);
 
 /* The attribute called name, or NULL. */
 const struct gd_attr *gd_node_attr(const struct gd_node *n, const char *name);

@@ -101,7 +101,8 @@ struct gd_session;
 /*
  * Opens backend `backend` ("cpu", "cpu64", "cuda") for graph g, which must stay alive and
  * unchanged until gd_session_free(). Knobs are copied. GD_ENOENT for an unknown backend,
- * GD_ENOTSUP for a knob it cannot honour or an op it lacks (named in err).
+ * GD_ENOTSUP for a knob it cannot honour or for ops it lacks (err names every one, with its
+ * node count and first node names).
  */
 struct gd_session *gd_session_new(struct gd_graph *g, const char *backend,
                                   const struct gd_knobs *knobs, struct gd_err *err);
@@ -115,9 +116,13 @@ const struct gd_env *gd_session_env(const struct gd_session *s);
 const char *gd_session_backend(const struct gd_session *s);
 
 /*
- * Runs the graph on host inputs (one per graph input, any float dtype: they are cast to the
- * backend's compute type). capture, when not NULL, is called for every node output in
- * node order (with knobs.batch, once per slice). Returns 0 or the first error.
+ * Runs the graph on host inputs, one per graph input in order: a float input (any float
+ * dtype) is cast to the backend's compute type; an integer or bool input (token ids,
+ * indices, masks) keeps its values in the dtype the model declares (GD_ERANGE when one does
+ * not fit), and a float given for an integer input or the reverse is GD_EDTYPE. The folds
+ * (struct gd_fold) are computed again whenever the input shapes change. capture, when not
+ * NULL, is called for every node output in node order (with knobs.batch, once per slice).
+ * Returns 0 or the first error.
  */
 int gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
                    gd_capture_fn capture, void *user, struct gd_err *err);
