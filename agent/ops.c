@@ -12,30 +12,6 @@
 #include "gpudiff/run.h"
 #include "agent.h"
 
-static const char *
-reduction_name(enum gd_reduction r)
-{
-    switch (r) {
-    case GD_RED_NONE:
-        return "none";
-    case GD_RED_CONV:
-        return "conv";
-    case GD_RED_CONVT:
-        return "conv_transpose";
-    case GD_RED_GEMM:
-        return "gemm";
-    case GD_RED_WINDOW:
-        return "window";
-    case GD_RED_SPATIAL:
-        return "spatial";
-    case GD_RED_AXES:
-        return "axes";
-    case GD_RED_AXIS:
-        return "axis";
-    }
-    return "?";
-}
-
 static void
 ops_usage(FILE *out)
 {
@@ -109,7 +85,7 @@ agt_cmd_ops(int argc, char **argv)
                 ops, json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:b, s:b, s:o}", "name",
                                info->name, "family", info->family, "min_inputs",
                                info->min_inputs, "max_inputs", info->max_inputs, "reduction",
-                               reduction_name(info->reduction), "ulps", info->ulps,
+                               gd_reduction_name(info->reduction), "ulps", info->ulps,
                                "discontinuous", info->discontinuous, "ill_conditioned",
                                info->ill_conditioned, "backends", has));
         }
@@ -133,7 +109,7 @@ agt_cmd_ops(int argc, char **argv)
         char inputs[16];
         snprintf(inputs, sizeof inputs, "%d-%d", info->min_inputs, info->max_inputs);
         printf("%-20s %-8s %-6s %-15s %4d %4d %3d", info->name, info->family, inputs,
-               reduction_name(info->reduction), info->ulps, info->discontinuous,
+               gd_reduction_name(info->reduction), info->ulps, info->discontinuous,
                info->ill_conditioned);
         for (const char *const *b = backends; *b != NULL; b++)
             printf(" %-6s", gd_backend_has_op(*b, (enum gd_op)op) == 1 ? "yes" : "no");

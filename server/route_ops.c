@@ -6,14 +6,6 @@
 #include "gpudiff/ops.h"
 #include "server.h"
 
-static const char *
-reduction_name(enum gd_reduction r)
-{
-    static const char *const names[] = {"none",   "conv",    "convt", "gemm",
-                                        "window", "spatial", "axes",  "axis"};
-    return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "?";
-}
-
 int
 srv_ops_list(struct srv_req *req)
 {
@@ -28,7 +20,7 @@ srv_ops_list(struct srv_req *req)
         json_array_append_new(
             ops, json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:b, s:b}", "name", info->name,
                            "family", info->family, "min_inputs", info->min_inputs, "max_inputs",
-                           info->max_inputs, "reduction", reduction_name(info->reduction), "ulps",
+                           info->max_inputs, "reduction", gd_reduction_name(info->reduction), "ulps",
                            info->ulps, "discontinuous", info->discontinuous, "ill_conditioned",
                            info->ill_conditioned));
     }

@@ -406,6 +406,7 @@ infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
             c.in[i] = v >= 0 ? &value_shapes[v] : NULL;
             c.in_dtype[i] = v >= 0 ? value_dtypes[v] : GD_F32;
             c.in_const[i] = v < 0 ? NULL : known_value(g, ki, folded, v);
+            c.in_weight[i] = v >= 0 && (g->values[v].constant != NULL || folded[v] != NULL);
         }
         for (int i = 0; i < n->n_outputs; i++) {
             c.out[i] = &value_shapes[n->outputs[i]];

@@ -52,8 +52,8 @@ infer_gemm(struct gd__infer_call *c, struct gd_err *err)
     }
     /* Row i of Y is row i of A (not transposed) times the rest; B's rows are the K axis. */
     const struct gd_shape *cs = c->n_in > 2 ? c->in[2] : NULL;
-    int c_rows = cs == NULL || c->in_const[2] != NULL || (cs->ndim == 2 && cs->dim[0] == m);
-    int a_ok = c->in_const[0] != NULL || !p->trans_a, b_ok = c->in_const[1] != NULL;
+    int c_rows = cs == NULL || c->in_weight[2] || (cs->ndim == 2 && cs->dim[0] == m);
+    int a_ok = c->in_weight[0] || !p->trans_a, b_ok = c->in_weight[1];
     p->mixes_batch = !(a_ok && b_ok && c_rows);
     return 0;
 }
@@ -105,7 +105,7 @@ infer_matmul(struct gd__infer_call *c, struct gd_err *err)
     const struct gd_shape *ra = c->in[0], *rb = c->in[1];
     int a_rows = ra->ndim >= 2 && y->ndim == ra->ndim - b_vec && y->dim[0] == ra->dim[0];
     int b_rows = rb->ndim >= 3 && y->ndim == rb->ndim - a_vec && y->dim[0] == rb->dim[0];
-    int a_ok = c->in_const[0] != NULL || a_rows, b_ok = c->in_const[1] != NULL || b_rows;
+    int a_ok = c->in_weight[0] || a_rows, b_ok = c->in_weight[1] || b_rows;
     c->params->mixes_batch = !(a_ok && b_ok);
     return 0;
 }

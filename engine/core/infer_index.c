@@ -108,7 +108,7 @@ infer_gather(struct gd__infer_call *c, struct gd_err *err)
      * axis with fixed indices, and from row r of the indices alone when a table (a weight)
      * is looked up by indices of rank >= 1: token ids into an embedding.
      */
-    int data_const = c->in_const[0] != NULL, idx_const = c->in_const[1] != NULL;
+    int data_const = c->in_weight[0], idx_const = c->in_weight[1];
     int rows_kept = (p->axis > 0 && idx_const) || (p->axis == 0 && data_const && idx->ndim > 0) ||
                     (data_const && idx_const);
     p->mixes_batch = !rows_kept;
@@ -141,7 +141,7 @@ infer_gather_elements(struct gd__infer_call *c, struct gd_err *err)
         (rc = check_const_indices(c->in_const[1], &x->dim[p->axis], 1, err)) != 0)
         return rc;
     *c->out[0] = *idx;
-    p->mixes_batch = p->axis == 0 && c->in_const[0] == NULL;
+    p->mixes_batch = p->axis == 0 && !c->in_weight[0];
     return 0;
 }
 
@@ -186,7 +186,7 @@ infer_gather_nd(struct gd__infer_call *c, struct gd_err *err)
     for (int i = (int)(b + k); i < x->ndim; i++)
         y->dim[y->ndim++] = x->dim[i];
     /* A batch axis keeps rows; otherwise the first component picks data's row. */
-    p->mixes_batch = !(b > 0 || (c->in_const[0] != NULL && idx->ndim > 1));
+    p->mixes_batch = !(b > 0 || (c->in_weight[0] && idx->ndim > 1));
     return 0;
 }
 
@@ -510,7 +510,7 @@ static int
 inputs_all_constant(const struct gd__infer_call *c)
 {
     for (int i = 0; i < c->n_in; i++)
-        if (c->in[i] != NULL && c->in_const[i] == NULL)
+        if (c->in[i] != NULL && !c->in_weight[i])
             return 0;
     return 1;
 }

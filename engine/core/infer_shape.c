@@ -677,7 +677,7 @@ static int
 inputs_all_constant(const struct gd__infer_call *c)
 {
     for (int i = 0; i < c->n_in; i++)
-        if (c->in[i] != NULL && c->in_const[i] == NULL)
+        if (c->in[i] != NULL && !c->in_weight[i])
             return 0;
     return 1;
 }

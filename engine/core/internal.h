@@ -122,7 +122,12 @@ struct gd__infer_call {
     int n_in;
     const struct gd_shape *in[GD__MAX_OP_INPUTS];
     enum gd_dtype in_dtype[GD__MAX_OP_INPUTS];
+    /* The value of an input known at inference: a weight, a fold's result, or a graph
+     * input's value when the run gave it (a Reshape's shape passed as an input). */
     const struct gd_tensor *in_const[GD__MAX_OP_INPUTS];
+    /* 1 when the input is a weight or a fold's result: it carries no rows of the batch
+     * (a graph input's value in in_const still does; mixes_batch decisions use this). */
+    int in_weight[GD__MAX_OP_INPUTS];
     int n_out;
     struct gd_shape *out[GD__MAX_OP_OUTPUTS];
     enum gd_dtype out_dtype[GD__MAX_OP_OUTPUTS];

@@ -40,3 +40,35 @@ gd_op_from_name(const char *name, enum gd_op *out)
     }
     return GD_ENOENT;
 }
+
+const char *
+gd_reduction_name(enum gd_reduction r)
+{
+    switch (r) {
+    case GD_RED_NONE:
+        return "none";
+    case GD_RED_CONV:
+        return "conv";
+    case GD_RED_CONVT:
+        return "conv_transpose";
+    case GD_RED_GEMM:
+        return "gemm";
+    case GD_RED_WINDOW:
+        return "window";
+    case GD_RED_SPATIAL:
+        return "spatial";
+    case GD_RED_AXES:
+        return "axes";
+    case GD_RED_AXIS:
+        return "axis";
+    case GD_RED_SCATTER:
+        return "scatter";
+    case GD_RED_LOSS:
+        return "loss";
+    case GD_RED_INPUTS:
+        return "inputs";
+    case GD_RED_INFERRED:
+        return "inferred";
+    }
+    return "?";
+}

@@ -54,6 +54,10 @@ struct gd_op_info {
 /* The traits of op; NULL for a value outside the enum. */
 const struct gd_op_info *gd_op_info(enum gd_op op);
 
+/* The reduction rule's name ("conv", "axes", ...; "?" outside the enum), as listings and the
+ * API spell it. */
+const char *gd_reduction_name(enum gd_reduction r);
+
 /* The ONNX name of op ("?" outside the enum). */
 const char *gd_op_name(enum gd_op op);
 
