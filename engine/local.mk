@@ -49,6 +49,11 @@ libgpudiff_la_SOURCES = \
 	engine/core/session.c \
 	engine/core/tensor.c \
 	engine/compare/metrics.c \
+	engine/compare/metrics_internal.h \
+	engine/compare/metrics_scalar.c \
+	engine/compare/metrics_f32.c \
+	engine/compare/metrics_portable.c \
+	engine/compare/metrics_avx512.c \
 	engine/io/array.c \
 	engine/io/bundle_write.c \
 	engine/io/bundle_read.c \
