@@ -24,6 +24,10 @@ libgpudiff_la_SOURCES = \
 	engine/compare/diff_json.c \
 	engine/compare/env_diff.c \
 	engine/compare/explain.c \
+	engine/compare/facts.c \
+	engine/compare/match.c \
+	engine/compare/measure.c \
+	engine/compare/replay.c \
 	engine/compare/truth.c \
 	engine/compare/verdict.c \
 	engine/core/internal.h \

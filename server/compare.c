@@ -92,10 +92,12 @@ layer_from_record(json_t *rec, int i, struct gd_bundle_layer *l, struct gd_err *
         l->shape.dim[k] = json_integer_value(json_array_get(shape, (size_t)k));
     const char *op = json_string_value(json_object_get(rec, "op"));
     const char *algo = json_string_value(json_object_get(rec, "algo"));
+    const char *math = json_string_value(json_object_get(rec, "math"));
     json_t *t = json_object_get(rec, "time_us"), *red = json_object_get(rec, "reduction_len");
     json_t *disc = json_object_get(rec, "discontinuous"), *ins = json_object_get(rec, "inputs");
     l->op = op != NULL ? op : "";
     l->algo = algo != NULL ? algo : "";
+    l->math = math != NULL ? math : "";
     l->time_us = json_is_number(t) ? json_number_value(t) : -1.0;
     l->reduction_len = json_is_integer(red) ? json_integer_value(red) : 0;
     l->discontinuous = json_is_boolean(disc) ? json_is_true(disc) : -1;

@@ -201,3 +201,30 @@ tests_engine_check_cuda_tf32_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_cuda_tf32_LDADD = $(TEST_LIBS)
 endif
 EXTRA_DIST += tests/bench/gpu_session.sh
+
+# ---- the comparison (diag): hand-made runs through gd_diff_runs (tests/engine/diff_fixture.c) ----
+if HAVE_CHECK
+DIFF_CHECKS = tests/engine/check_verdict tests/engine/check_boundary tests/engine/check_truth \
+	tests/engine/check_env_diff tests/engine/check_explain tests/engine/check_diff
+check_PROGRAMS += $(DIFF_CHECKS)
+TESTS += $(DIFF_CHECKS)
+DIFF_FIXTURE = tests/engine/diff_fixture.c tests/engine/diff_fixture.h
+tests_engine_check_verdict_SOURCES = tests/engine/check_verdict.c $(DIFF_FIXTURE)
+tests_engine_check_verdict_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_verdict_LDADD = $(TEST_LIBS)
+tests_engine_check_boundary_SOURCES = tests/engine/check_boundary.c $(DIFF_FIXTURE)
+tests_engine_check_boundary_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_boundary_LDADD = $(TEST_LIBS)
+tests_engine_check_truth_SOURCES = tests/engine/check_truth.c $(DIFF_FIXTURE)
+tests_engine_check_truth_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_truth_LDADD = $(TEST_LIBS)
+tests_engine_check_env_diff_SOURCES = tests/engine/check_env_diff.c $(DIFF_FIXTURE)
+tests_engine_check_env_diff_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_env_diff_LDADD = $(TEST_LIBS)
+tests_engine_check_explain_SOURCES = tests/engine/check_explain.c $(DIFF_FIXTURE)
+tests_engine_check_explain_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_explain_LDADD = $(TEST_LIBS)
+tests_engine_check_diff_SOURCES = tests/engine/check_diff.c $(DIFF_FIXTURE)
+tests_engine_check_diff_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_diff_LDADD = $(TEST_LIBS)
+endif
