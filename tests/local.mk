@@ -205,7 +205,8 @@ EXTRA_DIST += tests/bench/gpu_session.sh
 # ---- the comparison (diag): hand-made runs through gd_diff_runs (tests/engine/diff_fixture.c) ----
 if HAVE_CHECK
 DIFF_CHECKS = tests/engine/check_verdict tests/engine/check_boundary tests/engine/check_truth \
-	tests/engine/check_env_diff tests/engine/check_explain tests/engine/check_diff
+	tests/engine/check_env_diff tests/engine/check_explain tests/engine/check_diff \
+	tests/engine/check_knobs
 check_PROGRAMS += $(DIFF_CHECKS)
 TESTS += $(DIFF_CHECKS)
 DIFF_FIXTURE = tests/engine/diff_fixture.c tests/engine/diff_fixture.h
@@ -227,4 +228,7 @@ tests_engine_check_explain_LDADD = $(TEST_LIBS)
 tests_engine_check_diff_SOURCES = tests/engine/check_diff.c $(DIFF_FIXTURE)
 tests_engine_check_diff_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_diff_LDADD = $(TEST_LIBS)
+tests_engine_check_knobs_SOURCES = tests/engine/check_knobs.c
+tests_engine_check_knobs_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_knobs_LDADD = $(TEST_LIBS)
 endif
