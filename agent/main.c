@@ -18,6 +18,7 @@ static const struct {
     {"diff", agt_cmd_diff, "compare two run bundles layer by layer, here, without a daemon"},
     {"bundle", agt_cmd_bundle, "make a run bundle from .npy/.npz dumps of another framework"},
     {"push", agt_cmd_push, "upload a run bundle to gpudiffd (or finish a cut upload)"},
+    {"replay", agt_cmd_replay, "rerun each node of a bundle's model from its captured inputs"},
 };
 
 int

@@ -18,6 +18,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/compare.h \
 	engine/include/gpudiff/hash.h \
 	engine/include/gpudiff/diff.h \
+	engine/include/gpudiff/replay.h \
 	engine/compare/diff_internal.h \
 	engine/compare/boundary.c \
 	engine/compare/diff.c \
@@ -36,6 +37,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/backend.c \
 	engine/core/error.c \
 	engine/core/graph.c \
+	engine/core/graph_replay.c \
 	engine/core/hash.c \
 	engine/core/infer_act.c \
 	engine/core/infer_conv.c \

@@ -337,4 +337,20 @@ int srv_db_token_revoke(struct srv_db *db, int64_t id, int64_t now, struct gd_er
 /* Live tokens by role (index enum srv_role). */
 int srv_db_token_counts(struct srv_db *db, int64_t counts[4], struct gd_err *err);
 
+/* ---- replays (db_replays.c; docs/SERVER.md, "Replays") ---- */
+
+/*
+ * The newest complete replay of run `of` (a run whose run.json "replay.of" is of) made with
+ * the device key of run `like` (the same backend, GPU and numerics knobs), into out; 0, or
+ * SRV_ENOTFOUND when there is none.
+ */
+int srv_db_replay_find(struct srv_db *db, const char *of, const char *like, char out[40],
+                       struct gd_err *err);
+
+/*
+ * When run id is a replay, drops the cached diffs of the run it replays (they were computed
+ * without it). In the caller's transaction; nothing for other runs.
+ */
+int srv_db_replay_finished(struct srv_db *db, const char *id, struct gd_err *err);
+
 #endif

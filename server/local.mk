@@ -23,6 +23,7 @@ libsrv_la_SOURCES = \
 	server/db_diffs.c \
 	server/db_layers.c \
 	server/db_models.c \
+	server/db_replays.c \
 	server/db_runs.c \
 	server/db_tokens.c \
 	server/device.c \

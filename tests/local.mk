@@ -206,7 +206,7 @@ EXTRA_DIST += tests/bench/gpu_session.sh
 if HAVE_CHECK
 DIFF_CHECKS = tests/engine/check_verdict tests/engine/check_boundary tests/engine/check_truth \
 	tests/engine/check_env_diff tests/engine/check_explain tests/engine/check_diff \
-	tests/engine/check_knobs
+	tests/engine/check_knobs tests/engine/check_graph_replay
 check_PROGRAMS += $(DIFF_CHECKS)
 TESTS += $(DIFF_CHECKS)
 DIFF_FIXTURE = tests/engine/diff_fixture.c tests/engine/diff_fixture.h
@@ -231,4 +231,10 @@ tests_engine_check_diff_LDADD = $(TEST_LIBS)
 tests_engine_check_knobs_SOURCES = tests/engine/check_knobs.c
 tests_engine_check_knobs_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_knobs_LDADD = $(TEST_LIBS)
+tests_engine_check_graph_replay_SOURCES = tests/engine/check_graph_replay.c
+tests_engine_check_graph_replay_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_graph_replay_LDADD = $(TEST_LIBS)
 endif
+DIFF_INTEGRATION = tests/integration/seed_replay.sh
+TESTS += $(DIFF_INTEGRATION)
+EXTRA_DIST += $(DIFF_INTEGRATION)

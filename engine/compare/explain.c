@@ -124,6 +124,9 @@ say_recorded(struct gd_diff *d, const char *lead, const char *const *categories,
             continue;
         const char *key = json_string_value(json_object_get(e, "key"));
         const char *dot = strchr(key, '.');
+        /* env.backend repeats backend */
+        if (strcmp(key, "env.backend") == 0 && differs(d, "backend") != NULL)
+            continue;
         say(d, "%s%s %s vs %s", said ? ", " : lead, dot ? dot + 1 : key, side_text(e, "a"),
             side_text(e, "b"));
         said++;
@@ -384,8 +387,10 @@ replay_facts(struct gd_diff *d)
     if (n > 8)
         say(d, " and %d more", n - 8);
     if (n == 0) {
-        say(d, " In the replay no layer has an error of its own beyond its bound: each "
-               "difference comes from the inputs a layer was given.");
+        say(d, " In the replay every layer computes within its bound from the inputs it was "
+               "given%s.", d->mode == GD_DIFF_REPLAY ? ""
+                                                     : ": the difference between the runs is "
+                                                       "rounding that grew through the layers");
         return;
     }
     say(d, "; every other layer computes within its bound from the inputs it was given.");

@@ -97,6 +97,119 @@ START_TEST(test_no_position_pairing_across_models)
 }
 END_TEST
 
+/*
+ * A replay r (float32) of a float64 run s: every layer of r computed from s's layers rounded
+ * to float32. x is the correctly rounded value; fc makes a TF32-sized error of its own; f, a
+ * Floor of fc, flips where rounding s's fc to float32 crossed an integer; out reads s's f, so
+ * its own computation is exact: no error inherited. The cause is fc; f is amplified by the
+ * rounding of its inputs and makes no error of its own. a is the TF32 run itself: fc as r's,
+ * then f and out from its own fc.
+ */
+#define RN 200
+
+struct replay_data {
+    double x[RN], fc[RN], fcr[RN], f[RN], fr[RN], out[RN];
+};
+
+static void
+replay_case(struct fx_run *r, struct fx_run *s, struct fx_run *a, struct replay_data *v)
+{
+    fx_set(r, "replay", json_pack("{s:s}", "of", "s"));
+    fx_set(s, "backend", json_string("cpu64"));
+    fx_random(v->x, RN, 501);
+    fx_random(v->fc, RN, 502);
+    for (int i = 0; i < RN; i++)
+        v->fc[i] *= 4;
+    v->fc[7] = 3.0 - 1e-8; /* rounds to 3.0f: the Floor flips */
+    memcpy(v->fcr, v->fc, sizeof v->fcr);
+    fx_perturb(v->fcr, RN, 4e-4, 503);
+    v->fcr[7] = (float)v->fc[7];
+    for (int i = 0; i < RN; i++) {
+        v->f[i] = floor(v->fc[i]);
+        v->fr[i] = floor((float)v->fc[i]); /* r's Floor read s's fc, rounded */
+        v->out[i] = 2 * v->f[i];
+    }
+    fx_layer(s, "x", "Gemm", 64, "", fx_f64(RN, 0, v->x));
+    fx_layer(s, "fc", "Gemm", 64, "x", fx_f64(RN, 0, v->fc));
+    fx_layer(s, "f", "Floor", 1, "fc", fx_f64(RN, 0, v->f));
+    fx_layer(s, "out", "Mul", 1, "f", fx_f64(RN, 0, v->out));
+    fx_layer(r, "x", "Gemm", 64, "", fx_f32_of(RN, 0, v->x));
+    fx_layer(r, "fc", "Gemm", 64, "x", fx_f32_of(RN, 0, v->fcr));
+    fx_layer(r, "f", "Floor", 1, "fc", fx_f32_of(RN, 0, v->fr));
+    fx_layer(r, "out", "Mul", 1, "f", fx_f32_of(RN, 0, v->out));
+    if (a == NULL)
+        return;
+    double fa[RN], oa[RN];
+    for (int i = 0; i < RN; i++) {
+        fa[i] = floor((float)v->fcr[i]);
+        oa[i] = 2 * fa[i];
+    }
+    fx_layer(a, "x", "Gemm", 64, "", fx_f32_of(RN, 0, v->x));
+    fx_layer(a, "fc", "Gemm", 64, "x", fx_f32_of(RN, 0, v->fcr));
+    fx_layer(a, "f", "Floor", 1, "fc", fx_f32_of(RN, 0, fa));
+    fx_layer(a, "out", "Mul", 1, "f", fx_f32_of(RN, 0, oa));
+}
+
+START_TEST(test_replay_mode)
+{
+    struct fx_run *r = fx_run_new("r"), *s = fx_run_new("s");
+    struct replay_data v;
+    replay_case(r, s, NULL, &v);
+    json_t *d = fx_diff_json(r, s, NULL);
+    ck_assert_str_eq(fx_str(d, "mode"), "replay");
+    ck_assert_str_eq(fx_str(d, "cause"), "fc");
+    ck_assert_str_eq(fx_str(d, "first_divergent"), "fc");
+    json_t *fc = fx_layer_json(d, "fc"), *f = fx_layer_json(d, "f");
+    ck_assert_str_eq(fx_str(fc, "arithmetic"), "TF32 or FP16");
+    ck_assert_str_eq(fx_str(f, "verdict"), "amplified");
+    ck_assert_msg(strstr(fx_str(f, "reason"), "rounded") != NULL, "%s", fx_str(f, "reason"));
+    ck_assert_int_ge(json_integer_value(json_object_get(f, "near_boundary")), 1);
+    json_t *own = json_object_get(f, "own");
+    ck_assert_msg(json_is_object(own) && json_number_value(json_object_get(own, "err")) == 0,
+                  "f has no error of its own");
+    ck_assert_str_eq(fx_str(fx_layer_json(d, "out"), "verdict"), "identical");
+    json_decref(d);
+    fx_run_free(r);
+    fx_run_free(s);
+}
+END_TEST
+
+START_TEST(test_diff_with_replay)
+{
+    struct fx_run *r = fx_run_new("r"), *s = fx_run_new("s"), *a = fx_run_new("a");
+    struct replay_data v;
+    replay_case(r, s, a, &v);
+    struct gd_diff *d = NULL;
+    struct gd_err err = {0};
+    ck_assert_msg(gd_diff_runs_replay(fx_view(a), fx_view(s), NULL, fx_view(r), 1e-8, 1e-5, &d,
+                                      &err) == 0, "%s", err.msg);
+    ck_assert(d->has_replay);
+    ck_assert_str_eq(d->replay_of, "s");
+    ck_assert_int_ge(d->cause, 0);
+    ck_assert_str_eq(d->layers[d->cause].name, "fc");
+    for (int i = 0; i < d->n_layers; i++) {
+        const struct gd_diff_layer *l = &d->layers[i];
+        ck_assert(l->has_own);
+        int own = l->own_verdict == GD_VERDICT_DIVERGENT;
+        ck_assert_msg(own == (strcmp(l->name, "fc") == 0), "%s: own verdict %s", l->name,
+                      gd_verdict_name(l->own_verdict));
+    }
+    ck_assert_msg(strstr(d->explanation, "the cause") != NULL, "%s", d->explanation);
+    gd_diff_free(d);
+    /* a replay of neither run is refused */
+    struct fx_run *t = fx_run_new("t");
+    d = NULL;
+    ck_assert_int_eq(gd_diff_runs_replay(fx_view(a), fx_view(t), NULL, fx_view(r), 1e-8, 1e-5,
+                                         &d, &err),
+                     GD_EINVAL);
+    ck_assert_ptr_null(d);
+    fx_run_free(t);
+    fx_run_free(a);
+    fx_run_free(r);
+    fx_run_free(s);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -104,6 +217,8 @@ main(void)
     TCase *tc = tcase_create("diff");
     tcase_add_test(tc, test_folded_batchnorm);
     tcase_add_test(tc, test_no_position_pairing_across_models);
+    tcase_add_test(tc, test_replay_mode);
+    tcase_add_test(tc, test_diff_with_replay);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
