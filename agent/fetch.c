@@ -134,8 +134,8 @@ get(const struct agt_fetch_opts *o, const char *path, const char *path_out, stru
         char text[320];
         agt_server_error(msg, strlen(msg), text, sizeof text);
         if (status == 0)
-            return gd_err_set(err, GD_EIO, "GET %s: %s", path, curl_err[0] ? curl_err
-                                                                           : curl_easy_strerror(rc));
+            return gd_err_set(err, GD_EIO, "GET %s: %s", path,
+                              curl_err[0] ? curl_err : curl_easy_strerror(rc));
         s->status = status;
         return gd_err_set(err, status == 404 ? GD_ENOENT : GD_EIO, "GET %s: %ld %s", path,
                           status, text);

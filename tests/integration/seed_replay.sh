@@ -36,7 +36,8 @@ sed 's/"name"/ "name"/' "$SEED_MODEL" >"$TMP/other-model.json"
 expect_exit 3 "$AGENT" replay "$TMP/cpu64" --model "$TMP/other-model.json" \
     --weights-dir "$SEED_DIR/initializer" --out "$TMP/x"
 grep -q "is not the model run" "$TMP/err.txt" || fail "a different model file is not named"
-"$PYTHON_NUMPY" -c "import numpy; numpy.save('$TMP/other.npy', numpy.zeros((1000, 1, 28, 28), 'float32'))"
+"$PYTHON_NUMPY" -c "import numpy
+numpy.save('$TMP/other.npy', numpy.zeros((1000, 1, 28, 28), 'float32'))"
 expect_exit 3 "$AGENT" replay "$TMP/cpu64" --model "$SEED_MODEL" --input "$TMP/other.npy" \
     --weights-dir "$SEED_DIR/initializer" --out "$TMP/x"
 grep -q "a replay needs the run's own input" "$TMP/err.txt" || fail "a different input"
@@ -89,7 +90,8 @@ for name, l in layers.items():
     if name in own_error:
         check(l["verdict"] == "divergent" and 9.5 <= l["bits"] <= 12 and
               l["arithmetic"] == "TF32 or FP16",
-              "replay vs cpu64: %s makes its own TF32 error (%s, %.2f bits)" % (name, l["verdict"], l["bits"]))
+              "replay vs cpu64: %s makes its own TF32 error (%s, %.2f bits)"
+              % (name, l["verdict"], l["bits"]))
     else:
         check(l["verdict"] in ("identical", "noise"),
               "replay vs cpu64: %s makes none (%s)" % (name, l["verdict"]))
@@ -107,7 +109,8 @@ for label, d in (("agent", load("with")), ("daemon", load("server_with"))):
               "%s: %s has its own error" % (label, name))
     for name in ("relu3", "relu4"):
         check(layers[name]["own"]["verdict"] in ("identical", "noise"),
-              "%s: %s inherits its error, makes none (own: %s)" % (label, name, layers[name]["own"]["verdict"]))
+              "%s: %s inherits its error, makes none (own: %s)"
+              % (label, name, layers[name]["own"]["verdict"]))
     check("the cause" in d["explanation"], "%s: the explanation names the cause" % label)
 check(load("server_with")["replay"]["id"] == rep, "daemon: the diff uses the pulled replay")
 sys.exit(1 if failed else 0)
