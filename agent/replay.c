@@ -501,6 +501,7 @@ execute(struct replay_opts *o)
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
+    int to_f64 = o->ko.backend != NULL && strcmp(o->ko.backend, "cpu64") == 0;
     for (int k = 0; k < r->n_inputs; k++) {
         int v = source[k];
         if (g->values[v].is_input) {
@@ -517,6 +518,17 @@ execute(struct replay_opts *o)
         if (gd_bundle_layer_load(src, li, &ins[k], &err) != 0) {
             code = agt_fail(&err, AGT_PHASE_LOAD);
             goto done;
+        }
+        /* The session rounds float inputs to its compute type; for the float32 backends
+         * (all but cpu64) doing it here, layer by layer, halves what the replay holds. */
+        if (ins[k]->dtype == GD_F64 && !to_f64) {
+            struct gd_tensor *f = gd_tensor_cast(ins[k], GD_F32, &err);
+            if (f == NULL) {
+                code = agt_fail(&err, AGT_PHASE_LOAD);
+                goto done;
+            }
+            gd_tensor_free(ins[k]);
+            ins[k] = f;
         }
     }
     if ((s = gd_session_new(r, o->ko.backend ? o->ko.backend : "cpu", &o->ko.knobs, &err)) ==
