@@ -238,3 +238,5 @@ endif
 DIFF_INTEGRATION = tests/integration/seed_replay.sh
 TESTS += $(DIFF_INTEGRATION)
 EXTRA_DIST += $(DIFF_INTEGRATION)
+# The replay's benchmark and the GPU checks of the comparison (docs/PERFORMANCE.md, "Replay").
+EXTRA_DIST += tests/bench/bench_replay.sh tests/bench/gpu_diag.sh tests/bench/gpu_diag_resnet.py
