@@ -51,7 +51,7 @@ function logAxis(g, lo, hi, top, bottom, left, right, label) {
 // The metrics the layer chart can show: what they read from a diff layer, and the noise band
 // in the same units (none for ULP: the band is a relative error).
 export const LAYER_METRICS = {
-    err: {label: 'error relative to max |b|', value: (l) => l.err,
+    err: {label: 'error relative to max(|a|, |b|)', value: (l) => l.err,
           band: (l) => l.envelope},
     max_abs: {label: 'max |a − b|', value: (l) => l.max_abs,
               band: (l) => (l.envelope != null && l.scale != null ? l.envelope * l.scale : null)},

@@ -1,6 +1,6 @@
 // views/matrix.js: devices x devices for one model (GET /api/v1/models/{m}/matrix): each
 // cell is row device's run as a against column device's run as b, at the last layer; its
-// colour is log10 of the error relative to max |b|. A cell is a link to that diff.
+// colour is log10 of the error relative to max(|a|, |b|). A cell is a link to that diff.
 import {h, message, fmtNum, fmtTime, shortId, routeHref} from '../dom.js';
 import {apiGet, getModels} from '../api.js';
 
@@ -58,7 +58,7 @@ function legend() {
         const lo = RAMP_LO + (i * (RAMP_HI - RAMP_LO)) / RAMP.length;
         items.push(h('li', {}, h('span', {class: 'chip', 'data-bg': RAMP[i]}), `≥ 1e${lo}`));
     }
-    const ul = h('ul', {class: 'legend', 'aria-label': 'Colour scale: error relative to max |b|'}, items);
+    const ul = h('ul', {class: 'legend', 'aria-label': 'Colour scale: error relative to max(|a|, |b|)'}, items);
     for (const chip of ul.querySelectorAll('.chip'))
         chip.style.background = chip.dataset.bg; // CSSOM, allowed under the CSP
     return ul;
