@@ -6,6 +6,7 @@
  * differ. A float64 side is rounded to the other side's float dtype first.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,14 +59,18 @@ struct rel_hist {
     int64_t n;
 };
 
-static void
+static inline void
 hist_add(struct rel_hist *h, double rel)
 {
     int bin = 0;
     if (rel > 0) {
-        int e;
-        frexp(rel, &e); /* rel = f 2^e, f in [0.5, 1) */
-        e -= 1;
+        uint64_t bits;
+        memcpy(&bits, &rel, sizeof bits);
+        int e = (int)((bits >> 52) & 0x7ff) - 1023; /* rel in [2^e, 2^(e+1)) when normal */
+        if (e == -1023) {                           /* subnormal */
+            frexp(rel, &e);
+            e -= 1;
+        }
         e = e < REL_EXP_MIN ? REL_EXP_MIN : e > REL_EXP_MAX ? REL_EXP_MAX : e;
         bin = 1 + e - REL_EXP_MIN;
     }
