@@ -9,7 +9,9 @@
 #      and what the diff without the replay says (most layers noise: their inherited error
 #      hides their own);
 #   3. replay against the plain run on cuda (TF32 on), seed case and ResNet-50 (target at
-#      most 1.5x).
+#      most 1.5x);
+#   4. the existing GPU checks of the seed case (seed_cuda.sh) under the comparison's new
+#      bounds (each side held to its own: a cuda FP32 run against cpu64 must still be noise).
 # Logs and bundles go to OUT (default ./gpu-diag); the summary is printed last.
 # usage: tests/bench/gpu_diag.sh BUILD_DIR SHARED_DIR [PYTHON_WITH_TORCH]
 set -u
@@ -46,8 +48,8 @@ seed_run() {
 }
 step seed_cpu64 seed_run cpu64 --backend cpu64
 step seed_tf32 seed_run cuda_tf32 --backend cuda --tf32 on
-step seed_replay "$agent" replay "$s/cpu64" --model "$seed_model" --weights-dir "$seed/initializer" \
-    --backend cuda --tf32 on --out "$s/replay" --replace
+step seed_replay "$agent" replay "$s/cpu64" --model "$seed_model" \
+    --weights-dir "$seed/initializer" --backend cuda --tf32 on --out "$s/replay" --replace
 step seed_diff_replay "$agent" diff "$s/replay" "$s/cpu64" --json
 cp "$out/seed_diff_replay.log" "$s/replay_vs_cpu64.json"
 step seed_diff_with "$agent" diff "$s/cuda_tf32" "$s/cpu64" --replay "$s/replay" --json
@@ -74,11 +76,22 @@ step resnet_diff_with "$agent" diff "$r/cuda_tf32" "$r/cpu64" --replay "$r/repla
 cp "$out/resnet_diff_with.log" "$r/with_replay.json"
 
 # ---- 3. timing: replay against the plain run, cuda TF32 on ----
-step time_seed env BACKEND=cuda REPEATS=5 OUT="$out/time_seed" SOURCE="$s/cpu64" sh "$top/tests/bench/bench_replay.sh" \
-    "$build" "$shared" -- --tf32 on
+step time_seed env BACKEND=cuda REPEATS=5 OUT="$out/time_seed" SOURCE="$s/cpu64" \
+    sh "$top/tests/bench/bench_replay.sh" "$build" "$shared" -- --tf32 on
 step time_resnet env BACKEND=cuda REPEATS=3 OUT="$out/time_resnet" SOURCE="$r/cpu64" \
     sh "$top/tests/bench/bench_replay.sh" "$build" "$shared" "$rmodel" "$rinput" "" \
     "$r/resnet50" -- --tf32 on
+
+# ---- 4. seed_cuda.sh with this checkout's comparison ----
+sed -e "s#^GD_SRCDIR=.*#GD_SRCDIR='$top'#" -e "s#^GD_BUILDDIR=.*#GD_BUILDDIR='$build'#" \
+    -e "s#^GD_SHARED_DIR=.*#GD_SHARED_DIR='$shared'#" -e "s#^PYTHON_NUMPY=.*#PYTHON_NUMPY='$py'#" \
+    "$top/tests/integration/env.sh.in" >"$build/tests/integration/env.sh"
+(cd "$build" && step seed_cuda sh "$top/tests/integration/seed_cuda.sh")
+rc=$?
+n_ok=$(grep -c '^ok ' "$out/seed_cuda.log")
+n_fail=$(grep -c '^FAIL' "$out/seed_cuda.log")
+say "seed_cuda.sh: exit $rc ($n_ok ok, $n_fail FAIL) $(grep '^FAIL' "$out/seed_cuda.log" | head -3 |
+    tr '\n' ';')"
 
 "$py" - "$out" <<'PY' | tee -a "$summary"
 import json, os, sys
