@@ -168,7 +168,7 @@ print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, 
         fprintf(out, " (a replay: every difference is the layer's own)");
     fprintf(out, "\n\n  %4s %-16s %-14s %-12s %10s %10s %10s %6s %10s%s%s\n", "#", "layer", "op",
             "verdict", "max abs", "max ulp", "x bound", "bits", "mismatch",
-            d->has_truth ? "  right" : "", d->has_replay ? "  own (bits)" : "");
+            d->has_truth ? "  right" : "", d->has_replay ? "  own of err (bits)" : "");
     for (int i = 0; i < d->n_layers; i++) {
         const struct gd_diff_layer *l = &d->layers[i];
         char mark = mark_of(d, i);
@@ -194,7 +194,7 @@ print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, 
                 l->own_verdict != GD_VERDICT_NONFINITE)
                 fprintf(out, "  none");
             else if (l->has_own)
-                fprintf(out, "  %.3g (%.1f)", l->own_err, l->own_bits);
+                fprintf(out, "  %.3g of %.3g (%.1f)", l->own_err, l->err, l->own_bits);
             else
                 fprintf(out, "  -");
         }
