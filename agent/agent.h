@@ -9,6 +9,7 @@
 
 #include "gpudiff/bundle.h"
 #include "gpudiff/error.h"
+#include "gpudiff/run.h"
 
 /* Exit codes, documented in `gpudiff-agent --help` and docs/AGENT.md. */
 #define AGT_EXIT_MAP(XX)                                                            \
@@ -20,7 +21,7 @@
     XX(NOTSUP, 5, "the model or a knob needs something this build does not support") \
     XX(OUTPUT, 6, "the bundle could not be written (exists, disk, permissions)")         \
     XX(DIVERGED, 7, "diff --check: a layer diverges beyond rounding noise")             \
-    XX(UPLOAD, 8, "could not upload to the server")                                  \
+    XX(UPLOAD, 8, "could not upload to (or, for replay, read from) the server")       \
     XX(TOKEN, 9, "the server refused the token")
 
 enum agt_exit {
@@ -76,6 +77,42 @@ int agt_upload_flag(const char *cmd, int opt, const char *arg, struct agt_upload
 
 /* The upload flags' lines of --help. */
 void agt_upload_usage(FILE *out);
+
+/* ---- the backend and knob flags of `replay` (knob_opts.c), as `run` takes them ---- */
+
+enum { AGT_OPT_BACKEND = 1100, AGT_OPT_EMULATE, AGT_OPT_THREADS, AGT_OPT_CONV_ALGO, AGT_OPT_TF32,
+       AGT_OPT_MATH_MODE, AGT_OPT_WORKSPACE };
+
+#define AGT_KNOB_LONGOPTS                                                                  \
+    {"backend", required_argument, NULL, AGT_OPT_BACKEND},                                 \
+        {"emulate", required_argument, NULL, AGT_OPT_EMULATE},                             \
+        {"threads", required_argument, NULL, AGT_OPT_THREADS},                             \
+        {"conv-algo", required_argument, NULL, AGT_OPT_CONV_ALGO},                         \
+        {"tf32", required_argument, NULL, AGT_OPT_TF32},                                   \
+        {"math-mode", required_argument, NULL, AGT_OPT_MATH_MODE},                         \
+        {"workspace-limit", required_argument, NULL, AGT_OPT_WORKSPACE}
+
+struct agt_knob_opts {
+    const char *backend; /* NULL: cpu */
+    struct gd_knobs knobs;
+};
+
+void agt_knob_opts_init(struct agt_knob_opts *o);
+
+/* Takes one knob flag into o: 1 when opt was one (and its value good), 0 when it is not a
+ * knob flag, -1 after printing what is wrong. cmd names the subcommand in messages. */
+int agt_knob_flag(const char *cmd, int opt, const char *arg, struct agt_knob_opts *o);
+
+/* 0, or -1 after printing why the knobs do not go with the backend. */
+int agt_knob_opts_check(const char *cmd, const struct agt_knob_opts *o);
+
+/* The knob flags' lines of --help. */
+void agt_knob_usage(FILE *out);
+
+/* run.json's "knobs" as `run` records them, from o and the session's resolved env. */
+json_t *agt_knobs_json(const struct agt_knob_opts *o, struct gd_session *s);
+
+int agt_cmd_replay(int argc, char **argv);
 
 /* "2026-11-30T08:00:00Z": now, in UTC. */
 void agt_utc_now(char *buf, size_t size);

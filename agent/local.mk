@@ -12,7 +12,11 @@ gpudiff_agent_SOURCES = \
 	agent/bundle.c \
 	agent/push.c \
 	agent/report.c \
-	agent/upload.c
+	agent/upload.c \
+	agent/fetch.h \
+	agent/fetch.c \
+	agent/knob_opts.c \
+	agent/replay.c
 gpudiff_agent_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)
 gpudiff_agent_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS)
 # `gpudiff-agent sweep` (agent/sweep.h)

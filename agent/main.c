@@ -20,6 +20,7 @@ static const struct {
     {"push", agt_cmd_push, "upload a run bundle to gpudiffd (or finish a cut upload)"},
     {"sweep", agt_cmd_sweep, "run one model under a grid of settings: what moves, why, the cost"},
     {"ops", agt_cmd_ops, "list the engine's ops, their traits and the backends that run them"},
+    {"replay", agt_cmd_replay, "rerun each node of a bundle's model from its captured inputs"},
 };
 
 int

@@ -19,12 +19,17 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/compare.h \
 	engine/include/gpudiff/hash.h \
 	engine/include/gpudiff/diff.h \
+	engine/include/gpudiff/replay.h \
 	engine/compare/diff_internal.h \
 	engine/compare/boundary.c \
 	engine/compare/diff.c \
 	engine/compare/diff_json.c \
 	engine/compare/env_diff.c \
 	engine/compare/explain.c \
+	engine/compare/facts.c \
+	engine/compare/match.c \
+	engine/compare/measure.c \
+	engine/compare/replay.c \
 	engine/compare/truth.c \
 	engine/compare/verdict.c \
 	engine/core/internal.h \
@@ -36,6 +41,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/error.c \
 	engine/core/fold.c \
 	engine/core/graph.c \
+	engine/core/graph_replay.c \
 	engine/core/hash.c \
 	engine/core/infer_act.c \
 	engine/core/infer_conv.c \
@@ -61,6 +67,11 @@ libgpudiff_la_SOURCES = \
 	engine/core/session.c \
 	engine/core/tensor.c \
 	engine/compare/metrics.c \
+	engine/compare/metrics_internal.h \
+	engine/compare/metrics_scalar.c \
+	engine/compare/metrics_f32.c \
+	engine/compare/metrics_portable.c \
+	engine/compare/metrics_avx512.c \
 	engine/io/array.c \
 	engine/io/bundle_write.c \
 	engine/io/bundle_read.c \

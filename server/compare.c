@@ -92,10 +92,12 @@ layer_from_record(json_t *rec, int i, struct gd_bundle_layer *l, struct gd_err *
         l->shape.dim[k] = json_integer_value(json_array_get(shape, (size_t)k));
     const char *op = json_string_value(json_object_get(rec, "op"));
     const char *algo = json_string_value(json_object_get(rec, "algo"));
+    const char *math = json_string_value(json_object_get(rec, "math"));
     json_t *t = json_object_get(rec, "time_us"), *red = json_object_get(rec, "reduction_len");
     json_t *disc = json_object_get(rec, "discontinuous"), *ins = json_object_get(rec, "inputs");
     l->op = op != NULL ? op : "";
     l->algo = algo != NULL ? algo : "";
+    l->math = math != NULL ? math : "";
     l->time_us = json_is_number(t) ? json_number_value(t) : -1.0;
     l->reduction_len = json_is_integer(red) ? json_integer_value(red) : 0;
     l->discontinuous = json_is_boolean(disc) ? json_is_true(disc) : -1;
@@ -170,6 +172,21 @@ key_string(const struct srv_diff_key *key, char out[256])
 }
 
 /*
+ * The replay the diff of key uses (docs/SERVER.md, "Replays"): the newest replay of b made on
+ * a's device, else of a on b's. 0 with out set, 1 for none, or an error.
+ */
+static int
+find_replay(struct srv_db *db, const struct srv_diff_key *key, char out[40], struct gd_err *err)
+{
+    int rc = srv_db_replay_find(db, key->b, key->a, out, err);
+    if (rc == SRV_ENOTFOUND)
+        rc = srv_db_replay_find(db, key->a, key->b, out, err);
+    if (rc == 0 && (strcmp(out, key->a) == 0 || strcmp(out, key->b) == 0))
+        rc = SRV_ENOTFOUND; /* a replay compared with its own source needs no other */
+    return rc == SRV_ENOTFOUND ? 1 : rc;
+}
+
+/*
  * Compares and caches; *text gets the JSON text and a newline, as srv_db_diff_json() gives
  * it (may be NULL when not wanted).
  */
@@ -178,7 +195,8 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
         struct gd_err *err)
 {
     double t0 = srv_clock();
-    struct stored_run ra, rb, rt;
+    struct stored_run ra, rb, rt, rr;
+    char replay[40] = "";
     int has_truth = key->truth != NULL && key->truth[0] != '\0';
     struct gd_diff *d = NULL;
     struct srv_diff_layer_sum *sums = NULL;
@@ -187,6 +205,7 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
     memset(&ra, 0, sizeof ra);
     memset(&rb, 0, sizeof rb);
     memset(&rt, 0, sizeof rt);
+    memset(&rr, 0, sizeof rr);
     struct srv_db *db = NULL;
     int rc = srv_store_acquire(c->store, &db, err);
     if (rc != 0)
@@ -196,12 +215,16 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
         rc = stored_run_open(c, db, key->b, &rb, err);
     if (rc == 0 && has_truth)
         rc = stored_run_open(c, db, key->truth, &rt, err);
+    if (rc == 0 && (rc = find_replay(db, key, replay, err)) == 0)
+        rc = stored_run_open(c, db, replay, &rr, err);
+    else if (rc == 1)
+        rc = 0;
     srv_store_release(c->store, db);
     db = NULL;
     if (rc != 0)
         goto done;
-    rc = gd_diff_runs(&ra.view, &rb.view, has_truth ? &rt.view : NULL, key->atol, key->rtol, &d,
-                      err);
+    rc = gd_diff_runs_replay(&ra.view, &rb.view, has_truth ? &rt.view : NULL,
+                             replay[0] ? &rr.view : NULL, key->atol, key->rtol, &d, err);
     if (rc != 0)
         goto done;
     j = gd_diff_to_json(d, &ra.view, &rb.view, has_truth ? &rt.view : NULL);
@@ -257,6 +280,7 @@ done:
     stored_run_fini(&ra);
     stored_run_fini(&rb);
     stored_run_fini(&rt);
+    stored_run_fini(&rr);
     return rc;
 }
 

@@ -420,4 +420,20 @@ struct srv_sweep_filter {
 int srv_db_sweeps_list(struct srv_db *db, const struct srv_sweep_filter *f, json_t **out,
                        struct gd_err *err);
 
+/* ---- replays (db_replays.c; docs/SERVER.md, "Replays") ---- */
+
+/*
+ * The newest complete replay of run `of` (a run whose run.json "replay.of" is of) made with
+ * the device key of run `like` (the same backend, GPU and numerics knobs), into out; 0, or
+ * SRV_ENOTFOUND when there is none.
+ */
+int srv_db_replay_find(struct srv_db *db, const char *of, const char *like, char out[40],
+                       struct gd_err *err);
+
+/*
+ * When run id is a replay, drops the cached diffs of the run it replays (they were computed
+ * without it). In the caller's transaction; nothing for other runs.
+ */
+int srv_db_replay_finished(struct srv_db *db, const char *id, struct gd_err *err);
+
 #endif

@@ -361,6 +361,8 @@ srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err 
     sqlite3_bind_int64(st, 2, now);
     rc = step_done(db, st, "run update", err);
     if (rc == 0)
+        rc = srv_db_replay_finished(db, id, err); /* a replay: its source's diffs again */
+    if (rc == 0)
         rc = srv_db_commit(db, err);
     if (rc == 0)
         srv_metrics_add(SRV_M_RUNS_FINISHED, 1);

@@ -26,6 +26,7 @@ libsrv_la_SOURCES = \
 	server/db_layers.c \
 	server/db_matrix.c \
 	server/db_models.c \
+	server/db_replays.c \
 	server/db_runs.c \
 	server/db_runs_list.c \
 	server/db_tokens.c \

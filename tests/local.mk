@@ -337,3 +337,42 @@ onnx-pass-list: tests/onnx/onnx_conformance$(EXEEXT)
 	./tests/onnx/onnx_conformance --quiet --write-pass-list $(abs_top_srcdir)/tests/onnx/pass_list.txt \
 	    $(ONNX_SUITES)
 .PHONY: onnx-pass-list
+
+# ---- the comparison (diag): hand-made runs through gd_diff_runs (tests/engine/diff_fixture.c) ----
+if HAVE_CHECK
+DIFF_CHECKS = tests/engine/check_verdict tests/engine/check_boundary tests/engine/check_truth \
+	tests/engine/check_env_diff tests/engine/check_explain tests/engine/check_diff \
+	tests/engine/check_knobs tests/engine/check_graph_replay
+check_PROGRAMS += $(DIFF_CHECKS)
+TESTS += $(DIFF_CHECKS)
+DIFF_FIXTURE = tests/engine/diff_fixture.c tests/engine/diff_fixture.h
+tests_engine_check_verdict_SOURCES = tests/engine/check_verdict.c $(DIFF_FIXTURE)
+tests_engine_check_verdict_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_verdict_LDADD = $(TEST_LIBS)
+tests_engine_check_boundary_SOURCES = tests/engine/check_boundary.c $(DIFF_FIXTURE)
+tests_engine_check_boundary_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_boundary_LDADD = $(TEST_LIBS)
+tests_engine_check_truth_SOURCES = tests/engine/check_truth.c $(DIFF_FIXTURE)
+tests_engine_check_truth_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_truth_LDADD = $(TEST_LIBS)
+tests_engine_check_env_diff_SOURCES = tests/engine/check_env_diff.c $(DIFF_FIXTURE)
+tests_engine_check_env_diff_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_env_diff_LDADD = $(TEST_LIBS)
+tests_engine_check_explain_SOURCES = tests/engine/check_explain.c $(DIFF_FIXTURE)
+tests_engine_check_explain_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_explain_LDADD = $(TEST_LIBS)
+tests_engine_check_diff_SOURCES = tests/engine/check_diff.c $(DIFF_FIXTURE)
+tests_engine_check_diff_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_diff_LDADD = $(TEST_LIBS)
+tests_engine_check_knobs_SOURCES = tests/engine/check_knobs.c
+tests_engine_check_knobs_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_knobs_LDADD = $(TEST_LIBS)
+tests_engine_check_graph_replay_SOURCES = tests/engine/check_graph_replay.c
+tests_engine_check_graph_replay_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_graph_replay_LDADD = $(TEST_LIBS)
+endif
+DIFF_INTEGRATION = tests/integration/seed_replay.sh
+TESTS += $(DIFF_INTEGRATION)
+EXTRA_DIST += $(DIFF_INTEGRATION)
+# The replay's benchmark and the GPU checks of the comparison (docs/PERFORMANCE.md, "Replay").
+EXTRA_DIST += tests/bench/bench_replay.sh tests/bench/gpu_diag.sh tests/bench/gpu_diag_resnet.py

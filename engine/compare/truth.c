@@ -1,16 +1,20 @@
 /*
  * truth.c: with a third run taken as the truth (a cpu64 run: float64 throughout), each
- * side's error against it, per layer, in the same normalized units as the diff, and which
- * side is closer. The truth is rounded to each side's dtype first, so a side that computed
- * the correctly rounded value has error 0.
+ * side's error against it per layer, in the diff's units (max |x - t| / max |t|), the rows
+ * each side has outside atol + rtol*|t|, and whether each side is right: within the rounding
+ * bound its own arithmetic allows from the exact value, plus what its inputs carried in from
+ * their own distance to the truth. A side can be closer without being right; both can be
+ * right (they agree), or neither. The truth is rounded to each side's dtype first, so a side
+ * that computed the correctly rounded value has error 0.
  */
 #include <math.h>
 
 #include "diff_internal.h"
 
-/* err of x against the truth t: max |x - t| / max |t|. */
+/* err of x against the truth t, and the rows of x outside atol + rtol |t|. */
 static int
-err_against(struct gd_tensor *x, struct gd_tensor *t, double *out, struct gd_err *err)
+against(struct gd_tensor *x, struct gd_tensor *t, double atol, double rtol, double *out,
+        int64_t *rows_off, struct gd_err *err)
 {
     struct gd_tensor *x2, *t2;
     int side;
@@ -18,11 +22,23 @@ err_against(struct gd_tensor *x, struct gd_tensor *t, double *out, struct gd_err
     if (rc != 0)
         return rc;
     struct gd_metrics m;
-    rc = gd_metrics_compute(x2, t2, 0, 0, &m, err);
+    rc = gd_metrics_compute(x2, t2, atol, rtol, &m, err);
     if (rc == 0) {
         double scale = gd__abs_max(t2);
         *out = (m.nan_disagree || m.inf_disagree) ? INFINITY
                                                   : m.abs_max / (scale > 0 ? scale : 1.0);
+        int64_t n = gd_tensor_numel(x2), rows = x2->ndim > 0 ? x2->shape[0] : 1;
+        int64_t per_row = rows > 0 ? n / rows : 0;
+        *rows_off = 0;
+        for (int64_t r = 0; r < rows && m.n_mismatch > 0; r++)
+            for (int64_t k = 0; k < per_row; k++) {
+                double xv = gd_tensor_get_f64(x2, r * per_row + k);
+                double tv = gd_tensor_get_f64(t2, r * per_row + k);
+                if (!(xv == tv || fabs(xv - tv) <= atol + rtol * fabs(tv))) {
+                    (*rows_off)++;
+                    break;
+                }
+            }
     }
     if (x2 != x)
         gd_tensor_free(x2);
@@ -32,19 +48,21 @@ err_against(struct gd_tensor *x, struct gd_tensor *t, double *out, struct gd_err
 }
 
 int
-gd__truth_layer(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb,
-                const struct gd_run_view *truth, struct gd_err *err)
+gd__truth_layer(struct gd__work *w, int i, struct gd_tensor *ta, struct gd_tensor *tb,
+                struct gd_err *err)
 {
-    int it = gd__find_layer(truth, dl->name);
+    struct gd_diff_layer *dl = &w->d->layers[i];
+    int it = gd__find_layer(w->truth, dl->name);
     if (it < 0)
         return 0;
     struct gd_tensor *tt = NULL;
-    if (truth->load(truth->user, it, &tt, err) != 0)
+    if (w->truth->load(w->truth->user, it, &tt, err) != 0)
         return gd_err_prefix(err, "layer %s against the truth: ", dl->name);
     struct gd_err local = {0};
+    double atol = w->d->atol, rtol = w->d->rtol;
     int ok = gd_tensor_numel(ta) == gd_tensor_numel(tt) &&
-             err_against(ta, tt, &dl->truth_err_a, &local) == 0 &&
-             err_against(tb, tt, &dl->truth_err_b, &local) == 0;
+             against(ta, tt, atol, rtol, &dl->truth_err_a, &dl->truth_rows_a, &local) == 0 &&
+             against(tb, tt, atol, rtol, &dl->truth_err_b, &dl->truth_rows_b, &local) == 0;
     gd_tensor_free(tt);
     if (!ok) {
         dl->truth_err_a = dl->truth_err_b = NAN;
@@ -52,11 +70,72 @@ gd__truth_layer(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor
     }
     /* Within 10% of each other, neither side is closer. */
     double ea = dl->truth_err_a, eb = dl->truth_err_b;
-    if (ea < 0.9 * eb)
-        dl->closer = 'a';
-    else if (eb < 0.9 * ea)
-        dl->closer = 'b';
-    else
-        dl->closer = '=';
+    dl->closer = ea < 0.9 * eb ? 'a' : eb < 0.9 * ea ? 'b' : '=';
     return 0;
+}
+
+/*
+ * Side s's bound from the exact value at layer i: its own rounding (reduced-precision inputs
+ * counted only when both runs declare that arithmetic, as for noise), plus what its inputs
+ * carry in: their error against the truth where they are right, else their bound.
+ */
+static double
+truth_bound(const struct gd__work *w, int i, int s)
+{
+    const struct gd_diff_layer *dl = &w->d->layers[i];
+    const struct gd__extra *x = &w->extra[i];
+    double own = x->own_same[s] + x->chain[s];
+    if (!isfinite(own))
+        return NAN;
+    double carry = 0;
+    for (int k = 0; k < dl->n_inputs; k++) {
+        const struct gd_diff_layer *in = &w->d->layers[dl->inputs[k]];
+        double e = s == 0 ? in->truth_err_a : in->truth_err_b;
+        double b = s == 0 ? in->truth_bound_a : in->truth_bound_b;
+        if (!isfinite(e) || !isfinite(b))
+            continue;
+        carry = fmax(carry, e <= b ? e : b);
+    }
+    return own + (dl->copies ? 1.0 : GD__CARRY) * carry;
+}
+
+static int
+quiet(enum gd_verdict v)
+{
+    return v == GD_VERDICT_IDENTICAL || v == GD_VERDICT_NOISE;
+}
+
+void
+gd__truth_outcomes(struct gd__work *w)
+{
+    struct gd_diff *d = w->d;
+    if (w->truth == NULL)
+        return;
+    int any = 0, any_diverged = 0;
+    for (int i = 0; i < d->n_layers; i++) {
+        struct gd_diff_layer *dl = &d->layers[i];
+        if (isnan(dl->truth_err_a) || isnan(dl->truth_err_b))
+            continue;
+        dl->truth_bound_a = truth_bound(w, i, 0);
+        dl->truth_bound_b = truth_bound(w, i, 1);
+        if (!isfinite(dl->truth_bound_a) || !isfinite(dl->truth_bound_b))
+            continue;
+        int ra = dl->truth_err_a <= dl->truth_bound_a, rb = dl->truth_err_b <= dl->truth_bound_b;
+        dl->right = ra && rb ? '2' : ra ? 'a' : rb ? 'b' : '0';
+        any = 1;
+        any_diverged |= !quiet(dl->verdict) && dl->verdict != GD_VERDICT_INCOMPARABLE;
+    }
+    if (!any)
+        return;
+    /* Overall: over the layers where the runs differ beyond noise (all when none do), a side
+     * is right when it is right at every one of them. */
+    int all_a = 1, all_b = 1;
+    for (int i = 0; i < d->n_layers; i++) {
+        const struct gd_diff_layer *dl = &d->layers[i];
+        if (dl->right == 0 || (any_diverged && quiet(dl->verdict)))
+            continue;
+        all_a &= dl->right == 'a' || dl->right == '2';
+        all_b &= dl->right == 'b' || dl->right == '2';
+    }
+    d->truth_outcome = all_a && all_b ? '2' : all_a ? 'a' : all_b ? 'b' : '0';
 }

@@ -1,39 +1,153 @@
 /*
- * verdict.c: the rounding bound of a layer, its effective precision, and its verdict.
+ * verdict.c: the rounding bound of each compared layer, what its inputs carry in, its
+ * verdict, where the difference starts, and which layers' precision may be named.
  *
- * err is max |a-b| over the layer divided by max |b|. Two correct float implementations of
- * a sum of n products differ by at most 2 gamma_n sum|terms| per element (gamma_n =
- * n u / (1 - n u), u the unit roundoff); sum|terms| is not known, so the bound allows
- * NOISE_CUSHION times max |y| for it. The median relative error is held to a
- * probabilistic bound, 4 sqrt(n) u: rounding errors add like a random walk. A layer is
- * noise when both are within its bound plus CARRY times what its noisy inputs carried in.
- * docs/COMPARISON.md gives the reasoning and the constants.
+ * err is max |a-b| over the layer divided by max(|a|, |b|). Each side's own computation of a
+ * sum of n products with unit roundoff u is within gamma_n = n u / (1 - n u) of the exact
+ * value, relative to sum|terms|, plus 2 u_in per product when its inputs were rounded to a
+ * reduced format (TF32, BF16, FP16), plus the op's ulps; sum|terms| is not known, so the
+ * bound allows GD__CUSHION times max |y| for it. The bound is the sum of both sides' (and,
+ * between two model files, of the layers only one side has on the way). Reduced-precision
+ * inputs count only when both runs declare the same arithmetic: a difference between TF32 and
+ * FP32 is the effect of that setting, not noise. The median relative error is held to a
+ * probabilistic bound, 2 sqrt(n) u per side. A layer is noise when both are within the bound
+ * plus what its inputs carry in: a copy carries its inputs' absolute error 1:1, other ops up
+ * to GD__CARRY times their relative error. docs/COMPARISON.md gives the reasoning.
  */
 #include <math.h>
 #include <string.h>
 
-#include "gpudiff/ops.h"
 #include "diff_internal.h"
 
-#define NOISE_CUSHION 4.0 /* allowance for sum|terms| / max|y| */
-#define CARRY 4.0         /* how much a layer may scale the noise its inputs carry */
-#define AMPLIFY 100.0     /* growth over the input's error that makes an amplifier */
-
-/* Significand bits of a float dtype (24 for float32). */
-static double
-significand_bits(enum gd_dtype dtype)
+static int
+is_quiet(enum gd_verdict v)
 {
-    double u = gd__unit_roundoff(dtype);
-    return u > 0 ? -log2(u) : 0;
+    return v == GD_VERDICT_IDENTICAL || v == GD_VERDICT_NOISE;
 }
 
 static int
-op_ulps(const char *op)
+is_diverged(enum gd_verdict v)
 {
-    enum gd_op e;
-    if (op == NULL || op[0] == '\0' || gd_op_from_name(op, &e) != 0)
-        return 4; /* unknown op: allow a library function's few ulps */
-    return gd_op_info(e)->ulps;
+    return v == GD_VERDICT_DIVERGENT || v == GD_VERDICT_AMPLIFIED || v == GD_VERDICT_NONFINITE;
+}
+
+/* The sum of both sides' values, NAN when either is unknown. */
+static double
+both(const double v[2])
+{
+    return v[0] + v[1];
+}
+
+static void
+bounds(struct gd__work *w, int i)
+{
+    struct gd_diff_layer *dl = &w->d->layers[i];
+    const struct gd__extra *x = &w->extra[i];
+    double chain = both(x->chain), chain_m = both(x->chain_median);
+    dl->bound = both(x->own_same) + chain;
+    dl->bound_median = both(x->own_median_same) + chain_m;
+    dl->bound_declared = both(x->own) + chain;
+    if (!isfinite(dl->bound) || !isfinite(dl->bound_median)) {
+        dl->bound = dl->bound_median = dl->bound_declared = NAN;
+        snprintf(dl->note, sizeof dl->note, "%s",
+                 dl->op[0] == '\0' ? "no rounding bound: neither run records the op"
+                                   : "no rounding bound: the reduction length is not known");
+    }
+}
+
+/* What the inputs carry in, for a layer judged in replay mode: only the rounding of its
+ * captured inputs to the replay's dtype (none when both sides have one dtype). */
+static void
+replay_carry(const struct gd_diff *d, const struct gd_diff_layer *dl, double *norm, double *med)
+{
+    *norm = *med = 0;
+    for (int k = 0; k < dl->n_inputs; k++) {
+        const struct gd_diff_layer *in = &d->layers[dl->inputs[k]];
+        if (in->rounded_side) {
+            *norm = fmax(*norm, gd__unit_roundoff(in->dtype));
+            *med = fmax(*med, gd__unit_roundoff(in->dtype));
+        }
+    }
+}
+
+static void
+judge(struct gd__work *w, int i)
+{
+    struct gd_diff *d = w->d;
+    struct gd_diff_layer *dl = &d->layers[i];
+    if (dl->verdict == GD_VERDICT_INCOMPARABLE)
+        return;
+    bounds(w, i);
+    double carry_abs = 0, carry = 0, carry_median = 0, in_err = 0;
+    int input_diverged = 0, input_unknown = !dl->inputs_known;
+    if (d->mode == GD_DIFF_REPLAY) {
+        replay_carry(d, dl, &carry, &carry_median);
+        carry_abs = carry * dl->scale;
+    }
+    for (int k = 0; k < dl->n_inputs; k++) {
+        const struct gd_diff_layer *in = &d->layers[dl->inputs[k]];
+        if (in->verdict == GD_VERDICT_INCOMPARABLE || in->verdict == GD_VERDICT_UNKNOWN ||
+            !isfinite(in->envelope)) {
+            input_unknown = 1;
+            continue;
+        }
+        in_err = fmax(in_err, in->err);
+        if (d->mode == GD_DIFF_REPLAY)
+            continue; /* its captured input, not its own result, went in */
+        if (is_quiet(in->verdict)) {
+            carry_abs = fmax(carry_abs, in->m.abs_max);
+            carry = fmax(carry, in->err);
+            carry_median = fmax(carry_median, in->err_median);
+        } else {
+            /* Past a divergence only the noise an input could have had is excused. */
+            input_diverged = 1;
+            carry_abs = fmax(carry_abs, in->envelope * in->scale);
+            carry = fmax(carry, in->envelope);
+            carry_median = fmax(carry_median, in->envelope_median);
+        }
+    }
+    if (dl->copies) {
+        dl->inherited = carry_abs / dl->scale;
+        dl->envelope_median = dl->bound_median + carry_median;
+    } else {
+        dl->inherited = GD__CARRY * carry;
+        dl->envelope_median = dl->bound_median + GD__CARRY * carry_median;
+    }
+    dl->envelope = dl->bound + dl->inherited;
+    dl->envelope_declared = dl->bound_declared + dl->inherited;
+    dl->input_err = d->mode == GD_DIFF_REPLAY ? carry : in_err;
+    double base = fmax(dl->input_err, isfinite(dl->bound) ? dl->bound : 0);
+    dl->growth = base > 0 ? dl->err / base : (dl->err > 0 ? INFINITY : 0);
+    double env_median_declared = dl->envelope_median - both(w->extra[i].own_median_same) +
+                                 both(w->extra[i].own_median);
+    if (dl->m.bitwise_equal) {
+        dl->verdict = GD_VERDICT_IDENTICAL;
+    } else if (dl->m.nan_disagree > 0 || dl->m.inf_disagree > 0) {
+        dl->verdict = GD_VERDICT_NONFINITE;
+    } else if (!isfinite(dl->bound)) {
+        dl->verdict = GD_VERDICT_UNKNOWN;
+    } else if (dl->err <= dl->envelope && dl->err_median <= dl->envelope_median) {
+        dl->verdict = GD_VERDICT_NOISE;
+    } else if (dl->growth >= GD__AMPLIFY && dl->discontinuous && dl->input_err > 0) {
+        dl->verdict = GD_VERDICT_AMPLIFIED;
+        snprintf(dl->reason, sizeof dl->reason, "a step: the error grew %.3g-fold over its "
+                 "input's", dl->growth);
+    } else if (dl->growth >= GD__AMPLIFY && input_diverged && !input_unknown) {
+        dl->verdict = GD_VERDICT_AMPLIFIED;
+        snprintf(dl->reason, sizeof dl->reason, "the error grew %.3g-fold over its input's",
+                 dl->growth);
+    } else {
+        dl->verdict = GD_VERDICT_DIVERGENT;
+        dl->explained_by_arith = dl->arith_a != dl->arith_b && dl->err <= dl->envelope_declared &&
+                                 dl->err_median <= env_median_declared;
+    }
+}
+
+void
+gd__verdicts(struct gd__work *w)
+{
+    for (int i = 0; i < w->d->n_layers; i++)
+        judge(w, i);
 }
 
 /* What an effective precision looks like, for float32 layers and for float64 ones. */
@@ -53,73 +167,66 @@ arithmetic_name(double bits, enum gd_dtype dtype)
     return "below BF16";
 }
 
-void
-gd__layer_bounds(struct gd_diff_layer *dl)
+/* The precision of a layer's own error may be named: not of a copy, a step, a sparse few. */
+static const char *
+own_label(const struct gd_diff_layer *dl)
 {
-    double u = gd__unit_roundoff(dl->dtype);
-    double n = (double)dl->reduction_len;
-    double gamma = n * u < 1 ? n * u / (1 - n * u) : INFINITY;
-    int ulps = op_ulps(dl->op);
-    dl->bound = NOISE_CUSHION * 2 * gamma + 2 * ulps * u;
-    dl->bound_median = 4 * sqrt(n) * u + 2 * ulps * u;
-    double p = significand_bits(dl->dtype);
-    /* A correctly rounded result's median relative error is u/2 = 2^-(p+1): report p. */
-    dl->bits = dl->err_median > 0 ? fmin(p, -log2(2 * dl->err_median)) : p;
-    dl->arithmetic = u > 0 ? arithmetic_name(dl->bits, dl->dtype) : "exact (integers)";
+    if (dl->verdict != GD_VERDICT_DIVERGENT || dl->copies || dl->discontinuous || dl->sparse ||
+        gd__unit_roundoff(dl->dtype) == 0)
+        return NULL;
+    return arithmetic_name(dl->bits, dl->dtype);
 }
 
 static int
-is_quiet(enum gd_verdict v)
+inputs_quiet(const struct gd_diff *d, const struct gd_diff_layer *dl)
 {
-    return v == GD_VERDICT_IDENTICAL || v == GD_VERDICT_NOISE;
+    if (!dl->inputs_known)
+        return 0;
+    for (int k = 0; k < dl->n_inputs; k++)
+        if (!is_quiet(d->layers[dl->inputs[k]].verdict))
+            return 0;
+    return 1;
 }
 
 void
-gd__layer_verdict(struct gd_diff *d, int i)
+gd__starts(struct gd__work *w)
 {
-    struct gd_diff_layer *dl = &d->layers[i];
-    if (dl->verdict == GD_VERDICT_INCOMPARABLE)
-        return;
-    double carry = 0, carry_median = 0, in_err = 0;
-    int input_diverged = 0;
-    for (int k = 0; k < dl->n_inputs; k++) {
-        const struct gd_diff_layer *in = &d->layers[dl->inputs[k]];
-        if (in->verdict == GD_VERDICT_INCOMPARABLE)
+    struct gd_diff *d = w->d;
+    d->first_divergent = d->first_observed = d->cause = -1;
+    d->n_amplifiers = 0;
+    for (int i = 0; i < d->n_layers; i++) {
+        struct gd_diff_layer *dl = &d->layers[i];
+        dl->is_amplifier = dl->verdict == GD_VERDICT_AMPLIFIED;
+        d->n_amplifiers += dl->is_amplifier;
+        if (!is_diverged(dl->verdict))
             continue;
-        in_err = fmax(in_err, in->err);
-        if (is_quiet(in->verdict)) {
-            carry = fmax(carry, in->err);
-            carry_median = fmax(carry_median, in->err_median);
-        } else {
-            /* Past a divergence only the noise an input could have had is excused. */
-            input_diverged = 1;
-            carry = fmax(carry, in->envelope);
-            carry_median = fmax(carry_median, in->envelope_median);
+        if (d->first_observed < 0)
+            d->first_observed = i;
+        /* In a replay every layer starts from captured inputs: the start is the first layer
+         * with an error of its own (a step flipped by the inputs' rounding is not one). */
+        int starts = d->mode == GD_DIFF_REPLAY ? dl->verdict != GD_VERDICT_AMPLIFIED
+                                               : inputs_quiet(d, dl);
+        if (starts && d->first_divergent < 0)
+            d->first_divergent = i;
+    }
+    if (d->first_divergent >= 0)
+        d->layers[d->first_divergent].is_first_divergent = 1;
+    if (d->first_observed >= 0)
+        d->layers[d->first_observed].is_first_observed = 1;
+    d->start_known = d->first_divergent >= 0 && d->first_divergent == d->first_observed;
+    for (int i = 0; i < d->n_layers; i++) {
+        struct gd_diff_layer *dl = &d->layers[i];
+        int own = d->mode == GD_DIFF_REPLAY || i == d->first_divergent;
+        dl->arithmetic = own ? own_label(dl) : NULL;
+        if (d->mode == GD_DIFF_REPLAY && dl->verdict != GD_VERDICT_INCOMPARABLE) {
+            dl->has_own = 1;
+            dl->own_err = dl->verdict == GD_VERDICT_AMPLIFIED ? 0 : dl->err;
+            dl->own_bound = dl->envelope;
+            dl->own_bits = dl->bits;
+            dl->own_verdict = dl->verdict;
+            dl->own_arithmetic = dl->arithmetic;
         }
     }
-    dl->input_err = in_err;
-    dl->envelope = dl->bound + CARRY * carry;
-    dl->envelope_median = dl->bound_median + CARRY * carry_median;
-    double base = fmax(in_err, dl->bound);
-    dl->growth = base > 0 ? dl->err / base : (dl->err > 0 ? INFINITY : 0);
-    if (dl->m.bitwise_equal) {
-        dl->verdict = GD_VERDICT_IDENTICAL;
-        dl->bits = significand_bits(dl->dtype);
-    } else if (dl->m.nan_disagree > 0 || dl->m.inf_disagree > 0) {
-        dl->verdict = GD_VERDICT_NONFINITE;
-    } else if (dl->err <= dl->envelope && dl->err_median <= dl->envelope_median) {
-        dl->verdict = GD_VERDICT_NOISE;
-    } else if (dl->growth >= AMPLIFY && (input_diverged || dl->discontinuous)) {
-        dl->verdict = GD_VERDICT_AMPLIFIED;
-    } else {
-        dl->verdict = GD_VERDICT_DIVERGENT;
-    }
-    if (dl->verdict == GD_VERDICT_AMPLIFIED) {
-        dl->is_amplifier = 1;
-        d->n_amplifiers++;
-    }
-    if (!is_quiet(dl->verdict) && !input_diverged && d->first_divergent < 0) {
-        dl->is_first_divergent = 1;
-        d->first_divergent = i;
-    }
+    if (d->mode == GD_DIFF_REPLAY)
+        d->cause = d->first_divergent;
 }

@@ -280,6 +280,14 @@ int gd__pool_size(const struct gd__pool *p);
  */
 void gd__pool_run(struct gd__pool *p, int64_t n_tasks, gd__task_fn fn, void *arg);
 
+/*
+ * The kernel driver's version from the first line of /proc/driver/nvidia/version, the first
+ * word made of digits and dots with at least one dot ("570.86.15" from "NVRM version: NVIDIA
+ * UNIX Open Kernel Module for x86_64  570.86.15  Release Build ..."; the older line has no
+ * "for x86_64"). Returns 0 and writes out (size bytes), or GD_ENOENT when there is none.
+ */
+int gd__driver_version_parse(const char *line, char *out, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

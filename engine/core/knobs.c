@@ -1,9 +1,11 @@
 /* knobs.c: numerics knobs, their parsing, and the environment record. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gpudiff/run.h"
+#include "internal.h"
 
 void
 gd_knobs_init(struct gd_knobs *k)
@@ -103,4 +105,34 @@ gd_env_get(const struct gd_env *env, const char *key)
         if (strcmp(env->items[i].key, key) == 0)
             return env->items[i].value;
     return NULL;
+}
+
+int
+gd__driver_version_parse(const char *line, char *out, size_t size)
+{
+    const char *p = line;
+    while (*p != '\0') {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t len = strcspn(p, " \t\n");
+        int digits = 0, dots = 0, other = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (isdigit((unsigned char)p[i]))
+                digits++;
+            else if (p[i] == '.')
+                dots++;
+            else
+                other++;
+        }
+        if (len > 0 && isdigit((unsigned char)p[0]) && dots > 0 && other == 0 && digits > dots &&
+            len < size) {
+            memcpy(out, p, len);
+            out[len] = '\0';
+            return 0;
+        }
+        p += len;
+        while (*p == '\n')
+            p++;
+    }
+    return GD_ENOENT;
 }

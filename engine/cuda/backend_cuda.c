@@ -134,14 +134,12 @@ fill_env(struct gd__cuda_ctx *ctx, struct gd_env *env, struct gd_err *err)
     FILE *f = fopen("/proc/driver/nvidia/version", "r");
     if (f != NULL) {
         char line[256];
-        if (fgets(line, sizeof line, f) != NULL) {
-            char *k = strstr(line, "Kernel Module");
-            if (k != NULL) {
-                char ver[32] = "";
-                if (sscanf(k, "Kernel Module %31s", ver) == 1)
-                    gd_env_set(env, "driver", "%s", ver);
-            }
-        }
+        char ver[32];
+        /* "Kernel Module  535.129.03" or "Open Kernel Module for x86_64  570.86.15": the
+         * version is the first word of digits and dots, not the word after "Module". */
+        if (fgets(line, sizeof line, f) != NULL &&
+            gd__driver_version_parse(line, ver, sizeof ver) == 0)
+            gd_env_set(env, "driver", "%s", ver);
         fclose(f);
     }
     const char *ov = getenv("NVIDIA_TF32_OVERRIDE");

@@ -64,10 +64,12 @@ read_layer(json_t *rec, size_t i, struct gd_bundle_layer *l, struct gd_err *err)
         return gd_err_prefix(err, "layer %s: ", l->name);
     const char *op = json_string_value(json_object_get(rec, "op"));
     const char *algo = json_string_value(json_object_get(rec, "algo"));
+    const char *math = json_string_value(json_object_get(rec, "math"));
     json_t *t = json_object_get(rec, "time_us"), *red = json_object_get(rec, "reduction_len");
     json_t *disc = json_object_get(rec, "discontinuous");
     l->op = op ? op : "";
     l->algo = algo ? algo : "";
+    l->math = math ? math : "";
     l->time_us = json_is_number(t) ? json_number_value(t) : -1.0;
     l->reduction_len = json_is_integer(red) ? json_integer_value(red) : 0;
     l->discontinuous = json_is_boolean(disc) ? json_is_true(disc) : -1;

@@ -86,6 +86,7 @@ struct gd_bundle_layer {
     int64_t reduction_len;      /* 0 when unknown */
     int discontinuous;          /* -1 when unknown */
     const char *algo;           /* "" when none */
+    const char *math;           /* arithmetic the backend used ("tf32", "fp32"); "" when none */
     json_t *inputs;             /* names of the layers it reads (borrowed); NULL: unknown */
 };
 

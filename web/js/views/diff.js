@@ -86,42 +86,84 @@ function card(title, ...body) {
     return h('div', {class: 'card'}, h('h3', {}, title), ...body);
 }
 
+// "5.3× what rounding and its inputs allow", from the envelope (never a ratio below 1).
+function excess(l) {
+    if (l.envelope > 0 && l.err > l.envelope)
+        return `${fmtNum(l.err / l.envelope)}× what rounding and its inputs allow`;
+    if (l.envelope_median > 0 && l.err_median > l.envelope_median)
+        return `median error ${fmtNum(l.err_median / l.envelope_median)}× its bound`;
+    return 'beyond noise';
+}
+
+function precision(l) {
+    if (l.sparse)
+        return `${fmtInt(l.values_differ)} of ${fmtInt(l.count)} values differ (sparse)`;
+    return `${fmtInt(l.values_differ)} of ${fmtInt(l.count)} values differ` +
+        (l.arithmetic ? `; ${fmtNum(l.bits)} bits (${l.arithmetic})` : '');
+}
+
 function summary(d, q) {
     const layers = d.layers;
     const byName = new Map(layers.map((l) => [l.name, l]));
     const first = d.first_divergent ? byName.get(d.first_divergent) : null;
+    const observed = d.first_observed ? byName.get(d.first_observed) : null;
+    const m = d.matched || {};
+    const total = Math.max(m.of_a || 0, m.of_b || 0);
+    const partial = m.layers !== undefined && m.layers < total
+        ? h('p', {id: 'matched'}, `${fmtInt(m.layers)} of ${fmtInt(total)} layers matched` +
+            (d.mode === 'models' ? ' by output tensor names (two model files)' : ''))
+        : null;
     const cards = [];
-    cards.push(card('First divergent layer', first
-        ? [h('p', {class: 'big first'}, h('a', {href: layerHref(q, first), id: 'first-divergent'},
-                                          first.name), ` (${first.op})`),
-           h('p', {}, `${fmtNum(first.growth)}× the rounding noise its op allows; ` +
-                      `${fmtNum(first.bits)} bits (${first.arithmetic || '?'})`)]
-        : h('p', {class: 'big', id: 'first-divergent'}, 'none: every layer is within noise')));
+    if (first && d.start_known !== false)
+        cards.push(card('First divergent layer',
+            h('p', {class: 'big first'}, h('a', {href: layerHref(q, first), id: 'first-divergent'},
+                                            first.name), ` (${first.op || 'op not recorded'})`),
+            h('p', {}, `${excess(first)}; ${precision(first)}`), partial));
+    else if (observed)
+        cards.push(card('First observed difference',
+            h('p', {class: 'big first'}, h('a', {href: layerHref(q, observed), id: 'first-observed'},
+                                            observed.name), ` (${observed.op || 'op not recorded'})`),
+            h('p', {}, `${excess(observed)}; ${precision(observed)}`),
+            partial, h('p', {class: 'muted'}, 'The start may lie before it, in layers that were ' +
+                                              'not compared.')));
+    else
+        cards.push(card('First divergent layer',
+            h('p', {class: 'big', id: 'first-divergent'}, 'none: every compared layer is within noise'),
+            partial));
+    if (d.replay)
+        cards.push(card('Cause (from the replay)', d.cause
+            ? [h('p', {class: 'big'}, h('a', {href: layerHref(q, byName.get(d.cause)), id: 'cause'},
+                                        d.cause)),
+               h('p', {}, 'own error in: ' + layers.filter((l) => l.own && l.own.verdict === 'divergent')
+                   .map((l) => l.name).join(', '))]
+            : h('p', {id: 'cause'}, 'no layer makes an error of its own beyond its bound')));
     const amps = (d.amplifiers || []).map((n) => byName.get(n)).filter(Boolean);
     cards.push(card('Amplifiers', amps.length
         ? h('ul', {class: 'amps', id: 'amplifiers'}, amps.map((l) => h('li', {},
             h('a', {href: layerHref(q, l)}, l.name), ` (${l.op}) ×${fmtNum(l.growth)}`,
-            l.flipped ? `, ${fmtInt(l.flipped)} outputs flipped` : '')))
+            l.flipped ? `, ${fmtInt(l.flipped)} outputs flipped` : '',
+            l.conditioning ? `, smallest |x| ${fmtNum(l.conditioning.x_min)}` : '')))
         : h('p', {id: 'amplifiers'}, 'none')));
-    const last = layers[layers.length - 1];
-    if (last && last.verdict !== 'incomparable')
+    const compared = layers.filter((l) => l.verdict !== 'incomparable');
+    const last = compared[compared.length - 1];
+    if (last)
         cards.push(card('At the output', h('p', {}, h('strong', {}, last.name), ': max |a−b| ',
             h('strong', {}, fmtNum(last.max_abs)), `; ${fmtInt(last.mismatches)} of ` +
             `${fmtInt(last.count)} values outside atol ${fmtNum(d.atol)} + rtol ${fmtNum(d.rtol)}` +
             `; ${fmtInt(last.mismatch_rows)} rows differ`)));
     if (d.truth) {
-        const from = first ? layers.indexOf(first) : 0;
-        const n = {a: 0, b: 0, even: 0};
-        layers.slice(from).forEach((l) => {
-            if (l.truth && n[l.truth.closer] !== undefined)
-                n[l.truth.closer]++;
-        });
-        const winner = n.a > n.b ? 'a' : n.b > n.a ? 'b' : null;
-        cards.push(card('Against the truth', h('p', {},
-            winner ? [h('strong', {}, 'run ' + winner), ' is closer on ', String(n[winner]),
-                      ' of ', String(layers.length - from), ' layers']
-                   : 'neither run is closer',
-            first ? ` from ${first.name} on` : '', ` (truth: ${d.truth.backend}).`)));
+        const o = d.truth_outcome;
+        const t = last && last.truth;
+        const words = o === 'a' || o === 'b' ? [h('strong', {}, 'run ' + o), ' is right: within its ' +
+                                               'rounding bound wherever the runs differ']
+            : o === 'both' ? 'both runs are right'
+            : o === 'neither' ? [h('strong', {}, 'neither run'), ' is right']
+            : 'the truth has none of these layers';
+        cards.push(card('Against the truth', h('p', {id: 'truth-outcome'}, words,
+            ` (truth: ${d.truth.backend}).`),
+            t ? h('p', {}, `At ${last.name}: run a ${fmtNum(t.err_a)} (${fmtInt(t.rows_a)} rows off), ` +
+                           `run b ${fmtNum(t.err_b)} (${fmtInt(t.rows_b)} rows off); closer: ${t.closer}.`)
+              : null));
     }
     return h('section', {class: 'cards', 'aria-label': 'Summary'}, cards);
 }
@@ -153,23 +195,29 @@ function envTable(d, runs) {
     const [ra, rb, rt] = runs;
     const fa = flatFacts(ra), fb = flatFacts(rb), ft = flatFacts(rt);
     const keys = [...new Set([...fa.keys(), ...fb.keys(), ...ft.keys()])];
-    const daemonDiff = new Set((d.env_diff || []).map((e) => e.key));
+    // The daemon's statuses: "differs", or "not recorded" (one run lacks it: no difference).
+    const status = new Map((d.env_diff || []).map((e) => [e.key, e.status || 'differs']));
     const ignore = new Set(['created_at']); // always differs, shown but not marked
     const rows = keys.map((k) => {
         const va = fa.get(k), vb = fb.get(k);
-        const differs = daemonDiff.has(k) || (!ignore.has(k) && (va ?? null) !== (vb ?? null));
+        const st = status.get(k) || (!ignore.has(k) && va !== undefined && vb !== undefined &&
+                                     va !== vb ? 'differs' : '');
+        const differs = st === 'differs';
         return h('tr', {class: differs ? 'differs' : null},
                  h('th', {scope: 'row'}, k),
-                 h('td', {}, va ?? h('span', {class: 'muted'}, '(none)')),
-                 h('td', {}, vb ?? h('span', {class: 'muted'}, '(none)')),
-                 rt ? h('td', {}, ft.get(k) ?? h('span', {class: 'muted'}, '(none)')) : null,
-                 h('td', {class: 'differs-cell'}, differs ? h('span', {class: 'mark differs'}, 'differs') : ''));
+                 h('td', {}, va ?? h('span', {class: 'muted'}, '(not recorded)')),
+                 h('td', {}, vb ?? h('span', {class: 'muted'}, '(not recorded)')),
+                 rt ? h('td', {}, ft.get(k) ?? h('span', {class: 'muted'}, '(not recorded)')) : null,
+                 h('td', {class: 'differs-cell'}, differs ? h('span', {class: 'mark differs'}, 'differs')
+                     : st ? h('span', {class: 'muted'}, st) : ''));
     });
+    const nDiffer = (d.env_diff || []).filter((e) => (e.status || 'differs') === 'differs').length;
     // Differences first: they are what the eye should find.
     rows.sort((x, y) => (y.classList.contains('differs') ? 1 : 0) - (x.classList.contains('differs') ? 1 : 0));
     return h('div', {class: 'table-wrap'}, h('table', {class: 'env', id: 'env-table'},
-        h('caption', {}, `Environments and knobs: ${(d.env_diff || []).length} ` +
-          `difference${(d.env_diff || []).length === 1 ? '' : 's'} between a and b, listed first`),
+        h('caption', {}, `Environments and knobs: ${nDiffer} ` +
+          `difference${nDiffer === 1 ? '' : 's'} between a and b, listed first (a key one run ` +
+          'does not record is no difference)'),
         h('thead', {}, h('tr', {}, h('th', {scope: 'col'}, 'Key'),
             h('th', {scope: 'col'}, 'Run a'), h('th', {scope: 'col'}, 'Run b'),
             rt ? h('th', {scope: 'col'}, 'Truth') : null, h('th', {scope: 'col'}, 'Differs'))),

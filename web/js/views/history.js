@@ -130,7 +130,7 @@ export async function render(root, ctx) {
     const hrefOf = (p) => routeHref('/diff', {a: p.run, b: hist.baseline});
     root.append(h('p', {}, `Layer ${hist.layer} of each run against the baseline `,
                   h('code', {title: hist.baseline}, shortId(hist.baseline)),
-                  `: error relative to max |b|. ${changes.length} version change` +
+                  `: error relative to max(|a|, |b|). ${changes.length} version change` +
                   `${changes.length === 1 ? '' : 's'} marked (driver, CUDA, cuDNN, cuBLAS).`));
     const chart = historyChart(series, changes, hrefOf, {width: root.clientWidth});
     shareBar.append(svgExport('history-' + hist.layer, () => chart));

@@ -1,0 +1,293 @@
+/*
+ * measure.c: each matched pair of layers measured while it is loaded: the tensor metrics
+ * (a against b, b the reference, as numpy.isclose orders them), and the figures the verdict
+ * reads, which must not depend on which run is a: the scale max(|a|, |b|), the values that
+ * differ, and the median of |a - b| / max(|a|, |b|) over all values and over the values that
+ * differ. A float64 side is rounded to the other side's float dtype first.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff_internal.h"
+
+int
+gd__reconcile(struct gd_tensor *a, struct gd_tensor *b, struct gd_tensor **a2,
+              struct gd_tensor **b2, int *rounded_side, struct gd_err *err)
+{
+    *a2 = a;
+    *b2 = b;
+    *rounded_side = 0;
+    if (a->dtype == b->dtype)
+        return 0;
+    if (a->dtype == GD_F64 && gd_dtype_is_float(b->dtype)) {
+        *a2 = gd_tensor_cast(a, b->dtype, err);
+        *rounded_side = 'a';
+        return *a2 ? 0 : GD_ENOMEM;
+    }
+    if (b->dtype == GD_F64 && gd_dtype_is_float(a->dtype)) {
+        *b2 = gd_tensor_cast(b, a->dtype, err);
+        *rounded_side = 'b';
+        return *b2 ? 0 : GD_ENOMEM;
+    }
+    return gd_err_set(err, GD_EDTYPE, "dtypes %s and %s cannot be compared",
+                      gd_dtype_name(a->dtype), gd_dtype_name(b->dtype));
+}
+
+double
+gd__abs_max(const struct gd_tensor *t)
+{
+    double m = 0;
+    int64_t n = gd_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v = fabs(gd_tensor_get_f64(t, i));
+        if (isfinite(v) && v > m)
+            m = v;
+    }
+    return m;
+}
+
+/* ---- a log2 histogram of relative errors, for medians within a factor of 2 ---- */
+
+#define REL_EXP_MIN (-110)
+#define REL_EXP_MAX 20
+#define REL_BINS (2 + REL_EXP_MAX - REL_EXP_MIN)
+
+struct rel_hist {
+    int64_t bins[REL_BINS]; /* 0: rel == 0; 1 + e - REL_EXP_MIN: rel in [2^e, 2^(e+1)) */
+    int64_t n;
+};
+
+static inline void
+hist_add(struct rel_hist *h, double rel)
+{
+    int bin = 0;
+    if (rel > 0) {
+        uint64_t bits;
+        memcpy(&bits, &rel, sizeof bits);
+        int e = (int)((bits >> 52) & 0x7ff) - 1023; /* rel in [2^e, 2^(e+1)) when normal */
+        if (e == -1023) {                           /* subnormal */
+            frexp(rel, &e);
+            e -= 1;
+        }
+        e = e < REL_EXP_MIN ? REL_EXP_MIN : e > REL_EXP_MAX ? REL_EXP_MAX : e;
+        bin = 1 + e - REL_EXP_MIN;
+    }
+    h->bins[bin]++;
+    h->n++;
+}
+
+/* The median, interpolated inside its bin as gd_metrics_rel_quantile() does; NAN if empty. */
+static double
+hist_median(const struct rel_hist *h)
+{
+    if (h->n == 0)
+        return NAN;
+    double target = 0.5 * (double)h->n;
+    int64_t cum = 0;
+    for (int i = 0; i < REL_BINS; i++) {
+        int64_t c = h->bins[i];
+        if (c == 0 || (double)(cum + c) < target) {
+            cum += c;
+            continue;
+        }
+        if (i == 0)
+            return 0.0;
+        double lo = ldexp(1.0, i - 1 + REL_EXP_MIN);
+        double frac = (target - (double)cum) / (double)c;
+        return lo + (frac < 0 ? 0 : frac) * lo;
+    }
+    return NAN;
+}
+
+struct sym_stats {
+    double max_a, max_b;
+    int64_t n_differ;
+    struct rel_hist all, differing;
+};
+
+static inline void
+sym_pair(struct sym_stats *s, double x, double y)
+{
+    if (x == y && fabs(x) <= DBL_MAX) { /* the common case: equal finite values */
+        double ax = fabs(x);
+        s->max_a = ax > s->max_a ? ax : s->max_a;
+        s->max_b = ax > s->max_b ? ax : s->max_b;
+        s->all.bins[0]++;
+        s->all.n++;
+        return;
+    }
+    if (isnan(x) || isnan(y)) {
+        s->n_differ += !(isnan(x) && isnan(y));
+        return;
+    }
+    if (isinf(x) || isinf(y)) {
+        s->n_differ += x != y;
+        return;
+    }
+    double ax = fabs(x), ay = fabs(y);
+    s->max_a = ax > s->max_a ? ax : s->max_a;
+    s->max_b = ay > s->max_b ? ay : s->max_b;
+    double m = ax > ay ? ax : ay;
+    if (x == y) {
+        hist_add(&s->all, 0.0);
+        return;
+    }
+    double rel = fabs(x - y) / m;
+    s->n_differ++;
+    hist_add(&s->all, rel);
+    hist_add(&s->differing, rel);
+}
+
+/* Both tensors have one dtype and one element count. */
+static void
+sym_measure(struct sym_stats *s, const struct gd_tensor *a, const struct gd_tensor *b)
+{
+    memset(s, 0, sizeof *s);
+    int64_t n = gd_tensor_numel(a);
+    if (a->dtype == GD_F32) {
+        const float *x = a->data, *y = b->data;
+        for (int64_t i = 0; i < n; i++)
+            sym_pair(s, x[i], y[i]);
+    } else if (a->dtype == GD_F64) {
+        const double *x = a->data, *y = b->data;
+        for (int64_t i = 0; i < n; i++)
+            sym_pair(s, x[i], y[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            sym_pair(s, gd_tensor_get_f64(a, i), gd_tensor_get_f64(b, i));
+    }
+}
+
+/* Lists the rows (dim 0) with an element that is not close, by numpy.isclose's rule. */
+static void
+mismatch_rows(struct gd_diff_layer *dl, const struct gd_tensor *a, const struct gd_tensor *b,
+              double atol, double rtol)
+{
+    int64_t n = gd_tensor_numel(a);
+    int64_t rows = a->ndim > 0 ? a->shape[0] : 1;
+    int64_t per_row = rows > 0 ? n / rows : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t k = 0; k < per_row; k++) {
+            double x = gd_tensor_get_f64(a, r * per_row + k);
+            double y = gd_tensor_get_f64(b, r * per_row + k);
+            int close = x == y || fabs(x - y) <= atol + rtol * fabs(y);
+            if (!close) {
+                if (dl->n_rows < GD_DIFF_MAX_ROWS)
+                    dl->rows[dl->n_rows++] = r;
+                dl->rows_mismatch++;
+                break;
+            }
+        }
+    }
+}
+
+/* Significand bits of a float dtype (24 for float32); 0 for integers. */
+static double
+significand_bits(enum gd_dtype dtype)
+{
+    double u = gd__unit_roundoff(dtype);
+    return u > 0 ? -log2(u) : 0;
+}
+
+/* Measures one pair of tensors into the layer's metrics and normalized errors. */
+static int
+measure(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb, double atol,
+        double rtol, struct gd_err *err)
+{
+    struct gd_tensor *a = NULL, *b = NULL;
+    int rc = gd__reconcile(ta, tb, &a, &b, &dl->rounded_side, err);
+    if (rc != 0)
+        return rc;
+    dl->dtype = a->dtype;
+    rc = gd_metrics_compute(a, b, atol, rtol, &dl->m, err);
+    if (rc == 0) {
+        struct sym_stats *s = malloc(sizeof *s);
+        if (s == NULL) {
+            rc = gd_err_set(err, GD_ENOMEM, "out of memory");
+            goto done;
+        }
+        sym_measure(s, a, b);
+        dl->scale = fmax(s->max_a, s->max_b);
+        if (!(dl->scale > 0))
+            dl->scale = 1.0;
+        dl->err = dl->m.abs_max / dl->scale;
+        dl->err_median = s->all.n > 0 ? hist_median(&s->all) : 0.0;
+        dl->n_differ = s->n_differ;
+        dl->differ_fraction = dl->m.count > 0 ? (double)s->n_differ / (double)dl->m.count : 0;
+        dl->sparse = s->n_differ > 0 && dl->differ_fraction < GD__SPARSE;
+        double p = significand_bits(dl->dtype);
+        double med = s->differing.n > 0 ? hist_median(&s->differing) : 0.0;
+        /* A correctly rounded result's median relative error is u/2 = 2^-(p+1): report p. */
+        dl->bits = med > 0 ? fmin(p, -log2(2 * med)) : p;
+        free(s);
+        if (dl->m.n_mismatch > 0)
+            mismatch_rows(dl, a, b, atol, rtol);
+    }
+done:
+    if (a != ta)
+        gd_tensor_free(a);
+    if (b != tb)
+        gd_tensor_free(b);
+    return rc;
+}
+
+static int
+same_shape(const struct gd_bundle_layer *x, const struct gd_bundle_layer *y)
+{
+    if (x->shape.ndim != y->shape.ndim)
+        return 0;
+    for (int i = 0; i < x->shape.ndim; i++)
+        if (x->shape.dim[i] != y->shape.dim[i])
+            return 0;
+    return 1;
+}
+
+int
+gd__measure_all(struct gd__work *w, struct gd_err *err)
+{
+    struct gd_diff *d = w->d;
+    for (int i = 0; i < d->n_layers; i++) {
+        struct gd_diff_layer *dl = &d->layers[i];
+        if (dl->index_a < 0 || dl->index_b < 0)
+            continue;
+        const struct gd_bundle_layer *la = &w->a->layers[dl->index_a];
+        const struct gd_bundle_layer *lb = &w->b->layers[dl->index_b];
+        if (!same_shape(la, lb)) {
+            char sa[96], sb[96];
+            snprintf(dl->note, sizeof dl->note, "shapes differ: %s and %s",
+                     gd_shape_format(la->shape.ndim, la->shape.dim, sa, sizeof sa),
+                     gd_shape_format(lb->shape.ndim, lb->shape.dim, sb, sizeof sb));
+            continue;
+        }
+        struct gd_tensor *ta = NULL, *tb = NULL;
+        int rc = w->a->load(w->a->user, dl->index_a, &ta, err);
+        if (rc == 0)
+            rc = w->b->load(w->b->user, dl->index_b, &tb, err);
+        if (rc != 0) {
+            gd_tensor_free(ta);
+            return gd_err_prefix(err, "layer %s: ", la->name);
+        }
+        struct gd_err merr = {0};
+        rc = measure(dl, ta, tb, d->atol, d->rtol, &merr);
+        if (rc == 0) {
+            dl->verdict = GD_VERDICT_UNKNOWN; /* measured; judged in verdict.c */
+            if (w->truth != NULL)
+                rc = gd__truth_layer(w, i, ta, tb, err);
+        } else if (rc == GD_EDTYPE) {
+            snprintf(dl->note, sizeof dl->note, "%.150s", merr.msg);
+            rc = 0;
+        } else {
+            if (err != NULL)
+                *err = merr;
+            rc = gd_err_prefix(err, "layer %s: ", la->name);
+        }
+        gd_tensor_free(ta);
+        gd_tensor_free(tb);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}

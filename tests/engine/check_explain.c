@@ -1,0 +1,241 @@
+/*
+ * check_explain.c: tests of engine/compare/explain.c with hand-made runs: different inputs
+ * said first; no ratio below 1 given as the reason a layer is divergent; no cause made of a
+ * field one run does not record; partial data said as such ("first observed", how many
+ * layers of how many, the start may lie before); which layers changed algorithm when the
+ * batch size or the algorithm choice differs, and whether algorithms or library versions
+ * differ between runs with the same knobs.
+ */
+#include <check.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff_fixture.h"
+
+static const char *
+explanation(json_t *d)
+{
+    return fx_str(d, "explanation");
+}
+
+#define CONTAINS(d, text)                                                                    \
+    ck_assert_msg(strstr(explanation(d), (text)) != NULL, "no \"%s\" in: %s", (text),       \
+                  explanation(d))
+#define LACKS(d, text)                                                                       \
+    ck_assert_msg(strstr(explanation(d), (text)) == NULL, "\"%s\" in: %s", (text),          \
+                  explanation(d))
+
+/* A 16-term Gemm "out" of n values, b = a (1 + rel r). */
+static void
+gemm_out(struct fx_run *a, struct fx_run *b, int64_t n, double rel, uint64_t seed)
+{
+    double *va = malloc((size_t)n * sizeof *va), *vb = malloc((size_t)n * sizeof *vb);
+    fx_random(va, n, seed);
+    memcpy(vb, va, (size_t)n * sizeof *vb);
+    fx_perturb(vb, n, rel, seed + 1);
+    fx_pair(a, b, "out", "Gemm", 16, "", n, 0, va, vb);
+    free(va);
+    free(vb);
+}
+
+START_TEST(test_different_inputs_first)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    fx_set(b, "input.sha256", json_string("other-input"));
+    gemm_out(a, b, 64, 1e-3, 301);
+    json_t *d = fx_diff_json(a, b, NULL);
+    ck_assert(json_is_true(json_object_get(d, "inputs_differ")));
+    ck_assert_msg(strncmp(explanation(d), "The runs had different inputs", 29) == 0, "%s",
+                  explanation(d));
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/*
+ * A difference of 5e-6 per value: max 5e-6 is within the bound (7.9e-6), the median
+ * (2.5e-6) is not within its own (1.2e-6). The text must give the ratio that is over 1.
+ */
+START_TEST(test_no_ratio_below_one)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    gemm_out(a, b, 4096, 5e-6, 311);
+    json_t *d = fx_diff_json(a, b, NULL);
+    ck_assert_str_eq(fx_str(fx_layer_json(d, "out"), "verdict"), "divergent");
+    const char *e = explanation(d);
+    for (const char *p = strstr(e, " times "); p != NULL; p = strstr(p + 1, " times ")) {
+        const char *q = p;
+        while (q > e && (isdigit((unsigned char)q[-1]) || q[-1] == '.' || q[-1] == 'e' ||
+                         q[-1] == '-' || q[-1] == '+'))
+            q--;
+        double v = strtod(q, NULL);
+        ck_assert_msg(v > 1, "\"%.*s\" in: %s", (int)(p - q) + 6, q, e);
+    }
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* An engine run's knobs against a framework dump that records none: no cause from them. */
+START_TEST(test_no_cause_from_unrecorded_fields)
+{
+    struct fx_run *a = fx_dump_new("a", "pytorch_gpu"), *b = fx_run_new("b");
+    gemm_out(a, b, 64, 1e-2, 321);
+    json_t *d = fx_diff_json(a, b, NULL);
+    LACKS(d, "(none)");
+    LACKS(d, "null");
+    LACKS(d, "emulated");
+    LACKS(d, "batch size");
+    LACKS(d, "is the cause");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/*
+ * b, a cuda run with TF32 on, against a dump that says nothing of TF32, at TF32's precision:
+ * the text may say b used TF32, not that the runs differ in it ("(none) vs true"), and reads
+ * "for" as no driver version.
+ */
+START_TEST(test_tf32_on_one_side_only)
+{
+    struct fx_run *a = fx_dump_new("a", "paddle_gpu"), *b = fx_run_new("b");
+    fx_set(b, "backend", json_string("cuda"));
+    fx_set(b, "knobs.tf32", json_true());
+    fx_set(b, "env.gpu_name", json_string("NVIDIA H200"));
+    fx_set(b, "env.driver", json_string("for"));
+    gemm_out(a, b, 512, 8e-4, 331);
+    json_t *d = fx_diff_json(a, b, NULL);
+    LACKS(d, "(none)");
+    LACKS(d, "differ in TF32");
+    LACKS(d, "for vs");
+    LACKS(d, "TF32 runs come");
+    CONTAINS(d, "TF32");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* Only the output was dumped; the engine run has 12 layers. */
+START_TEST(test_partial_data)
+{
+    struct fx_run *a = fx_dump_new("a", "pytorch_gpu"), *b = fx_run_new("b");
+    double v[40], w[40];
+    char name[16], prev[16] = "";
+    for (int i = 0; i < 11; i++) {
+        fx_random(v, 40, 340 + (uint64_t)i);
+        snprintf(name, sizeof name, "l%d", i);
+        fx_layer(b, name, "Gemm", 16, prev, fx_f32_of(4, 10, v));
+        snprintf(prev, sizeof prev, "%s", name);
+    }
+    fx_random(v, 40, 360);
+    memcpy(w, v, sizeof w);
+    w[3] += 0.25;
+    fx_layer(b, "output", "Gemm", 84, "l10", fx_f32_of(4, 10, v));
+    fx_layer(a, "output", NULL, 0, NULL, fx_f32_of(4, 10, w));
+    json_t *d = fx_diff_json(a, b, NULL);
+    ck_assert(json_is_null(json_object_get(d, "first_divergent")));
+    ck_assert_str_eq(fx_str(d, "first_observed"), "output");
+    json_t *m = json_object_get(d, "matched");
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "layers")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "of_b")), 12);
+    CONTAINS(d, "1 of 12");
+    CONTAINS(d, "first observed");
+    CONTAINS(d, "may lie before");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* conv -> relu -> out, every layer's values differing at rounding level only. */
+static void
+three_layers(struct fx_run *a, struct fx_run *b, const char *algo_a, const char *algo_b)
+{
+    double v[64], w[64];
+    const char *names[] = {"conv", "relu", "out"}, *ops[] = {"Conv", "Relu", "Gemm"};
+    const char *ins[] = {"", "conv", "relu"};
+    for (int i = 0; i < 3; i++) {
+        fx_random(v, 64, 370 + (uint64_t)i);
+        memcpy(w, v, sizeof w);
+        if (i != 1)
+            fx_perturb(w, 64, 1e-7, 380 + (uint64_t)i);
+        fx_pair(a, b, names[i], ops[i], i == 1 ? 1 : 16, ins[i], 64, 0, v, w);
+    }
+    fx_layer_algo(a, 0, algo_a);
+    fx_layer_algo(b, 0, algo_b);
+    fx_layer_algo(a, 2, "algo 13 splitk 1");
+    fx_layer_algo(b, 2, "algo 13 splitk 1");
+}
+
+START_TEST(test_batch_changes_algorithms)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    fx_set(a, "knobs.batch", json_integer(1));
+    three_layers(a, b, "implicit_gemm", "winograd");
+    json_t *d = fx_diff_json(a, b, NULL);
+    CONTAINS(d, "batch size");
+    CONTAINS(d, "conv");
+    CONTAINS(d, "summation order");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+START_TEST(test_same_knobs_algorithms_differ)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    three_layers(a, b, "implicit_gemm", "winograd");
+    json_t *d = fx_diff_json(a, b, NULL);
+    CONTAINS(d, "same knobs");
+    CONTAINS(d, "algorithm");
+    CONTAINS(d, "conv");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+START_TEST(test_same_knobs_libraries_differ)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    fx_set(a, "env.cudnn", json_string("9.14.0"));
+    fx_set(b, "env.cudnn", json_string("9.19.0"));
+    three_layers(a, b, "implicit_gemm", "implicit_gemm");
+    json_t *d = fx_diff_json(a, b, NULL);
+    CONTAINS(d, "same knobs");
+    CONTAINS(d, "same algorithms");
+    CONTAINS(d, "cudnn 9.14.0 vs 9.19.0");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("explain");
+    TCase *tc = tcase_create("explain");
+    tcase_add_test(tc, test_different_inputs_first);
+    tcase_add_test(tc, test_no_ratio_below_one);
+    tcase_add_test(tc, test_no_cause_from_unrecorded_fields);
+    tcase_add_test(tc, test_tf32_on_one_side_only);
+    tcase_add_test(tc, test_partial_data);
+    tcase_add_test(tc, test_batch_changes_algorithms);
+    tcase_add_test(tc, test_same_knobs_algorithms_differ);
+    tcase_add_test(tc, test_same_knobs_libraries_differ);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

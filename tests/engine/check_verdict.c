@@ -1,0 +1,306 @@
+/*
+ * check_verdict.c: tests of engine/compare/verdict.c with hand-made runs: bounds from the
+ * reduction length and the declared arithmetic of both runs, reduction lengths taken from
+ * shapes or said to be unknown, error carried through copies without growing, verdicts the
+ * same whichever run is a, and precision labels only where a layer's own arithmetic made
+ * the error. docs/COMPARISON.md states each rule; the numbers below are worked out from it.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff_fixture.h"
+
+#define U32 0x1p-24
+
+static double *
+values(int64_t n, uint64_t seed, double scale)
+{
+    double *v = malloc((size_t)n * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    fx_random(v, n, seed);
+    for (int64_t i = 0; i < n; i++)
+        v[i] *= scale;
+    return v;
+}
+
+static double *
+copy_of(const double *v, int64_t n)
+{
+    double *c = malloc((size_t)n * sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    memcpy(c, v, (size_t)n * sizeof *c);
+    return c;
+}
+
+static double
+num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/*
+ * q reads x, not p (the layer before it). a records that; b, a dump, records no edges. With
+ * the edges b lacks taken from a, q is judged by its own bound (7.9e-6) in both directions:
+ * its 2.5e-5 difference is divergent. Taking b's "layer before" instead excused it as p's
+ * noise (7.8e-3) in `diff B A` only.
+ */
+START_TEST(test_symmetric_in_a_and_b)
+{
+    const int64_t n = 256;
+    struct fx_run *a = fx_run_new("a"), *b = fx_dump_new("b", "import");
+    double *y = values(n, 1, 1.0), *y2 = copy_of(y, n);
+    fx_perturb(y2, n, 1e-7, 2);
+    fx_layer(a, "x", "Gemm", 16, "", fx_f32_of(n, 0, y));
+    fx_layer(b, "x", NULL, 0, NULL, fx_f32_of(n, 0, y2));
+    double *p = values(n, 3, 1.0), *p2 = copy_of(p, n);
+    fx_perturb(p2, n, 1e-2, 4);
+    fx_layer(a, "p", "Gemm", 4096, "x", fx_f32_of(n, 0, p));
+    fx_layer(b, "p", NULL, 0, NULL, fx_f32_of(n, 0, p2));
+    double *q = values(n, 5, 1.0), *q2 = copy_of(q, n);
+    fx_perturb(q2, n, 2.5e-5, 6);
+    fx_layer(a, "q", "Gemm", 16, "x", fx_f32_of(n, 0, q));
+    fx_layer(b, "q", NULL, 0, NULL, fx_f32_of(n, 0, q2));
+    json_t *ab = fx_diff_json(a, b, NULL), *ba = fx_diff_json(b, a, NULL);
+    const char *names[] = {"x", "p", "q"};
+    for (int i = 0; i < 3; i++) {
+        const char *vab = fx_str(fx_layer_json(ab, names[i]), "verdict");
+        const char *vba = fx_str(fx_layer_json(ba, names[i]), "verdict");
+        ck_assert_msg(strcmp(vab, vba) == 0, "%s: diff A B says %s, diff B A says %s", names[i],
+                      vab, vba);
+    }
+    ck_assert_str_eq(fx_str(fx_layer_json(ab, "q"), "verdict"), "divergent");
+    ck_assert_str_eq(fx_str(fx_layer_json(ab, "x"), "verdict"), "noise");
+    json_decref(ab);
+    json_decref(ba);
+    free(y), free(y2), free(p), free(p2), free(q), free(q2);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* Two cuda runs with the TF32 knob on: a 256-term Gemm differing by 4e-4 (relative) per
+ * value is within TF32's bound (inputs rounded to 11 bits: 2 * 2^-11 per product on each
+ * side, 7.9e-3 with the cushion), which the FP32 bound (1.2e-4) is not. */
+static void
+tf32_pair(struct fx_run *a, struct fx_run *b)
+{
+    const int64_t n = 512;
+    double *y = values(n, 11, 1.0), *ya = copy_of(y, n), *yb = copy_of(y, n);
+    fx_perturb(ya, n, 4e-4, 12);
+    fx_perturb(yb, n, 4e-4, 13);
+    fx_pair(a, b, "fc", "Gemm", 256, "", n, 0, ya, yb);
+    free(y), free(ya), free(yb);
+}
+
+START_TEST(test_both_tf32_is_noise)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    fx_set(a, "backend", json_string("cuda"));
+    fx_set(b, "backend", json_string("cuda"));
+    fx_set(a, "knobs.tf32", json_true());
+    fx_set(b, "knobs.tf32", json_true());
+    tf32_pair(a, b);
+    json_t *d = fx_diff_json(a, b, NULL);
+    json_t *fc = fx_layer_json(d, "fc");
+    ck_assert_msg(strcmp(fx_str(fc, "verdict"), "noise") == 0,
+                  "two TF32 runs: fc is %s (err %g, bound %g)", fx_str(fc, "verdict"),
+                  num(fc, "err"), num(fc, "bound"));
+    ck_assert_msg(num(fc, "bound") > 7e-3, "the bound %g is TF32's", num(fc, "bound"));
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* The per-layer math record says TF32 as well as the knob does. */
+START_TEST(test_both_tf32_by_math_record)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    tf32_pair(a, b);
+    fx_layer_math(a, 0, "tf32");
+    fx_layer_math(b, 0, "tf32");
+    json_t *d = fx_diff_json(a, b, NULL);
+    ck_assert_str_eq(fx_str(fx_layer_json(d, "fc"), "verdict"), "noise");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* One TF32 run against an FP32 one: the arithmetic differs, so the difference is not noise. */
+START_TEST(test_one_tf32_is_divergent)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    fx_set(a, "backend", json_string("cuda"));
+    fx_set(a, "knobs.tf32", json_true());
+    tf32_pair(a, b);
+    json_t *d = fx_diff_json(a, b, NULL);
+    ck_assert_str_eq(fx_str(fx_layer_json(d, "fc"), "verdict"), "divergent");
+    ck_assert_str_eq(fx_str(d, "first_divergent"), "fc");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/*
+ * Two dumps know no reduction length; fc, given as a Gemm, reads the layer before it,
+ * shaped (2, 131200): K = 131200, whose rounding (bound 0.063, median 8.6e-5) covers a 5e-5
+ * difference per value. With a length of 1 it was called divergent.
+ */
+START_TEST(test_reduction_from_shapes)
+{
+    struct fx_run *a = fx_dump_new("a", "pytorch"), *b = fx_dump_new("b", "paddle");
+    const int64_t k = 131200;
+    double *flat = values(2 * k, 21, 1.0);
+    fx_pair(a, b, "flat", NULL, 0, NULL, 2, k, flat, flat);
+    double *y = values(20, 22, 1.0), *y2 = copy_of(y, 20);
+    fx_perturb(y2, 20, 5e-5, 23);
+    fx_pair(a, b, "fc", "Gemm", 0, NULL, 2, 10, y, y2);
+    json_t *d = fx_diff_json(a, b, NULL);
+    json_t *fc = fx_layer_json(d, "fc");
+    ck_assert_int_eq(json_integer_value(json_object_get(fc, "reduction_len")), k);
+    ck_assert_str_eq(fx_str(fc, "reduction_from"), "shapes");
+    ck_assert_msg(strcmp(fx_str(fc, "verdict"), "noise") == 0, "fc is %s (err %g, bound %g)",
+                  fx_str(fc, "verdict"), num(fc, "err"), num(fc, "bound"));
+    json_decref(d);
+    free(flat), free(y), free(y2);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* Neither dump says what op made "out": its rounding cannot be bounded, and is not guessed. */
+START_TEST(test_reduction_unknown)
+{
+    struct fx_run *a = fx_dump_new("a", "pytorch"), *b = fx_dump_new("b", "paddle");
+    double *y = values(40, 31, 1.0), *y2 = copy_of(y, 40);
+    fx_perturb(y2, 40, 1e-3, 32);
+    fx_pair(a, b, "out", NULL, 0, NULL, 4, 10, y, y2);
+    json_t *d = fx_diff_json(a, b, NULL);
+    json_t *out = fx_layer_json(d, "out");
+    ck_assert_str_eq(fx_str(out, "verdict"), "unknown");
+    ck_assert(json_is_null(json_object_get(out, "reduction_len")));
+    ck_assert(json_is_null(json_object_get(out, "bound")));
+    ck_assert_str_eq(fx_str(out, "reduction_from"), "unknown");
+    json_decref(d);
+    free(y), free(y2);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/*
+ * x (a 4096-term Gemm, bound B = 2e-3) is off by 3B; f, its Flatten, copies it; out (a
+ * 16-term Gemm) is off by 8B. A copy adds nothing: f's envelope is x's (B), f is not noise,
+ * and out may carry 4B from it, so out is divergent. Growing f's envelope to 4B had made f
+ * noise and let out carry 4 times f's whole error.
+ */
+START_TEST(test_flatten_adds_nothing)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    const int64_t n = 1000;
+    double *x = values(n, 41, 1.0), *xa = copy_of(x, n);
+    fx_perturb(xa, n, 3e-5, 42);
+    xa[10] += 6e-3, xa[500] -= 6e-3, xa[900] += 6e-3;
+    fx_layer(a, "x", "Gemm", 4096, "", fx_f32_of(10, 100, xa));
+    fx_layer(b, "x", "Gemm", 4096, "", fx_f32_of(10, 100, x));
+    fx_layer(a, "f", "Flatten", 1, "x", fx_f32_of(10, 100, xa));
+    fx_layer(b, "f", "Flatten", 1, "x", fx_f32_of(10, 100, x));
+    double *z = values(n, 43, 1.0), *za = copy_of(z, n);
+    fx_perturb(za, n, 2e-5, 44);
+    za[77] += 1.6e-2;
+    fx_layer(a, "out", "Gemm", 16, "f", fx_f32_of(10, 100, za));
+    fx_layer(b, "out", "Gemm", 16, "f", fx_f32_of(10, 100, z));
+    json_t *d = fx_diff_json(a, b, NULL);
+    json_t *lx = fx_layer_json(d, "x"), *lf = fx_layer_json(d, "f"), *lo = fx_layer_json(d, "out");
+    ck_assert_str_eq(fx_str(lx, "verdict"), "divergent");
+    ck_assert_msg(strcmp(fx_str(lf, "verdict"), "noise") != 0, "a copy of a divergent layer");
+    ck_assert_msg(fabs(num(lf, "envelope") - num(lx, "envelope")) <= 1e-12 + 1e-9 *
+                  num(lx, "envelope"), "f's envelope %g is x's %g", num(lf, "envelope"),
+                  num(lx, "envelope"));
+    ck_assert_msg(strcmp(fx_str(lo, "verdict"), "divergent") == 0,
+                  "out is %s (err %g, envelope %g)", fx_str(lo, "verdict"), num(lo, "err"),
+                  num(lo, "envelope"));
+    json_decref(d);
+    free(x), free(xa), free(z), free(za);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* 3 of 84,000 values differ, by 1 in 10: a sparse difference, not a precision. */
+START_TEST(test_sparse_is_not_a_precision)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    const int64_t n = 84000;
+    double *y = values(n, 51, 10.0), *ya = copy_of(y, n);
+    ya[5] += 1, ya[40000] += 1, ya[83999] -= 1;
+    fx_pair(a, b, "fc", "Gemm", 16, "", 1000, 84, ya, y);
+    json_t *d = fx_diff_json(a, b, NULL);
+    json_t *fc = fx_layer_json(d, "fc");
+    ck_assert_str_eq(fx_str(fc, "verdict"), "divergent");
+    ck_assert_int_eq(json_integer_value(json_object_get(fc, "values_differ")), 3);
+    ck_assert(json_is_true(json_object_get(fc, "sparse")));
+    ck_assert_msg(json_is_null(json_object_get(fc, "arithmetic")), "a sparse layer is labelled %s",
+                  fx_str(fc, "arithmetic"));
+    ck_assert_msg(num(fc, "bits") < 8, "bits %g from the 3 values that differ", num(fc, "bits"));
+    json_decref(d);
+    free(y), free(ya);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* fc1 makes a TF32-sized error (11 bits); r1, a Relu after it, only passes it on. */
+START_TEST(test_no_precision_label_on_copies)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    const int64_t n = 600;
+    double *y = values(n, 61, 1.0), *ya = copy_of(y, n);
+    fx_perturb(ya, n, 4e-4, 62);
+    fx_pair(a, b, "fc1", "Gemm", 16, "", 6, 100, ya, y);
+    double *ra = copy_of(ya, n), *rb = copy_of(y, n);
+    for (int64_t i = 0; i < n; i++) {
+        ra[i] = fmax(ra[i], 0);
+        rb[i] = fmax(rb[i], 0);
+    }
+    fx_pair(a, b, "r1", "Relu", 1, "fc1", 6, 100, ra, rb);
+    json_t *d = fx_diff_json(a, b, NULL);
+    ck_assert_str_eq(fx_str(d, "first_divergent"), "fc1");
+    ck_assert_str_eq(fx_str(fx_layer_json(d, "fc1"), "arithmetic"), "TF32 or FP16");
+    json_t *r1 = fx_layer_json(d, "r1");
+    ck_assert_msg(json_is_null(json_object_get(r1, "arithmetic")), "the Relu is labelled %s",
+                  fx_str(r1, "arithmetic"));
+    json_decref(d);
+    free(y), free(ya), free(ra), free(rb);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("verdict");
+    TCase *tc = tcase_create("verdict");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_symmetric_in_a_and_b);
+    tcase_add_test(tc, test_both_tf32_is_noise);
+    tcase_add_test(tc, test_both_tf32_by_math_record);
+    tcase_add_test(tc, test_one_tf32_is_divergent);
+    tcase_add_test(tc, test_reduction_from_shapes);
+    tcase_add_test(tc, test_reduction_unknown);
+    tcase_add_test(tc, test_flatten_adds_nothing);
+    tcase_add_test(tc, test_sparse_is_not_a_precision);
+    tcase_add_test(tc, test_no_precision_label_on_copies);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
