@@ -110,7 +110,9 @@ int agt_knob_opts_check(const char *cmd, const struct agt_knob_opts *o);
 void agt_knob_usage(FILE *out);
 
 /* run.json's "knobs" as `run` records them, from o and the session's resolved env. */
-json_t *agt_knobs_json(const struct agt_knob_opts *o, struct gd_session *s);
+/* run.json's "knobs" for backend (NULL: cpu) as env (NULL: none) resolved them
+ * (knobs_json.c). */
+json_t *agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_env *env);
 
 int agt_cmd_replay(int argc, char **argv);
 

@@ -116,33 +116,3 @@ agt_knob_usage(FILE *out)
             "  --workspace-limit BYTES  cuda: most scratch memory an algorithm may use\n");
 }
 
-json_t *
-agt_knobs_json(const struct agt_knob_opts *o, struct gd_session *s)
-{
-    const struct gd_knobs *k = &o->knobs;
-    json_t *j = json_object();
-    char emulate[64] = "none";
-    if (k->emulate != GD_EMULATE_NONE)
-        snprintf(emulate, sizeof emulate, "%s:%s%s%s", gd_emulate_name(k->emulate),
-                 k->emulate_classes & GD_CLASS_CONV ? "conv" : "",
-                 (k->emulate_classes & GD_CLASS_CONV) && (k->emulate_classes & GD_CLASS_GEMM)
-                     ? ","
-                     : "",
-                 k->emulate_classes & GD_CLASS_GEMM ? "gemm" : "");
-    json_object_set_new(j, "emulate", json_string(emulate));
-    json_object_set_new(j, "batch", json_null());
-    const char *threads = gd_env_get(gd_session_env(s), "cpu_threads");
-    if (threads != NULL)
-        json_object_set_new(j, "threads", json_integer(atoi(threads)));
-    if (strcmp(o->backend ? o->backend : "cpu", "cuda") == 0) {
-        json_object_set_new(j, "conv_algo",
-                            json_string(k->conv_algo[0] ? k->conv_algo : "heuristic"));
-        json_object_set_new(j, "tf32", json_boolean(k->tf32 == 1));
-        json_object_set_new(j, "math_mode",
-                            json_string(k->math_mode[0] ? k->math_mode : "default"));
-        json_object_set_new(j, "workspace_limit", k->workspace_limit >= 0
-                                                      ? json_integer(k->workspace_limit)
-                                                      : json_null());
-    }
-    return j;
-}

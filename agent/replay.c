@@ -383,7 +383,9 @@ replay_meta(const struct replay_opts *o, const struct gd_graph *g, json_t *src_r
     return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O?, s:s, s:o, s:o, s:O, s:f, s:o}",
                      "id", id, "created_at", now, "model", "name", g->name, "sha256", g->sha256,
                      "file", o->model, "input", input, "backend", gd_session_backend(s), "env",
-                     env, "knobs", agt_knobs_json(&o->ko, s), "labels", o->labels,
+                     env, "knobs",
+                     agt_knobs_json(o->ko.backend, &o->ko.knobs, gd_session_env(s)), "labels",
+                     o->labels,
                      "duration_us", duration_us, "replay", replay);
 }
 

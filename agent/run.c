@@ -306,41 +306,6 @@ capture_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
     return rc;
 }
 
-static json_t *
-knobs_json(const struct run_opts *o, struct gd_session *s)
-{
-    json_t *k = json_object();
-    char emulate[64] = "none";
-    if (o->knobs.emulate != GD_EMULATE_NONE)
-        snprintf(emulate, sizeof emulate, "%s:%s%s%s", gd_emulate_name(o->knobs.emulate),
-                 o->knobs.emulate_classes & GD_CLASS_CONV ? "conv" : "",
-                 (o->knobs.emulate_classes & GD_CLASS_CONV) &&
-                         (o->knobs.emulate_classes & GD_CLASS_GEMM)
-                     ? ","
-                     : "",
-                 o->knobs.emulate_classes & GD_CLASS_GEMM ? "gemm" : "");
-    json_object_set_new(k, "emulate", json_string(emulate));
-    json_object_set_new(k, "batch", o->knobs.batch > 0 ? json_integer(o->knobs.batch)
-                                                        : json_null());
-    /* The CPU backends' thread count as resolved (0 asks for one per core); it changes no
-     * result, and is here because it changes the time. */
-    const char *threads = gd_env_get(gd_session_env(s), "cpu_threads");
-    if (threads != NULL)
-        json_object_set_new(k, "threads", json_integer(atoi(threads)));
-    /* The GPU knobs as the backend resolved them (env holds them for cuda). */
-    const char *backend = o->backend ? o->backend : "cpu";
-    if (strcmp(backend, "cuda") == 0) {
-        json_object_set_new(k, "conv_algo",
-                            json_string(o->knobs.conv_algo[0] ? o->knobs.conv_algo : "heuristic"));
-        json_object_set_new(k, "tf32", json_boolean(o->knobs.tf32 == 1));
-        json_object_set_new(k, "math_mode",
-                            json_string(o->knobs.math_mode[0] ? o->knobs.math_mode : "default"));
-        json_object_set_new(k, "workspace_limit", o->knobs.workspace_limit >= 0
-                                                      ? json_integer(o->knobs.workspace_limit)
-                                                      : json_null());
-    }
-    return k;
-}
 
 /*
  * run.json's "folded": the nodes that did not become layers (shape computations and
@@ -421,7 +386,7 @@ run_meta(const struct run_opts *o, const struct gd_graph *g, json_t *inputs,
                      "input", first, "inputs", inputs, "outputs", outputs,
                      "backend", gd_session_backend(s),
                      "env", env,
-                     "knobs", knobs_json(o, s),
+                     "knobs", agt_knobs_json(o->backend, &o->knobs, gd_session_env(s)),
                      "labels", json_incref(o->labels),
                      "duration_us", duration_us,
                      "folded", folded);

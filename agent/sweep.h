@@ -67,8 +67,6 @@ int agt_grid_mark_strict(struct agt_grid *g, const char *backend);
 /* The setting's name from its knobs. */
 void agt_setting_name(const char *backend, const struct gd_knobs *k, char *out, size_t size);
 
-/* The knobs as run.json records them (and the sweep document). New reference. */
-json_t *agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_env *env);
 
 void agt_grid_fini(struct agt_grid *g);
 

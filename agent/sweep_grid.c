@@ -134,37 +134,6 @@ agt_setting_name(const char *backend, const struct gd_knobs *k, char *out, size_
         snprintf(out, size, "threads=auto");
 }
 
-json_t *
-agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_env *env)
-{
-    json_t *j = json_object();
-    char text[64];
-    emulate_text(k, text, sizeof text);
-    /* run.json writes classes with ',' (as --emulate takes them) */
-    for (char *p = text; *p; p++)
-        if (*p == '+')
-            *p = ',';
-    json_object_set_new(j, "emulate", json_string(text));
-    json_object_set_new(j, "batch", k->batch > 0 ? json_integer(k->batch) : json_null());
-    const char *threads = env != NULL ? gd_env_get(env, "cpu_threads") : NULL;
-    if (threads != NULL)
-        json_object_set_new(j, "threads", json_integer(atoi(threads)));
-    else if (k->threads > 0)
-        json_object_set_new(j, "threads", json_integer(k->threads));
-    if (strcmp(backend, "cuda") == 0) {
-        json_object_set_new(j, "conv_algo",
-                            json_string(k->conv_algo[0] ? k->conv_algo : "heuristic"));
-        json_object_set_new(j, "tf32", json_boolean(k->tf32 == 1));
-        json_object_set_new(j, "math_mode",
-                            json_string(k->math_mode[0] ? k->math_mode : "default"));
-        json_object_set_new(j, "workspace_limit",
-                            k->workspace_limit >= 0 ? json_integer(k->workspace_limit)
-                                                    : json_null());
-        if (k->conv_pins[0] != '\0')
-            json_object_set_new(j, "conv_pins", json_string(k->conv_pins));
-    }
-    return j;
-}
 
 int
 agt_grid_add(struct agt_grid *g, const char *backend, const struct gd_knobs *k)

@@ -274,7 +274,7 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += tests/agent/check_sweep_grid
 TESTS += tests/agent/check_sweep_grid
-tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/sweep_grid.c \
+tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/sweep_grid.c agent/knobs_json.c \
 	agent/sweep.h
 tests_agent_check_sweep_grid_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_sweep_grid_LDADD = $(TEST_LIBS)

@@ -8,6 +8,7 @@
 
 #include <check.h>
 
+#include "agent.h"
 #include "sweep.h"
 
 static void

@@ -1,0 +1,47 @@
+/*
+ * knobs_json.c: run.json's "knobs" object, as run, replay and sweep write it: the knobs that
+ * change numerics as the backend resolved them, and the thread count (which changes the time
+ * only).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gpudiff/run.h"
+#include "agent.h"
+
+json_t *
+agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_env *env)
+{
+    json_t *j = json_object();
+    char emulate[64] = "none";
+    unsigned c = k->emulate_classes;
+    if (k->emulate != GD_EMULATE_NONE)
+        snprintf(emulate, sizeof emulate, "%s:%s%s%s", gd_emulate_name(k->emulate),
+                 c & GD_CLASS_CONV ? "conv" : "",
+                 (c & GD_CLASS_CONV) && (c & GD_CLASS_GEMM) ? "," : "",
+                 c & GD_CLASS_GEMM ? "gemm" : "");
+    json_object_set_new(j, "emulate", json_string(emulate));
+    json_object_set_new(j, "batch", k->batch > 0 ? json_integer(k->batch) : json_null());
+    /* The CPU backends' thread count as resolved (0 asks for one per core). */
+    const char *threads = env != NULL ? gd_env_get(env, "cpu_threads") : NULL;
+    if (threads != NULL)
+        json_object_set_new(j, "threads", json_integer(atoi(threads)));
+    else if (k->threads > 0)
+        json_object_set_new(j, "threads", json_integer(k->threads));
+    if (strcmp(backend != NULL ? backend : "cpu", "cuda") == 0) {
+        json_object_set_new(j, "conv_algo",
+                            json_string(k->conv_algo[0] ? k->conv_algo : "heuristic"));
+        json_object_set_new(j, "tf32", json_boolean(k->tf32 == 1));
+        json_object_set_new(j, "math_mode",
+                            json_string(k->math_mode[0] ? k->math_mode : "default"));
+        json_object_set_new(j, "workspace_limit",
+                            k->workspace_limit >= 0 ? json_integer(k->workspace_limit)
+                                                    : json_null());
+        if (k->conv_pins[0] != '\0')
+            json_object_set_new(j, "conv_pins", json_string(k->conv_pins));
+    }
+    return j;
+}
