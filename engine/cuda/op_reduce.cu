@@ -165,8 +165,9 @@ red_start()
  * Folds term t into s, t ascending: the CPU's loops, one IEEE operation per step (squares and
  * sums with __fmul_rn and __fadd_rn so that nvcc cannot fuse them). ReduceMax (Min) starts at
  * -inf (+inf), takes v when greater (smaller) or NaN, and stops at the first NaN. ArgMax
- * (ArgMin) starts at the first term, stops at the first NaN, takes NaN or a greater
- * (smaller) value, an equal one too with select_last_index.
+ * (ArgMin) starts at the first term, takes NaN or a greater (smaller) value, an equal one
+ * too with select_last_index; after a NaN it takes only a later NaN, and only with
+ * select_last_index (numpy's argmax of the reversed row, as the CPU computes it).
  */
 template <int KIND>
 static __device__ __forceinline__ void
@@ -188,7 +189,9 @@ red_step(red_state &s, float v, int64_t t, int last)
         }
     } else {
         int better = KIND == RED_ARGMAX ? v > s.v : v < s.v;
-        if (s.at < 0 || (!isnan(s.v) && (isnan(v) || better || (last && v == s.v)))) {
+        /* a NaN is the extremum: the first one wins, the last with select_last_index */
+        if (s.at < 0 || (isnan(s.v) ? last && isnan(v)
+                                    : isnan(v) || better || (last && v == s.v))) {
             s.v = v;
             s.at = t;
         }
@@ -197,7 +200,8 @@ red_step(red_state &s, float v, int64_t t, int last)
 
 /*
  * Whether partial b replaces partial a when two parts of the terms meet. What the sequential
- * loops above pick over all terms is: the first NaN if there is one; else the extremum, at
+ * loops above pick over all terms is: the first NaN if there is one (the last with
+ * select_last_index); else the extremum, at
  * its first term (its last for ArgMax and ArgMin with select_last_index), -0 and +0 being
  * equal. Deciding by the term indices gives exactly that whatever the grouping, so the tree
  * reproduces the CPU's bits and NaN.
@@ -211,7 +215,7 @@ takes_over(red_state a, red_state b, int last)
     if (a.at < 0)
         return true;
     if (isnan(a.v))
-        return isnan(b.v) && b.at < a.at;
+        return isnan(b.v) && (last ? b.at > a.at : b.at < a.at);
     if (isnan(b.v))
         return true;
     if (b.v != a.v)

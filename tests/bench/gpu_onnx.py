@@ -48,8 +48,18 @@ def build_model(name):
         model = torch.nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
         x = torch.randn(2, 16, 256)
     else:
-        model = getattr(torchvision.models, name)(weights=None)
+        model = getattr(torchvision.models, name)(weights=None).eval()
         x = torch.randn(1, 3, 224, 224)
+        if name == "vit_b_16":
+            # torchvision starts the classifier at zero weights: every output would be its
+            # (zero) bias, and every comparison trivially exact
+            torch.nn.init.normal_(model.heads.head.weight, std=0.02)
+        if any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules()):
+            # The TorchScript exporter folds BatchNormalization into the Conv weights in
+            # float32, so the file's weights are not the module's: fold them here first
+            # (torch.fx), so the file and the float64 reference hold the same weights.
+            from torch.fx.experimental.optimization import fuse
+            model = fuse(model)
     return model.eval(), x
 
 

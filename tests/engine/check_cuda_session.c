@@ -230,6 +230,8 @@ main(void)
     tcase_add_test(tc, offers_and_pins);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
+    /* have_cuda() made a CUDA context, which a forked child cannot use */
+    srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
