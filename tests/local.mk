@@ -90,7 +90,7 @@ tests_engine_check_backend_ops_LDADD = $(TEST_LIBS)
 # ---- server: linked against libsrv.la, gpudiffd less its main.c ----
 SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \
 	tests/server/check_db tests/server/check_device tests/server/check_db_diffs \
-	tests/server/check_compare
+	tests/server/check_compare tests/server/check_head
 check_PROGRAMS += $(SERVER_CHECKS)
 TESTS += $(SERVER_CHECKS)
 SERVER_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS) \
@@ -118,6 +118,9 @@ tests_server_check_db_diffs_LDADD = $(SERVER_TEST_LIBS)
 tests_server_check_compare_SOURCES = tests/server/check_compare.c $(DB_FIXTURE)
 tests_server_check_compare_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_compare_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_head_SOURCES = tests/server/check_head.c
+tests_server_check_head_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_head_LDADD = $(SERVER_TEST_LIBS)
 
 # ---- agent: upload.c is compiled into its test (the agent has no library of its own) ----
 check_PROGRAMS += tests/agent/check_upload
@@ -175,6 +178,11 @@ tests_bench_bench_ingest_LDADD = libsrv.la $(GD_ENGINE_LIBS) $(CURL_LIBS)
 tests_bench_bench_diff_latency_SOURCES = tests/bench/bench_diff_latency.c $(BENCH_SERVER_SOURCES)
 tests_bench_bench_diff_latency_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
 tests_bench_bench_diff_latency_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS)
+# gpudiffd under 64 uploading clients: healthz, cached and uncached diff latency, RSS (srv).
+EXTRA_PROGRAMS += tests/bench/bench_load
+tests_bench_bench_load_SOURCES = tests/bench/bench_load.c $(BENCH_SERVER_SOURCES)
+tests_bench_bench_load_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
+tests_bench_bench_load_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lpthread
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench
 
@@ -184,6 +192,14 @@ SERVER_INTEGRATION = tests/integration/server_upload.sh tests/integration/server
 	tests/integration/server_e2e.sh tests/integration/server_crash_agent.sh
 TESTS += $(SERVER_INTEGRATION)
 EXTRA_DIST += tests/integration/server.sh $(SERVER_INTEGRATION)
+
+# gpudiffd under hostile clients (srv): request kinds one by one, and the demo's port check.
+SERVER_HOSTILE = tests/integration/server_hostile.sh tests/integration/server_hostile_conn.sh \
+	tests/integration/server_hostile_work.sh tests/integration/demo_port.sh
+TESTS += $(SERVER_HOSTILE)
+EXTRA_DIST += $(SERVER_HOSTILE) tests/integration/hostile.py \
+	tests/integration/hostile_requests.py tests/integration/hostile_conns.py \
+	tests/integration/hostile_work.py
 
 # ---- the dashboard in headless Chromium (tests/web/README.md) ----
 WEB_TESTS = tests/web/dashboard.sh

@@ -2,7 +2,8 @@
 # env.sh: a daemon on 127.0.0.1 on a free port with a fresh SQLite file in $TMP (stopped on
 # exit, its log shown when the script fails), tokens, curl helpers, the seed case bundle.
 
-GPUDIFFD="$GD_BUILDDIR/gpudiffd"
+# GPUDIFFD may name another binary (an older build, to show what a test caught).
+GPUDIFFD=${GPUDIFFD:-"$GD_BUILDDIR/gpudiffd"}
 DB="$TMP/gpudiff.db"
 SERVER_PID=""
 SERVER_LOG=""
@@ -31,7 +32,14 @@ trap server_cleanup EXIT
 server_start() {
     server_starts=$((server_starts + 1))
     SERVER_LOG="$TMP/gpudiffd.$server_starts.log"
-    "$GPUDIFFD" --db "$DB" --listen 127.0.0.1:0 --log-level debug "$@" 2>"$SERVER_LOG" &
+    # CI runs as root, which gpudiffd refuses without --allow-root (a $GPUDIFFD older than
+    # the flag serves as root without it).
+    root_flag=""
+    if [ "$(id -u)" = 0 ] && "$GPUDIFFD" --help | grep -q -- --allow-root; then
+        root_flag=--allow-root
+    fi
+    "$GPUDIFFD" --db "$DB" --listen 127.0.0.1:0 --log-level debug $root_flag "$@" \
+        2>"$SERVER_LOG" &
     SERVER_PID=$!
     port=""
     tries=0
