@@ -144,8 +144,23 @@ TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 	$(INTEGRATION_TESTS)
 
-# libFuzzer targets, built by hand with clang (see the top of each file).
-EXTRA_DIST += tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_npz.c tests/fuzz/npy.dict tests/fuzz/npz.dict
+# libFuzzer targets: every tests/fuzz/fuzz_*.c, linked against libsrv and the engine of a
+# build configured with CC=clang and -fsanitize=fuzzer-no-link (tests/fuzz/run.sh makes that
+# build, runs `make fuzz-targets` in it, then each target over tests/fuzz/corpus/NAME/).
+EXTRA_DIST += tests/fuzz tests/fuzz/run.sh
+FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS)
+fuzz-targets: libsrv.la $(GD_ENGINE_LIBS)
+	@$(MKDIR_P) tests/fuzz
+	@for f in $(top_srcdir)/tests/fuzz/fuzz_*.c; do \
+	    name=`basename $$f .c`; \
+	    echo "  FUZZ     tests/fuzz/$$name"; \
+	    $(CC) $(DEFS) $(FUZZ_CPPFLAGS) $(CPPFLAGS) $(AM_CFLAGS) $(CFLAGS) -c $$f \
+	        -o tests/fuzz/$$name.o || exit 1; \
+	    $(LIBTOOL) --silent --tag=CC --mode=link $(CC) $(AM_CFLAGS) $(CFLAGS) \
+	        -fsanitize=fuzzer $(AM_LDFLAGS) $(LDFLAGS) -o tests/fuzz/$$name \
+	        tests/fuzz/$$name.o libsrv.la $(GD_ENGINE_LIBS) $(LIBS) || exit 1; \
+	done
+.PHONY: fuzz-targets
 
 # ---- benchmarks: programs, not tests (`make bench` builds them) ----
 EXTRA_DIST += tests/bench/bench_util.h

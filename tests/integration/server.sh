@@ -14,17 +14,39 @@ command -v curl >/dev/null || skip "curl is not installed (deploy/setup.sh insta
 command -v sqlite3 >/dev/null || skip "the sqlite3 shell is not installed (deploy/setup.sh)"
 command -v jq >/dev/null || skip "jq is not installed (deploy/setup.sh installs it)"
 
+# server_sanitized: 1 when no daemon log of this script holds a sanitizer's report. In the
+# ASan+UBSan build (make check of --enable-asan --enable-ubsan) every daemon a script starts
+# is sanitized: a finding aborts it or, for a leak, makes it exit non-zero at SIGTERM, and
+# its report lands in its log; this makes any of them fail the script, whatever came after.
+server_sanitized() {
+    bad=0
+    for log in "$TMP"/gpudiffd.*.log; do
+        [ -f "$log" ] || continue
+        if grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$log"; then
+            echo "FAIL: a sanitizer report in $log:" >&2
+            grep -E -A12 "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$log" |
+                head -n 40 >&2
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+
 server_cleanup() {
     status=$?
     if [ -n "$SERVER_PID" ]; then
         kill -TERM "$SERVER_PID" 2>/dev/null || true
         wait "$SERVER_PID" 2>/dev/null || true
     fi
+    if [ "$status" != 77 ] && ! server_sanitized; then
+        status=1
+    fi
     if [ "$status" != 0 ] && [ "$status" != 77 ] && [ -n "$SERVER_LOG" ]; then
         echo "---- last lines of $SERVER_LOG ----" >&2
         tail -n 40 "$SERVER_LOG" >&2 || true
     fi
     rm -rf "$TMP"
+    exit "$status"
 }
 trap server_cleanup EXIT
 
