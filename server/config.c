@@ -89,6 +89,18 @@ const struct srv_setting srv_settings[] = {
      "SQLite synchronous level: normal survives a crash of gpudiffd but a power loss may "
      "undo the last commits; full survives both, at one fsync per commit",
      FIELD(db_sync), "normal|full"},
+    {"db-cache", SRV_SET_BYTES, 64 << 10, 1LL << 30, "2M",
+     "SQLite page cache of each of the daemon's database connections (one per thread that "
+     "reads or writes)",
+     FIELD(db_cache), NULL},
+    {"db-mmap", SRV_SET_BYTES, 0, 1LL << 40, "256M",
+     "bytes of the database file each connection reads through a memory mapping (resident "
+     "as file pages while used); 0 reads with pread only",
+     FIELD(db_mmap), NULL},
+    {"malloc-arenas", SRV_SET_INT, 1, 64, "4",
+     "memory arenas of the C allocator (glibc's M_ARENA_MAX): fewer keep less freed memory "
+     "resident across threads",
+     FIELD(malloc_arenas), NULL},
     {"log-level", SRV_SET_CHOICE, 0, 0, "info", "the most detailed messages logged",
      FIELD(log_level), "error|warn|info|debug"},
 };

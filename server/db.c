@@ -131,12 +131,18 @@ srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **ou
      * mmap: a blob read at an offset follows the blob's chain of overflow pages from its
      * start; mapped, each hop is a memory access instead of a pread.
      */
-    char pragmas[320];
+    /*
+     * Both the page cache and the mapping are per connection, and what they hold stays
+     * resident: the settings --db-cache and --db-mmap bound them (docs/SERVER.md, "Memory").
+     */
+    long long cache_kib = opts->cache_size > 0 ? (long long)(opts->cache_size >> 10) : 2000;
+    long long map = opts->mmap_size == 0 ? 256LL << 20 : opts->mmap_size < 0 ? 0 : opts->mmap_size;
+    char pragmas[400];
     snprintf(pragmas, sizeof pragmas,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; "
              "PRAGMA journal_size_limit=67108864; PRAGMA trusted_schema=OFF; "
-             "PRAGMA mmap_size=1073741824;",
-             opts->sync_full ? "FULL" : "NORMAL");
+             "PRAGMA mmap_size=%lld; PRAGMA cache_size=-%lld;",
+             opts->sync_full ? "FULL" : "NORMAL", map, cache_kib);
     int e = exec(db, pragmas, err);
     if (e != 0) {
         gd_err_prefix(err, "%s: ", path);

@@ -24,7 +24,9 @@
 
 struct srv_db_opts {
     int busy_timeout_ms;
-    int sync_full; /* synchronous=FULL instead of NORMAL */
+    int sync_full;      /* synchronous=FULL instead of NORMAL */
+    int64_t cache_size; /* bytes of page cache per connection; 0: SQLite's 2 MiB */
+    int64_t mmap_size;  /* bytes of the file mapped per connection; 0: 256 MiB, < 0: none */
 };
 
 /*

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,8 @@ usage(FILE *out)
 static int
 open_db(const struct srv_config *cfg, int migrate, struct srv_db **out)
 {
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
     struct gd_err err;
     int from = 0, to = 0;
     int rc = srv_db_open(cfg->db, &opts, out, &err);
@@ -70,7 +72,8 @@ cmd_migrate(const struct srv_config *cfg, int argc, char **argv)
         fprintf(stderr, "gpudiffd: migrate takes no argument (%s)\n", argv[0]);
         return EXIT_USAGE;
     }
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
     struct srv_db *db = NULL;
     struct gd_err err;
     int from = 0, to = 0;
@@ -249,6 +252,14 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     if (getrandom(&srv.boot_id, sizeof srv.boot_id, 0) != (ssize_t)sizeof srv.boot_id)
         srv.boot_id = (uint32_t)getpid();
 
+    /*
+     * Before any thread exists: every thread would otherwise get an arena of its own, each
+     * keeping what was freed in it. A fixed mmap threshold keeps blocks of 1 MiB or more
+     * (diff texts, run.json bodies, tensors) out of the arenas: they go back to the system
+     * when freed, where glibc's sliding threshold would soon keep them in the heap.
+     */
+    mallopt(M_ARENA_MAX, (int)cfg->malloc_arenas);
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     SRV_LOG(GD_LOG_INFO, NULL, "gpudiffd %s starting (instance %08x, pid %d)", gd_version(),
             srv.boot_id, (int)getpid());
     srv_config_log(cfg);
@@ -285,7 +296,8 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
     if (srv_store_open(cfg->db, &opts, &srv.store, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
         return 1;

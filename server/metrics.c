@@ -3,6 +3,7 @@
  * exposition of GET /metrics. Labels come from fixed lists (route patterns, statuses), so
  * no client can grow the number of series.
  */
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -216,9 +217,61 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
     return rc == 0 ? 0 : gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
 }
 
+/* RssAnon and RssFile of this process, in bytes (0 when /proc is not there). */
+static void
+process_rss(int64_t *anon, int64_t *file)
+{
+    *anon = *file = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        long long kb;
+        if (sscanf(line, "RssAnon: %lld", &kb) == 1)
+            *anon = kb * 1024;
+        else if (sscanf(line, "RssFile: %lld", &kb) == 1)
+            *file = kb * 1024;
+    }
+    if (f != NULL)
+        fclose(f);
+}
+
+/*
+ * Where the memory is (docs/SERVER.md, "Memory"): the process's resident set, what the C
+ * allocator holds in use and free (glibc keeps freed memory for reuse until it is trimmed),
+ * and SQLite's own allocations (page caches, statements).
+ */
+static int
+render_memory(struct srv_buf *out)
+{
+    int64_t anon, file;
+    process_rss(&anon, &file);
+    struct mallinfo2 mi = mallinfo2();
+    return srv_buf_printf(
+        out,
+        "# HELP gpudiffd_resident_bytes Resident memory: anonymous (heap, stacks) and "
+        "file-backed (the binary, libraries, the mapped database).\n"
+        "# TYPE gpudiffd_resident_bytes gauge\n"
+        "gpudiffd_resident_bytes{kind=\"anon\"} %lld\n"
+        "gpudiffd_resident_bytes{kind=\"file\"} %lld\n"
+        "# HELP gpudiffd_malloc_bytes The C allocator's memory: in use, and free but kept.\n"
+        "# TYPE gpudiffd_malloc_bytes gauge\n"
+        "gpudiffd_malloc_bytes{state=\"in_use\"} %llu\n"
+        "gpudiffd_malloc_bytes{state=\"free\"} %llu\n"
+        "# HELP gpudiffd_sqlite_memory_bytes Memory SQLite has allocated (its page caches "
+        "and statements), now and at most since the start.\n"
+        "# TYPE gpudiffd_sqlite_memory_bytes gauge\n"
+        "gpudiffd_sqlite_memory_bytes{stat=\"used\"} %lld\n"
+        "gpudiffd_sqlite_memory_bytes{stat=\"highwater\"} %lld\n",
+        (long long)anon, (long long)file, (unsigned long long)(mi.uordblks + mi.hblkhd),
+        (unsigned long long)mi.fordblks, (long long)sqlite3_memory_used(),
+        (long long)sqlite3_memory_highwater(0));
+}
+
 int
 srv_metrics_render_limits(const struct srv_server *srv, struct srv_buf *out)
 {
+    if (render_memory(out) != 0)
+        return GD_ENOMEM;
     int64_t waiting = 0, served = 0, queued = 0, running = 0, queue_max = 0, threads = 0;
     if (srv->gate != NULL)
         srv_gate_counts(srv->gate, &waiting, &served);

@@ -96,7 +96,7 @@ enum srv_setting_type {
 };
 
 #define SRV_PATH_MAX     1024
-#define SRV_SETTINGS_MAX 32
+#define SRV_SETTINGS_MAX 48
 
 struct srv_config {
     char listen[256];
@@ -123,6 +123,9 @@ struct srv_config {
     int64_t compress_level;
     int64_t busy_timeout_ms;
     int64_t db_sync;                      /* 0 normal, 1 full */
+    int64_t db_cache;
+    int64_t db_mmap;
+    int64_t malloc_arenas;
     int64_t log_level;                    /* enum gd_log_level */
     unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
 };

@@ -7,14 +7,14 @@
  *   --uploaders clients (64) each push run after run: POST run.json, PUT its layers
  *     (--layers of 16 x 16 float32, new data each), POST finish; every answer must be 2xx;
  *   one prober asks GET /healthz every 10 ms, one the cached diff of the first pair every
- *     20 ms, one an uncached diff of the second pair every 100 ms (a new atol each time, so
- *     each is computed), and, with --mixed, one more a matrix, a layer download or a run
- *     every 50 ms (what the dashboard reads);
+ *     20 ms, one an uncached diff of the second pair every --uncached-every seconds (0.1; a
+ *     new atol each time, so each is computed), and, with --mixed, one more a matrix, a
+ *     layer download or a run every 50 ms (what the dashboard reads);
  *
  * and prints each prober's p50, p99 and largest latency with the targets of issue 16, the
  * upload rate and errors, the daemon's RSS (anonymous and file-backed) at the start and the
  * end, and with --sample S a line of RSS every S seconds (the soak: --seconds 1800
- * --sample 60 --rate 20). Requests are plain HTTP/1.1 over sockets: one connection each,
+ * --sample 60 --rate 20 --mixed --uncached-every 2). Requests are plain HTTP/1.1 over sockets: one connection each,
  * as gpudiffd serves them. Exit status 1 when an upload or probe failed.
  */
 #include <arpa/inet.h>
@@ -344,7 +344,18 @@ main(int argc, char **argv)
     const char *gpudiffd = GD_BUILDDIR "/gpudiffd";
     const char *extra[16] = {NULL};
     int n_extra = 0;
-    enum { O_SECONDS = 256, O_UPLOADERS, O_LAYERS, O_GPUDIFFD, O_FLAG, O_SAMPLE, O_RATE, O_MIXED };
+    enum {
+        O_SECONDS = 256,
+        O_UPLOADERS,
+        O_LAYERS,
+        O_GPUDIFFD,
+        O_FLAG,
+        O_SAMPLE,
+        O_RATE,
+        O_MIXED,
+        O_UNCACHED
+    };
+    double uncached_every = 0.1;
     static const struct option opts[] = {
         {"seconds", required_argument, NULL, O_SECONDS},
         {"uploaders", required_argument, NULL, O_UPLOADERS},
@@ -354,6 +365,7 @@ main(int argc, char **argv)
         {"sample", required_argument, NULL, O_SAMPLE},
         {"rate", required_argument, NULL, O_RATE},
         {"mixed", no_argument, NULL, O_MIXED},
+        {"uncached-every", required_argument, NULL, O_UNCACHED},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -370,9 +382,11 @@ main(int argc, char **argv)
         case O_SAMPLE: sample = atof(optarg); break;
         case O_RATE: rate_cap = atof(optarg); break;
         case O_MIXED: mixed = 1; break;
+        case O_UNCACHED: uncached_every = atof(optarg); break;
         default:
             printf("usage: bench_load [--seconds N (60)] [--uploaders N (64)] [--layers N (8)]\n"
                    "                  [--rate RUNS_PER_S] [--mixed] [--sample SECONDS]\n"
+                   "                  [--uncached-every SECONDS (0.1)]\n"
                    "                  [--gpudiffd PATH] [--flag=--gpudiffd-flag ...]\n"
                    "gpudiffd under uploads: latency of /healthz, a cached and an uncached diff\n"
                    "(and with --mixed a matrix, a download, a run); --sample prints the\n"
@@ -448,7 +462,7 @@ main(int argc, char **argv)
                                 .n_targets = 1};
     snprintf(probes[1].targets[0], 256, "/api/v1/diff?a=%s&b=%s", ca, cb);
     probes[2] = (struct prober){.name = "uncached diff (200 layers)", .target_ms = 500,
-                                .every = 0.1, .n_targets = 1, .uncached = 1};
+                                .every = uncached_every, .n_targets = 1, .uncached = 1};
     snprintf(probes[2].targets[0], 256, "/api/v1/diff?a=%s&b=%s&rtol=1e-5", ua, ub);
     int n_probes = 3;
     if (mixed) {
@@ -487,10 +501,24 @@ main(int argc, char **argv)
     rss(d.pid, &anon1, &file1);
     snprintf(target, sizeof target, "/metrics");
     long jobs = -1;
+    char memory[1024] = "";
     if (http("GET", target, "", NULL, 0, &a) == 0) {
         const char *at = strstr(a.body, "\ngpudiffd_compare_jobs ");
         if (at != NULL)
             jobs = atol(at + strlen("\ngpudiffd_compare_jobs "));
+        /* Where the daemon's memory is, as its /metrics says (MB). */
+        static const char *const names[] = {
+            "gpudiffd_malloc_bytes{state=\"in_use\"} ", "gpudiffd_malloc_bytes{state=\"free\"} ",
+            "gpudiffd_sqlite_memory_bytes{stat=\"used\"} "};
+        static const char *const labels[] = {"malloc in use", "malloc free", "sqlite"};
+        size_t used = 0;
+        for (int i = 0; i < 3; i++) {
+            const char *m = strstr(a.body, names[i]);
+            if (m != NULL)
+                used += (size_t)snprintf(memory + used, sizeof memory - used, "%s%s %.1f MB",
+                                         used ? ", " : "", labels[i],
+                                         atof(m + strlen(names[i])) / 1048576.0);
+        }
         free(a.body);
     }
     int failed = atomic_load(&upload_errors) > 0;
@@ -515,6 +543,8 @@ main(int argc, char **argv)
     printf("rss: %.1f MB anonymous + %.1f MB file-backed at the start, %.1f + %.1f MB at the "
            "end\n",
            anon0, file0, anon1, file1);
+    if (memory[0] != '\0')
+        printf("memory at the end: %s\n", memory);
     printf("compare jobs still queued at the end: %ld\n", jobs);
     free(up);
     bench_daemon_stop(&d);
