@@ -107,7 +107,7 @@ setup(void)
     srv.cfg.max_json = 1 << 20;
     srv.cfg.max_body = 1 << 20;
     snprintf(srv.spill_dir, sizeof srv.spill_dir, "%s", dir);
-    struct srv_db_opts opts = {1000, 0};
+    struct srv_db_opts opts = {.busy_timeout_ms = 1000};
     struct gd_err err;
     struct srv_db *db = NULL;
     char hash[65];

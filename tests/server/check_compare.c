@@ -104,7 +104,7 @@ static void
 setup(void)
 {
     dbf_temp(db_path, sizeof db_path, "check_compare");
-    struct srv_db_opts opts = {5000, 0};
+    struct srv_db_opts opts = {.busy_timeout_ms = 5000};
     struct gd_err err;
     ck_assert_msg(srv_store_open(db_path, &opts, &store, &err) == 0, "%s", err.msg);
     struct srv_db *db = NULL;

@@ -123,7 +123,7 @@ END_TEST
 START_TEST(checkpoints_in_the_background)
 {
     dbf_temp(db_path, sizeof db_path, "check_db");
-    struct srv_db_opts opts = {1000, 0};
+    struct srv_db_opts opts = {.busy_timeout_ms = 1000};
     struct srv_store *store = NULL;
     struct srv_db *db = NULL;
     struct gd_err err;
