@@ -28,6 +28,7 @@
 #include "gpudiff/run.h"
 #include "compare.h"
 #include "db.h"
+#include "pool.h"
 
 /*
  * What a diff holds besides its layers' tensors, per layer of the runs compared: the
@@ -42,14 +43,13 @@
 #define JOB_RETRY_SECS 5.0
 /* After a diff of this many layers, freed memory is returned to the system (malloc_trim). */
 #define TRIM_LAYERS 1000
-/* Nice values: the pool (diffs a client waits for) above the worker (diffs nobody waits for). */
-#define POOL_NICE   5
+/*
+ * Nice values: the worker's diffs, which nobody waits for, below everything else; the
+ * pool's, which a client waits for, as the threads serving connections.
+ */
+#define POOL_NICE   0
 #define WORKER_NICE 10
 
-struct pool_item {
-    struct srv_req *req;
-    void (*run)(struct srv_req *req);
-};
 
 /* A key being computed; waiters block on done_cv until it leaves the list. */
 struct inflight {
@@ -69,14 +69,7 @@ struct srv_compare {
     int jobs_wanted; /* a job was queued since the worker last looked */
     struct inflight *inflight;
     int computing;
-    /* the request pool */
-    pthread_t *pool;
-    int n_pool;
-    pthread_cond_t pool_cv;   /* pool threads: an item, or stop */
-    pthread_cond_t pool_idle; /* quiesce: the queue emptied and nothing runs */
-    struct pool_item *items;  /* a ring of opts.queue */
-    int items_head, items_count, reserved, running;
-    int pool_stop;
+    struct srv_pool *pool; /* runs the requests that need a diff computed */
 };
 
 void
@@ -140,8 +133,8 @@ stored_load(void *user, int index, struct gd_tensor **out, struct gd_err *err)
         return gd_err_set(err, GD_ECANCELED, "gpudiffd is stopping");
     if (srv_clock() > r->deadline)
         return gd_err_set(err, SRV_EDIFFTIME,
-                          "the diff took longer than --diff-timeout (%.0f s): it was stopped",
-                          r->svc->opts.timeout);
+                          "the diff took longer than --diff-timeout-ms (%.0f ms): it was stopped",
+                          r->svc->opts.timeout * 1e3);
     struct srv_db *db = NULL;
     int rc = srv_store_acquire(r->svc->store, &db, err);
     if (rc != 0)
@@ -360,9 +353,13 @@ inflight_find(struct srv_compare *c, const char *k)
     return p;
 }
 
+/*
+ * background: the worker's diffs, which nobody waits for, leave one of the `threads`
+ * computation slots to requests (when there are two or more).
+ */
 static int
 obtain(struct srv_compare *c, const struct srv_diff_key *key, char **text, size_t *len, int *hit,
-       struct gd_err *err)
+       int background, struct gd_err *err)
 {
     char k[256];
     key_string(key, k);
@@ -388,7 +385,8 @@ obtain(struct srv_compare *c, const struct srv_diff_key *key, char **text, size_
         }
         mine.next = c->inflight;
         c->inflight = &mine;
-        while (c->computing >= c->opts.threads)
+        int slots = background && c->opts.threads > 1 ? c->opts.threads - 1 : c->opts.threads;
+        while (c->computing >= slots)
             pthread_cond_wait(&c->done_cv, &c->mu);
         c->computing++;
         pthread_mutex_unlock(&c->mu);
@@ -417,100 +415,35 @@ int
 srv_compare_json(struct srv_compare *c, const struct srv_diff_key *key, char **text, size_t *len,
                  int *hit, struct gd_err *err)
 {
-    return obtain(c, key, text, len, hit, err);
+    return obtain(c, key, text, len, hit, 0, err);
 }
 
 int
 srv_compare_ensure(struct srv_compare *c, const struct srv_diff_key *key, int *hit,
                    struct gd_err *err)
 {
-    return obtain(c, key, NULL, NULL, hit, err);
+    return obtain(c, key, NULL, NULL, hit, 0, err);
 }
 
-/* ---- the request pool ---- */
+/* ---- the request pool (pool.c) ---- */
 
 int
 srv_compare_reserve(struct srv_compare *c, struct gd_err *err)
 {
-    pthread_mutex_lock(&c->mu);
-    int rc = 0;
-    if (c->pool_stop)
-        rc = gd_err_set(err, GD_ECANCELED, "gpudiffd is stopping");
-    else if (c->items_count + c->reserved >= c->opts.queue)
-        rc = gd_err_set(err, SRV_EQUEUE,
-                        "%d requests are waiting for a comparison already (--compare-queue): "
-                        "retry in a moment",
-                        c->items_count + c->reserved);
-    else
-        c->reserved++;
-    pthread_mutex_unlock(&c->mu);
-    return rc;
+    return srv_pool_reserve(c->pool, err);
 }
 
 void
 srv_compare_submit(struct srv_compare *c, struct srv_req *req, void (*run)(struct srv_req *req))
 {
-    pthread_mutex_lock(&c->mu);
-    c->reserved--;
-    struct pool_item *it = &c->items[(c->items_head + c->items_count) % c->opts.queue];
-    it->req = req;
-    it->run = run;
-    c->items_count++;
-    pthread_cond_signal(&c->pool_cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-/*
- * Comparisons are long and take all the CPU they get; the threads that serve connections
- * come first, so that /healthz and cached reads answer at once while diffs are computed
- * (a nice value per thread: Linux schedules threads as tasks).
- */
-static void
-lower_priority(int nice)
-{
-    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0)
-        SRV_LOG(GD_LOG_DEBUG, NULL, "setpriority: %s", strerror(errno));
-}
-
-static void *
-pool_thread(void *arg)
-{
-    struct srv_compare *c = arg;
-    lower_priority(POOL_NICE);
-    pthread_mutex_lock(&c->mu);
-    for (;;) {
-        if (c->items_count == 0) {
-            if (c->pool_stop)
-                break;
-            pthread_cond_wait(&c->pool_cv, &c->mu);
-            continue;
-        }
-        struct pool_item it = c->items[c->items_head];
-        c->items_head = (c->items_head + 1) % c->opts.queue;
-        c->items_count--;
-        c->running++;
-        pthread_mutex_unlock(&c->mu);
-        /* With stop set, its computation ends at once and the request answers the error. */
-        it.run(it.req);
-        pthread_mutex_lock(&c->mu);
-        c->running--;
-        if (c->items_count == 0 && c->running == 0 && c->reserved == 0)
-            pthread_cond_broadcast(&c->pool_idle);
-    }
-    pthread_mutex_unlock(&c->mu);
-    return NULL;
+    srv_pool_submit(c->pool, req, run);
 }
 
 void
 srv_compare_load(struct srv_compare *c, int64_t *queued, int64_t *running, int64_t *queue_max,
                  int64_t *threads)
 {
-    pthread_mutex_lock(&c->mu);
-    *queued = c->items_count + c->reserved;
-    *running = c->running;
-    *queue_max = c->opts.queue;
-    *threads = c->opts.threads;
-    pthread_mutex_unlock(&c->mu);
+    srv_pool_load(c->pool, queued, running, queue_max, threads);
 }
 
 /* ---- the worker of the durable jobs ---- */
@@ -571,7 +504,7 @@ jobs_pass(struct srv_compare *c)
             int hit = 0;
             srv_diff_key_default(&key, job.run, job.baseline);
             double t0 = srv_clock();
-            rc = srv_compare_ensure(c, &key, &hit, &err);
+            rc = obtain(c, &key, NULL, NULL, &hit, 1, &err);
             if (rc == 0 && !hit)
                 SRV_LOG(GD_LOG_INFO, NULL, "run %s compared with baseline %s in %.2f s", job.run,
                         job.baseline, srv_clock() - t0);
@@ -595,6 +528,14 @@ jobs_pass(struct srv_compare *c)
         }
     }
     return again;
+}
+
+/* The worker's diffs are the ones nobody waits for: below the pool's, and the connections'. */
+static void
+lower_priority(int nice)
+{
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0)
+        SRV_LOG(GD_LOG_DEBUG, NULL, "setpriority: %s", strerror(errno));
 }
 
 static void *
@@ -631,10 +572,6 @@ compare_free(struct srv_compare *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->work_cv);
     pthread_cond_destroy(&c->done_cv);
-    pthread_cond_destroy(&c->pool_cv);
-    pthread_cond_destroy(&c->pool_idle);
-    free(c->items);
-    free(c->pool);
     free(c);
 }
 
@@ -654,21 +591,7 @@ srv_compare_start(struct srv_store *store, const struct srv_compare_opts *opts,
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, NULL);
     pthread_cond_init(&c->done_cv, NULL);
-    pthread_cond_init(&c->pool_cv, NULL);
-    pthread_cond_init(&c->pool_idle, NULL);
-    c->items = calloc((size_t)c->opts.queue, sizeof *c->items);
-    c->pool = calloc((size_t)c->opts.threads, sizeof *c->pool);
-    if (c->items == NULL || c->pool == NULL) {
-        compare_free(c);
-        return gd_err_set(err, GD_ENOMEM, "out of memory");
-    }
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < c->opts.threads; i++) {
-        if (pthread_create(&c->pool[i], NULL, pool_thread, c) != 0)
-            rc = gd_err_set(err, GD_EIO, "cannot start the compare pool");
-        else
-            c->n_pool++;
-    }
+    int rc = srv_pool_start("compare", c->opts.threads, c->opts.queue, POOL_NICE, &c->pool, err);
     if (rc == 0) {
         if (pthread_create(&c->thread, NULL, worker, c) != 0)
             rc = gd_err_set(err, GD_EIO, "cannot start the compare thread");
@@ -689,13 +612,10 @@ srv_compare_quiesce(struct srv_compare *c)
     if (c == NULL)
         return;
     pthread_mutex_lock(&c->mu);
-    atomic_store(&c->stop, 1);
-    c->pool_stop = 1;
-    pthread_cond_broadcast(&c->pool_cv);
+    atomic_store(&c->stop, 1); /* computations end at their next layer */
     pthread_cond_broadcast(&c->work_cv);
-    while (c->items_count > 0 || c->running > 0 || c->reserved > 0)
-        pthread_cond_wait(&c->pool_idle, &c->mu);
     pthread_mutex_unlock(&c->mu);
+    srv_pool_quiesce(c->pool);
 }
 
 void
@@ -704,8 +624,7 @@ srv_compare_stop(struct srv_compare *c)
     if (c == NULL)
         return;
     srv_compare_quiesce(c);
-    for (int i = 0; i < c->n_pool; i++)
-        pthread_join(c->pool[i], NULL);
+    srv_pool_stop(c->pool);
     if (c->worker_started)
         pthread_join(c->thread, NULL);
     compare_free(c);

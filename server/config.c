@@ -62,13 +62,21 @@ const struct srv_setting srv_settings[] = {
     {"compare-queue", SRV_SET_INT, 1, 100000, "64",
      "requests that may wait for a compare thread; more are answered 503 with Retry-After",
      FIELD(compare_queue), NULL},
-    {"diff-timeout", SRV_SET_INT, 1, 86400, "60",
-     "seconds one diff may take to compute; a longer one is stopped (503 diff_timeout)",
-     FIELD(diff_timeout), NULL},
+    {"diff-timeout-ms", SRV_SET_INT, 10, 86400000, "60000",
+     "milliseconds one diff may take to compute; a longer one is stopped (503 diff_timeout)",
+     FIELD(diff_timeout_ms), NULL},
     {"diff-max-memory", SRV_SET_BYTES, 1 << 20, 1LL << 40, "1G",
      "memory one diff may need (estimated from its runs' layers before it starts); a bigger "
      "one is refused (422 diff_too_large)",
      FIELD(diff_max_memory), NULL},
+    {"write-threads", SRV_SET_INT, 1, 64, "2",
+     "threads that run the requests that write to the database (run, layer, finish), so "
+     "that the threads serving connections never wait for the write lock",
+     FIELD(write_threads), NULL},
+    {"write-queue", SRV_SET_INT, 1, 100000, "1024",
+     "writing requests that may wait for a write thread; more are answered 503 with "
+     "Retry-After",
+     FIELD(write_queue), NULL},
     {"require-auth-read", SRV_SET_BOOL, 0, 1, "false",
      "reads need a token too (any role); without it reads are open (write --require-auth-read "
      "or --require-auth-read=false on the command line)",

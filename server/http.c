@@ -17,6 +17,7 @@
 #include "compare.h"
 #include "db.h"
 #include "gate.h"
+#include "pool.h"
 #include "server.h"
 
 /* Bodies of routes that take none: small ones are tolerated (and ignored). */
@@ -342,7 +343,7 @@ deferred_run(struct srv_req *req)
     req->on_pool = 1;
     if (req->err.code == 0) {
         int rc = req->route->end(req);
-        if (rc == SRV_EDEFER && req->err.code == 0)
+        if ((rc == SRV_EDEFER || rc == SRV_EDEFERWRITE) && req->err.code == 0)
             srv_req_fail(req, SRV_EINTERNAL, "the handler deferred twice");
     }
     req_answer(req);
@@ -357,15 +358,24 @@ req_end(struct srv_req *req)
     if (req->gate_conn != NULL)
         srv_conn_body_done(req->gate_conn);
     if (req->err.code == 0) {
-        if (req->route == NULL) {
-            srv_static_serve(req);
-        } else if (req->route->end(req) == SRV_EDEFER && req->err.code == 0) {
-            /* Work that may take long: not on a thread that serves connections. */
-            if (srv_compare_reserve(req->srv->compare, &req->err) == 0) {
-                MHD_suspend_connection(req->conn);
-                srv_compare_submit(req->srv->compare, req, deferred_run);
-                return 1;
-            }
+        int rc = req->route == NULL ? srv_static_serve(req) : req->route->end(req);
+        /*
+         * Work that may take long (a diff) or wait (for the write lock): not on a thread that
+         * serves connections. The connection is suspended until a pool thread has the answer.
+         */
+        struct srv_pool *pool = rc == SRV_EDEFERWRITE ? req->srv->writes : NULL;
+        if (req->err.code == 0 && rc == SRV_EDEFER &&
+            srv_compare_reserve(req->srv->compare, &req->err) == 0) {
+            req->deferred = 1;
+            MHD_suspend_connection(req->conn);
+            srv_compare_submit(req->srv->compare, req, deferred_run);
+            return 1;
+        }
+        if (req->err.code == 0 && pool != NULL && srv_pool_reserve(pool, &req->err) == 0) {
+            req->deferred = 1;
+            MHD_suspend_connection(req->conn);
+            srv_pool_submit(pool, req, deferred_run);
+            return 1;
         }
     }
     req_answer(req);
@@ -415,10 +425,8 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (req_end(req)) {
-        req->deferred = 1;
+    if (req_end(req))
         return MHD_YES;
-    }
     return queue(req);
 }
 
@@ -461,9 +469,15 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 int
 srv_http_start(struct srv_server *srv, struct gd_err *err)
 {
-    int rc = srv_gate_open(srv, &srv->gate, err);
-    if (rc != 0)
+    int rc = srv_pool_start("write", (int)srv->cfg.write_threads, (int)srv->cfg.write_queue, 0,
+                            &srv->writes, err);
+    if (rc == 0)
+        rc = srv_gate_open(srv, &srv->gate, err);
+    if (rc != 0) {
+        srv_pool_stop(srv->writes);
+        srv->writes = NULL;
         return rc;
+    }
     /*
      * No listening socket of its own: connections come from the gate. The connection limit
      * is the gate's; libmicrohttpd's is only a backstop above it. Its memory pool per
@@ -483,30 +497,30 @@ srv_http_start(struct srv_server *srv, struct gd_err *err)
         (unsigned)srv->cfg.timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION,
         srv_gate_notify, srv->gate, MHD_OPTION_END);
-    if (srv->mhd == NULL) {
-        srv_gate_free(srv->gate);
-        srv->gate = NULL;
-        return gd_err_set(err, GD_EIO, "cannot start libmicrohttpd");
-    }
-    rc = srv_gate_start(srv->gate, err);
-    if (rc != 0) {
-        MHD_stop_daemon(srv->mhd);
-        srv->mhd = NULL;
-        srv_gate_free(srv->gate);
-        srv->gate = NULL;
-    }
+    if (srv->mhd == NULL)
+        rc = gd_err_set(err, GD_EIO, "cannot start libmicrohttpd");
+    if (rc == 0)
+        rc = srv_gate_start(srv->gate, err);
+    if (rc != 0)
+        srv_http_stop(srv);
     return rc;
 }
 
 void
 srv_http_stop(struct srv_server *srv)
 {
-    /* No new connections; the requests on the compare pool end (canceled) and answer. */
+    /*
+     * No new connections; the requests on the compare pool end (canceled) and answer, those
+     * on the write pool finish; then libmicrohttpd sends what is left and stops.
+     */
     srv_gate_stop(srv->gate);
     srv_compare_quiesce(srv->compare);
+    srv_pool_quiesce(srv->writes);
     if (srv->mhd != NULL)
         MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
     srv_gate_free(srv->gate);
     srv->gate = NULL;
+    srv_pool_stop(srv->writes);
+    srv->writes = NULL;
 }

@@ -36,6 +36,8 @@ libsrv_la_SOURCES = \
 	server/http.c \
 	server/log.c \
 	server/metrics.c \
+	server/pool.c \
+	server/pool.h \
 	server/retention.c \
 	server/route_diff.c \
 	server/route_health.c \

@@ -12,6 +12,7 @@
 #include "compare.h"
 #include "db.h"
 #include "gate.h"
+#include "pool.h"
 #include "server.h"
 
 #define MAX_ROUTES 32
@@ -273,10 +274,13 @@ srv_metrics_render_limits(const struct srv_server *srv, struct srv_buf *out)
     if (render_memory(out) != 0)
         return GD_ENOMEM;
     int64_t waiting = 0, served = 0, queued = 0, running = 0, queue_max = 0, threads = 0;
+    int64_t w_queued = 0, w_running = 0, w_queue_max = 0, w_threads = 0;
     if (srv->gate != NULL)
         srv_gate_counts(srv->gate, &waiting, &served);
     if (srv->compare != NULL)
         srv_compare_load(srv->compare, &queued, &running, &queue_max, &threads);
+    if (srv->writes != NULL)
+        srv_pool_load(srv->writes, &w_queued, &w_running, &w_queue_max, &w_threads);
     return srv_buf_printf(
         out,
         "# HELP gpudiffd_connections Open connections: waiting for their request head at the "
@@ -297,8 +301,17 @@ srv_metrics_render_limits(const struct srv_server *srv, struct srv_buf *out)
         "--compare-threads).\n"
         "# TYPE gpudiffd_compare_limit gauge\n"
         "gpudiffd_compare_limit{scope=\"queue\"} %lld\n"
-        "gpudiffd_compare_limit{scope=\"threads\"} %lld\n",
+        "gpudiffd_compare_limit{scope=\"threads\"} %lld\n"
+        "# HELP gpudiffd_write_requests Requests on the write pool: waiting, running.\n"
+        "# TYPE gpudiffd_write_requests gauge\n"
+        "gpudiffd_write_requests{state=\"queued\"} %lld\n"
+        "gpudiffd_write_requests{state=\"running\"} %lld\n"
+        "# HELP gpudiffd_write_limit The write pool's limits (--write-queue, --write-threads).\n"
+        "# TYPE gpudiffd_write_limit gauge\n"
+        "gpudiffd_write_limit{scope=\"queue\"} %lld\n"
+        "gpudiffd_write_limit{scope=\"threads\"} %lld\n",
         (long long)waiting, (long long)served, (long long)srv->cfg.max_connections,
         (long long)srv->cfg.max_connections_per_ip, (long long)queued, (long long)running,
-        (long long)queue_max, (long long)threads);
+        (long long)queue_max, (long long)threads, (long long)w_queued, (long long)w_running,
+        (long long)w_queue_max, (long long)w_threads);
 }

@@ -272,6 +272,9 @@ int
 srv_layer_put_end(struct srv_req *req)
 {
     struct layer_put *u = req->ctx;
+    /* The commit waits for the write lock: on the write pool, not a connection's thread. */
+    if (!req->on_pool && u->head_done && u->data_got == u->spec.raw_size)
+        return SRV_EDEFERWRITE;
     if (!u->head_done)
         return srv_req_fail(req, SRV_EBADBODY, "the body is not a .npy (%llu bytes)",
                             (unsigned long long)req->body_bytes);

@@ -55,7 +55,8 @@ struct srv_compare;
     XX(EDIFFBIG, -122, 422, "diff_too_large")                                                      \
     XX(EDIFFTIME, -123, 503, "diff_timeout")                                                       \
     XX(EQUEUE, -124, 503, "queue_full")                                                            \
-    XX(EDEFER, -125, 500, "internal") /* a handler asks to run again on the compare pool */
+    XX(EDEFER, -125, 500, "internal")     /* a handler asks to run again on the compare pool */ \
+    XX(EDEFERWRITE, -126, 500, "internal") /* ... on the write pool */
 
 enum srv_errno {
 #define SRV__ERR_ENUM(name, value, status, code) SRV_##name = (value),
@@ -115,8 +116,10 @@ struct srv_config {
     int64_t max_header;
     int64_t compare_threads;
     int64_t compare_queue;
-    int64_t diff_timeout;
+    int64_t diff_timeout_ms;
     int64_t diff_max_memory;
+    int64_t write_threads;
+    int64_t write_queue;
     int64_t require_auth_read;
     int64_t allow_root;
     int64_t retention_days;
@@ -264,12 +267,14 @@ void srv_buf_fini(struct srv_buf *b);
 /* ---- the server ---- */
 
 struct srv_gate;
+struct srv_pool;
 
 struct srv_server {
     struct srv_config cfg;
     struct srv_store *store;
     struct srv_compare *compare; /* the comparison service (compare.h) */
     struct srv_gate *gate;       /* the front door: accepts, reads heads (gate.h) */
+    struct srv_pool *writes;     /* runs the handlers that write (pool.h) */
     struct MHD_Daemon *mhd;
     char web_root[PATH_MAX];  /* realpath of cfg.web_root; "" serves no files */
     char spill_dir[PATH_MAX]; /* where uploads are compressed before their commit */

@@ -2,7 +2,8 @@
  * bench_load.c: gpudiffd under load. Starts a daemon of this build (or --gpudiffd PATH) on
  * loopback with a fresh database, stores two pairs of 200-layer runs (64 x 64 float32, the
  * second of each pair moved by 1e-6 in every 8th value), sets a baseline for the model the
- * uploaders push to (so every finished run queues a comparison), and then for --seconds:
+ * uploaders push to (so every finished run queues a comparison; not with --no-baseline),
+ * and then for --seconds:
  *
  *   --uploaders clients (64) each push run after run: POST run.json, PUT its layers
  *     (--layers of 16 x 16 float32, new data each), POST finish; every answer must be 2xx;
@@ -353,8 +354,10 @@ main(int argc, char **argv)
         O_SAMPLE,
         O_RATE,
         O_MIXED,
-        O_UNCACHED
+        O_UNCACHED,
+        O_NO_BASELINE
     };
+    int baseline = 1;
     double uncached_every = 0.1;
     static const struct option opts[] = {
         {"seconds", required_argument, NULL, O_SECONDS},
@@ -366,6 +369,7 @@ main(int argc, char **argv)
         {"rate", required_argument, NULL, O_RATE},
         {"mixed", no_argument, NULL, O_MIXED},
         {"uncached-every", required_argument, NULL, O_UNCACHED},
+        {"no-baseline", no_argument, NULL, O_NO_BASELINE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -383,10 +387,11 @@ main(int argc, char **argv)
         case O_RATE: rate_cap = atof(optarg); break;
         case O_MIXED: mixed = 1; break;
         case O_UNCACHED: uncached_every = atof(optarg); break;
+        case O_NO_BASELINE: baseline = 0; break;
         default:
             printf("usage: bench_load [--seconds N (60)] [--uploaders N (64)] [--layers N (8)]\n"
                    "                  [--rate RUNS_PER_S] [--mixed] [--sample SECONDS]\n"
-                   "                  [--uncached-every SECONDS (0.1)]\n"
+                   "                  [--uncached-every SECONDS (0.1)] [--no-baseline]\n"
                    "                  [--gpudiffd PATH] [--flag=--gpudiffd-flag ...]\n"
                    "gpudiffd under uploads: latency of /healthz, a cached and an uncached diff\n"
                    "(and with --mixed a matrix, a download, a run); --sample prints the\n"
@@ -441,9 +446,9 @@ main(int argc, char **argv)
     run_make(&base, "load", n_layers, 16, 16, 999, 999, 0);
     char body[128];
     snprintf(body, sizeof body, "{\"run\":\"%s\"}", base.id);
-    if (run_push(&base) != 0 || http_ok("POST", "/api/v1/baseline?model=load",
-                                        "Content-Type: application/json\r\n", body,
-                                        strlen(body)) != 0) {
+    if (run_push(&base) != 0 ||
+        (baseline && http_ok("POST", "/api/v1/baseline?model=load",
+                             "Content-Type: application/json\r\n", body, strlen(body)) != 0)) {
         fprintf(stderr, "bench_load: the baseline failed\n");
         bench_daemon_stop(&d);
         return 1;
@@ -452,6 +457,7 @@ main(int argc, char **argv)
 
     double anon0, file0;
     rss(d.pid, &anon0, &file0);
+    double cpu0 = bench_cpu_seconds(d.pid), self0 = bench_cpu_seconds(getpid());
     double t_start = bench_now_s();
     until = t_start + seconds;
     struct prober probes[4];
@@ -497,6 +503,7 @@ main(int argc, char **argv)
     for (int i = 0; i < n_probes; i++)
         pthread_join(probes[i].thread, NULL);
     double elapsed = bench_now_s() - t_start;
+    double cpu = bench_cpu_seconds(d.pid) - cpu0, self = bench_cpu_seconds(getpid()) - self0;
     double anon1, file1;
     rss(d.pid, &anon1, &file1);
     snprintf(target, sizeof target, "/metrics");
@@ -543,6 +550,8 @@ main(int argc, char **argv)
     printf("rss: %.1f MB anonymous + %.1f MB file-backed at the start, %.1f + %.1f MB at the "
            "end\n",
            anon0, file0, anon1, file1);
+    printf("cpu: the daemon %.1f s, these clients %.1f s, in %.0f s of 2 x %.0f s\n", cpu, self,
+           elapsed, elapsed);
     if (memory[0] != '\0')
         printf("memory at the end: %s\n", memory);
     printf("compare jobs still queued at the end: %ld\n", jobs);

@@ -5,7 +5,7 @@
  * (srv_route_find), its token checked (srv_route_authorize), its size and type checked as
  * http.c does, its body (what follows the head, cut at its Content-Length) given to the
  * handler (JSON bodies whole, layer bodies in pieces of 4 KiB), and the handler run to its
- * answer, on "the compare pool" too when it defers. The database is a real one in a
+ * answer, again as on a pool thread when it defers (to the compare or the write pool). The database is a real one in a
  * temporary folder, with an agent token (gd_ and 43 'A's, in tests/fuzz/http.dict), two
  * complete runs and one uploading run, so that routes find what they look for. libmicrohttpd
  * is not involved: handlers read the parsed head, and responses are only built and freed.
@@ -173,10 +173,10 @@ serve(const struct srv_head *head, const char *body, size_t body_len)
             r->chunk(&req, body + off, body_len - off < 4096 ? body_len - off : 4096);
     if (rc == 0 && req.err.code == 0) {
         rc = r->end(&req);
-        if (rc == SRV_EDEFER && req.err.code == 0) {
+        if ((rc == SRV_EDEFER || rc == SRV_EDEFERWRITE) && req.err.code == 0) {
             req.on_pool = 1;
             rc = r->end(&req);
-            if (rc == SRV_EDEFER)
+            if (rc == SRV_EDEFER || rc == SRV_EDEFERWRITE)
                 abort(); /* deferred twice */
         }
     }

@@ -8,8 +8,9 @@ a second or more to compute) and prints their ids. The other phases get the ids 
                    the pool takes three, the rest get 503 queue_full with Retry-After at
                    once, and /healthz answers in milliseconds all along
   big A B          (--diff-max-memory 16M) 422 diff_too_large, nothing cached
-  slow A B         (--diff-timeout 1) two runs of 60 layers of 1 MB, their diff against a
-                   truth run: 503 diff_timeout after a second, nothing cached
+  slow A B         (--diff-timeout-ms 100) two runs of 60 layers of 1 MB, their diff
+                   against a truth run (a second or more here): 503 diff_timeout after
+                   0.1 s, nothing cached
   queue            (--compare-threads 1) 150 finished runs of a model, then a new
                    baseline: 149 comparisons queued in compare_jobs (printed)
   drained N        after a restart: every queued comparison was made, none is left

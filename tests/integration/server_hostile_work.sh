@@ -23,7 +23,7 @@ server_stop
 server_start --diff-max-memory 16M
 run big $ids
 server_stop
-server_start --diff-timeout 1
+server_start --diff-timeout-ms 100
 run slow $ids
 server_stop
 server_start --compare-threads 1
