@@ -87,6 +87,6 @@ test)
     # Every libFuzzer target (tests/fuzz/fuzz_*.c) for a fixed number of executions from
     # its checked-in corpus, built with clang in build-fuzz (about 3 minutes in all, the
     # build included).
-    JOBS=$jobs tests/fuzz/run.sh . build-fuzz "${FUZZ_RUNS:-500000}"
+    JOBS=$jobs tests/fuzz/run.sh . build-fuzz "${FUZZ_RUNS:-1500000}"
     ;;
 esac
