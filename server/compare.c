@@ -50,7 +50,6 @@
 #define POOL_NICE   0
 #define WORKER_NICE 10
 
-
 /* A key being computed; waiters block on done_cv until it leaves the list. */
 struct inflight {
     struct inflight *next;

@@ -48,10 +48,10 @@ struct srv_store;
 
 /* What bounds the service; zeros take the defaults of config.c. */
 struct srv_compare_opts {
-    int threads;         /* the pool that runs requests needing a computation */
-    int queue;           /* requests waiting for a pool thread at most (more: 503) */
-    double timeout;      /* seconds one diff may take (more: 503 diff_timeout) */
-    int64_t max_memory;  /* bytes one diff may need, estimated first (more: 422) */
+    int threads;        /* the pool that runs requests needing a computation */
+    int queue;          /* requests waiting for a pool thread at most (more: 503) */
+    double timeout;     /* seconds one diff may take (more: 503 diff_timeout) */
+    int64_t max_memory; /* bytes one diff may need, estimated first (more: 422) */
 };
 
 /*
@@ -93,8 +93,8 @@ void srv_compare_submit(struct srv_compare *c, struct srv_req *req,
                         void (*run)(struct srv_req *req));
 
 /* Queued and running requests of the pool, and its limits, for /metrics. */
-void srv_compare_load(struct srv_compare *c, int64_t *queued, int64_t *running,
-                      int64_t *queue_max, int64_t *threads);
+void srv_compare_load(struct srv_compare *c, int64_t *queued, int64_t *running, int64_t *queue_max,
+                      int64_t *threads);
 
 /*
  * The diff of key as the JSON text GET /api/v1/diff serves (NUL-terminated, owned by the

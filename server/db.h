@@ -344,8 +344,8 @@ int srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, int64_
                        uint64_t *len, struct gd_err *err);
 
 /* n bytes of the text of diff row at off; GD_EIO when the row is no longer len bytes. */
-int srv_db_diff_read(struct srv_db *db, int64_t row, uint64_t len, uint64_t off, void *buf, size_t n,
-                     struct gd_err *err);
+int srv_db_diff_read(struct srv_db *db, int64_t row, uint64_t len, uint64_t off, void *buf,
+                     size_t n, struct gd_err *err);
 
 /* Caches a diff with its layer summaries, in one transaction; a row already there stays. */
 int srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key,

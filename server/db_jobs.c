@@ -17,9 +17,8 @@ static const char SQL_JOB_MODEL[] =
     "SELECT id, ?2, ?3 FROM runs WHERE model_id = ?1 AND state = 'complete' AND id <> ?2 "
     "ORDER BY created_ts DESC, id DESC LIMIT ?4 ON CONFLICT DO NOTHING";
 /* A job whose baseline is no longer its model's is dropped: nothing reads that diff. */
-static const char SQL_JOB_STALE[] =
-    "DELETE FROM compare_jobs WHERE baseline = ?1 AND run IN "
-    "(SELECT id FROM runs WHERE model_id = ?2)";
+static const char SQL_JOB_STALE[] = "DELETE FROM compare_jobs WHERE baseline = ?1 AND run IN "
+                                    "(SELECT id FROM runs WHERE model_id = ?2)";
 static const char SQL_JOB_NEXT[] =
     "SELECT j.id, j.run, j.baseline, b.run_id IS NOT NULL FROM compare_jobs j "
     "JOIN runs r ON r.id = j.run LEFT JOIN baselines b ON b.model_id = r.model_id "

@@ -32,17 +32,17 @@
 #include "gate.h"
 
 /* What a refused connection may still send us before we close it (its unread body). */
-#define LINGER_BYTES  (1 << 20)
-#define LINGER_SECS   2.0
-#define TICK_MS       100
-#define IP_BUCKETS    1024
-#define EVENTS        256
+#define LINGER_BYTES (1 << 20)
+#define LINGER_SECS  2.0
+#define TICK_MS      100
+#define IP_BUCKETS   1024
+#define EVENTS       256
 
 enum conn_state {
-    CONN_HEAD,    /* accepted, waiting for its request head (the gate's) */
-    CONN_LINGER,  /* answered by the gate, reading what the client still sends */
-    CONN_HANDED,  /* given to libmicrohttpd, which has not reported it yet */
-    CONN_SERVED   /* libmicrohttpd serves it */
+    CONN_HEAD,   /* accepted, waiting for its request head (the gate's) */
+    CONN_LINGER, /* answered by the gate, reading what the client still sends */
+    CONN_HANDED, /* given to libmicrohttpd, which has not reported it yet */
+    CONN_SERVED  /* libmicrohttpd serves it */
 };
 
 struct ip_count {
@@ -59,10 +59,10 @@ struct srv_conn {
     socklen_t addr_len;
     struct ip_count *ip;
     double t_accept;
-    size_t peeked;          /* bytes seen by the last MSG_PEEK */
-    size_t lingered;        /* bytes read and dropped after the gate's answer */
+    size_t peeked;   /* bytes seen by the last MSG_PEEK */
+    size_t lingered; /* bytes read and dropped after the gate's answer */
     double linger_until;
-    struct srv_head head;   /* the parse, until the request takes it */
+    struct srv_head head;         /* the parse, until the request takes it */
     struct srv_conn *prev, *next; /* in the gate's list of its state */
     /* the body deadline of the request libmicrohttpd serves */
     _Atomic int body_active;
@@ -87,7 +87,7 @@ struct srv_gate {
     int table_size;
     struct list waiting, lingering, served; /* served: handed or served by libmicrohttpd */
     struct ip_count *ips[IP_BUCKETS];
-    char *peek;   /* max_header + 1 bytes */
+    char *peek; /* max_header + 1 bytes */
 };
 
 static void
@@ -168,14 +168,22 @@ static const char *
 reason(unsigned status)
 {
     switch (status) {
-    case 400: return "Bad Request";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 414: return "URI Too Long";
-    case 431: return "Request Header Fields Too Large";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Error";
+    case 400:
+        return "Bad Request";
+    case 408:
+        return "Request Timeout";
+    case 411:
+        return "Length Required";
+    case 414:
+        return "URI Too Long";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 503:
+        return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Error";
     }
 }
 
@@ -249,8 +257,7 @@ describe(const char *data, size_t n, char *out, size_t size)
 {
     size_t k = 0;
     for (size_t i = 0; i < n && k + 1 < size && data[i] != '\r' && data[i] != '\n'; i++)
-        out[k++] = ((unsigned char)data[i] < 0x20 || (unsigned char)data[i] > 0x7e) ? '?'
-                                                                                     : data[i];
+        out[k++] = ((unsigned char)data[i] < 0x20 || (unsigned char)data[i] > 0x7e) ? '?' : data[i];
     out[k] = '\0';
     if (k > 120)
         snprintf(out + 117, size - 117, "...");
@@ -388,8 +395,7 @@ accept_all(struct srv_gate *g)
         char who[64];
         if (open_now >= cfg->max_connections) {
             addr_text(&ss, len, who, sizeof who);
-            send_error(g, fd, SRV_ECONNLIMIT, "the server is at its connection limit: retry",
-                       who);
+            send_error(g, fd, SRV_ECONNLIMIT, "the server is at its connection limit: retry", who);
             close(fd);
             srv_metrics_add(SRV_M_CONN_REFUSED_LIMIT, 1);
             continue;

@@ -66,8 +66,8 @@ decode(const char *src, size_t n, int plus_space, char *dst, const char *what, s
             int hi = i + 2 < n ? hex_value((unsigned char)src[i + 1]) : -1;
             int lo = i + 2 < n ? hex_value((unsigned char)src[i + 2]) : -1;
             if (hi < 0 || lo < 0)
-                return gd_err_set(err, SRV_EBADREQ,
-                                  "%s: '%%' must be followed by two hex digits", what);
+                return gd_err_set(err, SRV_EBADREQ, "%s: '%%' must be followed by two hex digits",
+                                  what);
             c = (unsigned char)(hi * 16 + lo);
             i += 2;
             if (c < 0x20 || c == 0x7f)

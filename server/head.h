@@ -31,11 +31,11 @@ struct srv_query_pair {
  */
 struct srv_head {
     char *mem;
-    size_t head_len;     /* bytes of the head, the blank line that ends it included */
-    const char *method;  /* a token, case kept */
-    const char *target;  /* as sent (path and query, percent escapes kept) */
-    const char *path;    /* percent-decoded path without the query */
-    int minor;           /* HTTP/1.minor (a higher minor version than 1 is read as 1) */
+    size_t head_len;    /* bytes of the head, the blank line that ends it included */
+    const char *method; /* a token, case kept */
+    const char *target; /* as sent (path and query, percent escapes kept) */
+    const char *path;   /* percent-decoded path without the query */
+    int minor;          /* HTTP/1.minor (a higher minor version than 1 is read as 1) */
     int n_fields;
     struct srv_head_field fields[SRV_HEAD_FIELDS_MAX];
     int n_query;

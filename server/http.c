@@ -488,15 +488,15 @@ srv_http_start(struct srv_server *srv, struct gd_err *err)
     size_t pool = (size_t)128 * 1024;
     if (pool < (size_t)srv->cfg.max_header * 4)
         pool = (size_t)srv->cfg.max_header * 4;
-    srv->mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, srv,
-        /* The logger first, so that the other options' messages reach it too. */
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)srv->cfg.max_connections + 64, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)srv->cfg.timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION,
-        srv_gate_notify, srv->gate, MHD_OPTION_END);
+    srv->mhd =
+        MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                         /* The logger first, so that the other options' messages reach it too. */
+                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_THREAD_POOL_SIZE,
+                         (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_LIMIT,
+                         (unsigned)srv->cfg.max_connections + 64, MHD_OPTION_CONNECTION_TIMEOUT,
+                         (unsigned)srv->cfg.timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                         MHD_OPTION_NOTIFY_CONNECTION, srv_gate_notify, srv->gate, MHD_OPTION_END);
     if (srv->mhd == NULL)
         rc = gd_err_set(err, GD_EIO, "cannot start libmicrohttpd");
     if (rc == 0)

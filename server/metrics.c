@@ -22,8 +22,8 @@
 #define SLOT_REFUSED   (MAX_ROUTES + 2)
 #define N_SLOTS        (MAX_ROUTES + 3)
 
-static const unsigned statuses[] = {0,   200, 201, 204, 304, 400, 401, 403, 404, 405, 408,
-                                    409, 410, 411, 413, 414, 415, 422, 431, 500, 501, 503, 505};
+static const unsigned statuses[] = {0,   200, 201, 204, 304, 400, 401, 403, 404, 405, 408, 409,
+                                    410, 411, 413, 414, 415, 422, 431, 500, 501, 503, 505};
 #define N_STATUS     (sizeof statuses / sizeof statuses[0])
 #define STATUS_OTHER N_STATUS
 

@@ -20,10 +20,9 @@
 #define MAX_UNKNOWN_KEYS  16
 #define MAX_UNKNOWN_BYTES (64 * 1024) /* each, as compact JSON */
 
-static const char *const known_keys[] = {"format", "version",  "id",      "created_at",
-                                         "duration_us", "model", "input", "backend",
-                                         "env",    "knobs",    "labels",  "layers",
-                                         NULL};
+static const char *const known_keys[] = {
+    "format",  "version", "id",    "created_at", "duration_us", "model", "input",
+    "backend", "env",     "knobs", "labels",     "layers",      NULL};
 
 static int
 bad(struct gd_err *err, const char *path, const char *what)

@@ -46,7 +46,7 @@ struct srv_compare;
     XX(ETOOBIG, -113, 413, "body_too_large")                                                       \
     XX(EMEDIA, -114, 415, "unsupported_media_type")                                                \
     XX(EBUSY, -115, 503, "busy")                                                                   \
-    XX(EINTERNAL, -116, 500, "internal")                                                          \
+    XX(EINTERNAL, -116, 500, "internal")                                                           \
     XX(EURI, -117, 414, "uri_too_long")                                                            \
     XX(EHEADERS, -118, 431, "headers_too_large")                                                   \
     XX(EVERSION, -119, 505, "http_version_not_supported")                                          \
@@ -55,7 +55,7 @@ struct srv_compare;
     XX(EDIFFBIG, -122, 422, "diff_too_large")                                                      \
     XX(EDIFFTIME, -123, 503, "diff_timeout")                                                       \
     XX(EQUEUE, -124, 503, "queue_full")                                                            \
-    XX(EDEFER, -125, 500, "internal")     /* a handler asks to run again on the compare pool */ \
+    XX(EDEFER, -125, 500, "internal")      /* a handler asks to run again on the compare pool */   \
     XX(EDEFERWRITE, -126, 500, "internal") /* ... on the write pool */
 
 enum srv_errno {
@@ -125,7 +125,7 @@ struct srv_config {
     int64_t retention_days;
     int64_t compress_level;
     int64_t busy_timeout_ms;
-    int64_t db_sync;                      /* 0 normal, 1 full */
+    int64_t db_sync; /* 0 normal, 1 full */
     int64_t db_cache;
     int64_t db_mmap;
     int64_t malloc_arenas;
@@ -251,7 +251,7 @@ int srv_is_name(const char *s, size_t max, const char *extra);
  */
 int srv_is_text(const char *s, size_t max);
 
-#define SRV_MODEL_NAME_MAX 128
+#define SRV_MODEL_NAME_MAX  128
 #define SRV_MODEL_NAME_RULE "1 to 128 bytes of UTF-8 text without control characters"
 
 /* A growable byte buffer. */
@@ -332,9 +332,9 @@ struct srv_req {
     struct MHD_Response *resp; /* the answer, once made */
     unsigned status;
     double t_start;
-    int on_pool;                /* the handler runs on the compare pool: it may compute */
-    int deferred;               /* the connection is suspended while the pool works */
-    _Atomic int deferred_done;  /* the pool made the answer */
+    int on_pool;               /* the handler runs on the compare pool: it may compute */
+    int deferred;              /* the connection is suspended while the pool works */
+    _Atomic int deferred_done; /* the pool made the answer */
 };
 
 /*
@@ -426,8 +426,8 @@ enum srv_counter {
     SRV_M_LAYERS_STORED,
     SRV_M_RUNS_CREATED,
     SRV_M_RUNS_FINISHED,
-    SRV_M_DIFF_HITS,   /* diffs served from the cache */
-    SRV_M_DIFF_MISSES, /* diffs computed because the cache lacked them */
+    SRV_M_DIFF_HITS,           /* diffs served from the cache */
+    SRV_M_DIFF_MISSES,         /* diffs computed because the cache lacked them */
     SRV_M_CONN_REFUSED_LIMIT,  /* connections refused: --max-connections were open */
     SRV_M_CONN_REFUSED_PER_IP, /* connections refused: their address had its share open */
     SRV_M_TIMEOUT_HEAD,        /* connections closed: no whole head in --header-timeout */

@@ -15,8 +15,8 @@
  * and prints each prober's p50, p99 and largest latency with the targets of issue 16, the
  * upload rate and errors, the daemon's RSS (anonymous and file-backed) at the start and the
  * end, and with --sample S a line of RSS every S seconds (the soak: --seconds 1800
- * --sample 60 --rate 20 --mixed --uncached-every 2). Requests are plain HTTP/1.1 over sockets: one connection each,
- * as gpudiffd serves them. Exit status 1 when an upload or probe failed.
+ * --sample 60 --rate 20 --mixed --uncached-every 2). Requests are plain HTTP/1.1 over sockets: one
+ * connection each, as gpudiffd serves them. Exit status 1 when an upload or probe failed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -359,35 +359,52 @@ main(int argc, char **argv)
     };
     int baseline = 1;
     double uncached_every = 0.1;
-    static const struct option opts[] = {
-        {"seconds", required_argument, NULL, O_SECONDS},
-        {"uploaders", required_argument, NULL, O_UPLOADERS},
-        {"layers", required_argument, NULL, O_LAYERS},
-        {"gpudiffd", required_argument, NULL, O_GPUDIFFD},
-        {"flag", required_argument, NULL, O_FLAG},
-        {"sample", required_argument, NULL, O_SAMPLE},
-        {"rate", required_argument, NULL, O_RATE},
-        {"mixed", no_argument, NULL, O_MIXED},
-        {"uncached-every", required_argument, NULL, O_UNCACHED},
-        {"no-baseline", no_argument, NULL, O_NO_BASELINE},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"seconds", required_argument, NULL, O_SECONDS},
+                                         {"uploaders", required_argument, NULL, O_UPLOADERS},
+                                         {"layers", required_argument, NULL, O_LAYERS},
+                                         {"gpudiffd", required_argument, NULL, O_GPUDIFFD},
+                                         {"flag", required_argument, NULL, O_FLAG},
+                                         {"sample", required_argument, NULL, O_SAMPLE},
+                                         {"rate", required_argument, NULL, O_RATE},
+                                         {"mixed", no_argument, NULL, O_MIXED},
+                                         {"uncached-every", required_argument, NULL, O_UNCACHED},
+                                         {"no-baseline", no_argument, NULL, O_NO_BASELINE},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case O_SECONDS: seconds = atof(optarg); break;
-        case O_UPLOADERS: n_uploaders = atoi(optarg); break;
-        case O_LAYERS: n_layers = atoi(optarg); break;
-        case O_GPUDIFFD: gpudiffd = optarg; break;
+        case O_SECONDS:
+            seconds = atof(optarg);
+            break;
+        case O_UPLOADERS:
+            n_uploaders = atoi(optarg);
+            break;
+        case O_LAYERS:
+            n_layers = atoi(optarg);
+            break;
+        case O_GPUDIFFD:
+            gpudiffd = optarg;
+            break;
         case O_FLAG:
             if (n_extra < 15)
                 extra[n_extra++] = optarg;
             break;
-        case O_SAMPLE: sample = atof(optarg); break;
-        case O_RATE: rate_cap = atof(optarg); break;
-        case O_MIXED: mixed = 1; break;
-        case O_UNCACHED: uncached_every = atof(optarg); break;
-        case O_NO_BASELINE: baseline = 0; break;
+        case O_SAMPLE:
+            sample = atof(optarg);
+            break;
+        case O_RATE:
+            rate_cap = atof(optarg);
+            break;
+        case O_MIXED:
+            mixed = 1;
+            break;
+        case O_UNCACHED:
+            uncached_every = atof(optarg);
+            break;
+        case O_NO_BASELINE:
+            baseline = 0;
+            break;
         default:
             printf("usage: bench_load [--seconds N (60)] [--uploaders N (64)] [--layers N (8)]\n"
                    "                  [--rate RUNS_PER_S] [--mixed] [--sample SECONDS]\n"
@@ -464,16 +481,18 @@ main(int argc, char **argv)
     memset(probes, 0, sizeof probes);
     probes[0] = (struct prober){.name = "healthz", .target_ms = 10, .every = 0.01, .n_targets = 1};
     snprintf(probes[0].targets[0], 256, "/healthz");
-    probes[1] = (struct prober){.name = "cached diff", .target_ms = 20, .every = 0.02,
-                                .n_targets = 1};
+    probes[1] =
+        (struct prober){.name = "cached diff", .target_ms = 20, .every = 0.02, .n_targets = 1};
     snprintf(probes[1].targets[0], 256, "/api/v1/diff?a=%s&b=%s", ca, cb);
-    probes[2] = (struct prober){.name = "uncached diff (200 layers)", .target_ms = 500,
-                                .every = uncached_every, .n_targets = 1, .uncached = 1};
+    probes[2] = (struct prober){.name = "uncached diff (200 layers)",
+                                .target_ms = 500,
+                                .every = uncached_every,
+                                .n_targets = 1,
+                                .uncached = 1};
     snprintf(probes[2].targets[0], 256, "/api/v1/diff?a=%s&b=%s&rtol=1e-5", ua, ub);
     int n_probes = 3;
     if (mixed) {
-        probes[3] = (struct prober){.name = "matrix, download, run", .every = 0.05,
-                                    .n_targets = 3};
+        probes[3] = (struct prober){.name = "matrix, download, run", .every = 0.05, .n_targets = 3};
         snprintf(probes[3].targets[0], 256, "/api/v1/matrix?model=pairs");
         snprintf(probes[3].targets[1], 256, "/api/v1/runs/%s/layers/7.npy", ca);
         snprintf(probes[3].targets[2], 256, "/api/v1/runs/%s", ub);
@@ -514,9 +533,9 @@ main(int argc, char **argv)
         if (at != NULL)
             jobs = atol(at + strlen("\ngpudiffd_compare_jobs "));
         /* Where the daemon's memory is, as its /metrics says (MB). */
-        static const char *const names[] = {
-            "gpudiffd_malloc_bytes{state=\"in_use\"} ", "gpudiffd_malloc_bytes{state=\"free\"} ",
-            "gpudiffd_sqlite_memory_bytes{stat=\"used\"} "};
+        static const char *const names[] = {"gpudiffd_malloc_bytes{state=\"in_use\"} ",
+                                            "gpudiffd_malloc_bytes{state=\"free\"} ",
+                                            "gpudiffd_sqlite_memory_bytes{stat=\"used\"} "};
         static const char *const labels[] = {"malloc in use", "malloc free", "sqlite"};
         size_t used = 0;
         for (int i = 0; i < 3; i++) {
@@ -540,9 +559,9 @@ main(int argc, char **argv)
         if (p->target_ms > 0)
             snprintf(verdict, sizeof verdict, "target p99 < %.0f ms: %s", p->target_ms,
                      p99 < p->target_ms ? "met" : "MISSED");
-        printf("%-28s %6zu ok %3d failed  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  %s\n",
-               p->name, p->n, p->errors, pct(p->lat, p->n, 0.5), p99,
-               p->n ? p->lat[p->n - 1] : 0.0, verdict);
+        printf("%-28s %6zu ok %3d failed  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  %s\n", p->name,
+               p->n, p->errors, pct(p->lat, p->n, 0.5), p99, p->n ? p->lat[p->n - 1] : 0.0,
+               verdict);
         if (p->errors > 0)
             failed = 1;
         free(p->lat);

@@ -5,11 +5,11 @@
  * (srv_route_find), its token checked (srv_route_authorize), its size and type checked as
  * http.c does, its body (what follows the head, cut at its Content-Length) given to the
  * handler (JSON bodies whole, layer bodies in pieces of 4 KiB), and the handler run to its
- * answer, again as on a pool thread when it defers (to the compare or the write pool). The database is a real one in a
- * temporary folder, with an agent token (gd_ and 43 'A's, in tests/fuzz/http.dict), two
- * complete runs and one uploading run, so that routes find what they look for. libmicrohttpd
- * is not involved: handlers read the parsed head, and responses are only built and freed.
- * tests/fuzz/run.sh builds and runs it.
+ * answer, again as on a pool thread when it defers (to the compare or the write pool). The database
+ * is a real one in a temporary folder, with an agent token (gd_ and 43 'A's, in
+ * tests/fuzz/http.dict), two complete runs and one uploading run, so that routes find what they
+ * look for. libmicrohttpd is not involved: handlers read the parsed head, and responses are only
+ * built and freed. tests/fuzz/run.sh builds and runs it.
  *
  * Besides the sanitizers' findings it aborts when an answer breaks the API's rules: an
  * error without the JSON error's code, or a status that is not one the error table gives.

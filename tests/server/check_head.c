@@ -28,8 +28,8 @@ refused(const char *text, int code, const char *words)
     struct gd_err err = {0};
     int rc = parse(text, &h, &err);
     ck_assert_msg(rc == code, "%s: rc %d (%s), expected %d", text, rc, err.msg, code);
-    ck_assert_msg(strstr(err.msg, words) != NULL, "%s: message \"%s\" lacks \"%s\"", text,
-                  err.msg, words);
+    ck_assert_msg(strstr(err.msg, words) != NULL, "%s: message \"%s\" lacks \"%s\"", text, err.msg,
+                  words);
 }
 
 START_TEST(end_of_head)
@@ -50,11 +50,12 @@ START_TEST(a_good_head)
 {
     struct srv_head h;
     struct gd_err err = {0};
-    const char *text = "\r\nPUT /api/v1/runs/a%20b/layers/3?model=x+y%2Bz&limit=10&flag HTTP/1.1\r\n"
-                       "Host: 127.0.0.1:8470\r\n"
-                       "Content-Length: 1234\r\n"
-                       "X-Empty:\r\n"
-                       "Authorization:   Bearer gd_x \t\r\n\r\n";
+    const char *text =
+        "\r\nPUT /api/v1/runs/a%20b/layers/3?model=x+y%2Bz&limit=10&flag HTTP/1.1\r\n"
+        "Host: 127.0.0.1:8470\r\n"
+        "Content-Length: 1234\r\n"
+        "X-Empty:\r\n"
+        "Authorization:   Bearer gd_x \t\r\n\r\n";
     ck_assert_msg(parse(text, &h, &err) == 0, "%s", err.msg);
     ck_assert_str_eq(h.method, "PUT");
     ck_assert_str_eq(h.target, "/api/v1/runs/a%20b/layers/3?model=x+y%2Bz&limit=10&flag");
@@ -86,9 +87,8 @@ START_TEST(a_good_head)
     ck_assert_int_eq(parse("GET / HTTP/1.7\r\nHost: x\r\n\r\n", &h, &err), 0);
     ck_assert_int_eq(h.minor, 1);
     srv_head_fini(&h);
-    ck_assert_int_eq(parse("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n",
-                           &h, &err),
-                     0);
+    ck_assert_int_eq(
+        parse("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n", &h, &err), 0);
     ck_assert_int_eq(h.chunked, 1);
     ck_assert_int_eq(h.has_length, 0);
     srv_head_fini(&h);
@@ -123,7 +123,9 @@ START_TEST(lines_and_fields)
     refused("GET / HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n", SRV_EBADREQ, "colon");
     refused("GET / HTTP/1.1\r\nHost: x\r\n: v\r\n\r\n", SRV_EBADREQ, "without a name");
     refused("GET / HTTP/1.1\r\nHost: x\r\nX(y): v\r\n\r\n", SRV_EBADREQ, "token");
-    refused("GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x01" "b\r\n\r\n", SRV_EBADREQ, "control byte");
+    refused("GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x01"
+            "b\r\n\r\n",
+            SRV_EBADREQ, "control byte");
     refused("GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x7f\r\n\r\n", SRV_EBADREQ, "control byte");
     /* A NUL cannot pass through a C string: the parser sees it by length. */
     const char nul[] = "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n";
@@ -152,8 +154,7 @@ START_TEST(framing)
     refused("GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", SRV_EBADREQ, "more than one Host");
     refused("PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n",
             SRV_EBADREQ, "together");
-    refused("PUT / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", SRV_EBADREQ,
-            "chunked");
+    refused("PUT / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", SRV_EBADREQ, "chunked");
     refused("PUT / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", SRV_EBADREQ,
             "chunked");
     refused("PUT / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
@@ -161,8 +162,8 @@ START_TEST(framing)
             SRV_EBADREQ, "chunked");
     refused("PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\n",
             SRV_EBADREQ, "more than one Content-Length");
-    static const char *const lengths[] = {"abc", "-1", "+1", "1 2", "5, 5", "0x10", "",
-                                          "9999999999999999999"};
+    static const char *const lengths[] = {"abc",  "-1",   "+1", "1 2",
+                                          "5, 5", "0x10", "",   "9999999999999999999"};
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
         char text[256];
         snprintf(text, sizeof text, "PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: %s\r\n\r\n",
@@ -171,9 +172,9 @@ START_TEST(framing)
     }
     struct srv_head h;
     struct gd_err err = {0};
-    ck_assert_int_eq(parse("PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 000000000000000042\r\n\r\n",
-                           &h, &err),
-                     0);
+    ck_assert_int_eq(
+        parse("PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 000000000000000042\r\n\r\n", &h, &err),
+        0);
     ck_assert_uint_eq(h.content_length, 42);
     srv_head_fini(&h);
 }
