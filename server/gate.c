@@ -314,9 +314,17 @@ on_head_data(struct srv_gate *g, struct srv_conn *c, uint32_t events)
         } else if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
             conn_close(g, c, &g->waiting); /* a partial head and then nothing more */
         } else {
-            /* Wake up again only when more has arrived than is here now. */
-            int lowat = (int)n + 1;
+            /*
+             * Wake up again only when more has arrived than is here now. Linux caps the
+             * mark at half the receive buffer: a head that large would wake this loop at
+             * once, again and again, so it is refused instead.
+             */
+            int lowat = (int)n + 1, set = 0;
+            socklen_t len = sizeof set;
             setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+            if (getsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &set, &len) != 0 || set < lowat)
+                refuse(g, c, SRV_EHEADERS,
+                       "the request head is larger than this connection can hold", what);
         }
         return;
     }
