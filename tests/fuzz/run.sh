@@ -13,6 +13,11 @@
 # Needs clang and libFuzzer (Debian: clang, libclang-rt-14-dev; deploy/setup.sh installs
 # them); without them it says so and exits 77.
 set -eu
+if [ $# -lt 2 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+    [ $# -ge 2 ] || [ "${1:-}" = -h ] || [ "${1:-}" = --help ]
+    exit $?
+fi
 src=$(cd "$1" && pwd)
 work=$(mkdir -p "$2" && cd "$2" && pwd)
 runs=${3:-20000}
