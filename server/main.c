@@ -345,7 +345,10 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
 
     int sig = 0;
     sigwait(&stop, &sig);
-    SRV_LOG(GD_LOG_INFO, NULL, "signal %d: stopping (requests in progress are finished)", sig);
+    SRV_LOG(GD_LOG_INFO, NULL,
+            "signal %d: stopping (requests in progress are finished; diffs being computed "
+            "stop at their next layer and answer 503)",
+            sig);
     rc = 0;
 done:
     /* Requests first (they may queue comparisons), then the worker, then the database. */
