@@ -354,7 +354,8 @@ check_unknown_keys(json_t *root, struct gd_err *err)
                               "(\"%s\" is one)",
                               MAX_UNKNOWN_KEYS, p);
         size_t n = 0;
-        if (json_dump_callback(v, count_bytes, &n, JSON_COMPACT) != 0 || n > MAX_UNKNOWN_BYTES)
+        if (json_dump_callback(v, count_bytes, &n, JSON_COMPACT | JSON_ENCODE_ANY) != 0 ||
+            n > MAX_UNKNOWN_BYTES)
             return gd_err_set(err, SRV_EBADREQ,
                               "%s: a key run.schema.json does not name may hold at most %d "
                               "bytes of JSON",

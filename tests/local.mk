@@ -90,7 +90,7 @@ tests_engine_check_backend_ops_LDADD = $(TEST_LIBS)
 # ---- server: linked against libsrv.la, gpudiffd less its main.c ----
 SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \
 	tests/server/check_db tests/server/check_device tests/server/check_db_diffs \
-	tests/server/check_compare tests/server/check_head
+	tests/server/check_compare tests/server/check_head tests/server/check_run_doc
 check_PROGRAMS += $(SERVER_CHECKS)
 TESTS += $(SERVER_CHECKS)
 SERVER_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS) \
@@ -121,6 +121,9 @@ tests_server_check_compare_LDADD = $(SERVER_TEST_LIBS)
 tests_server_check_head_SOURCES = tests/server/check_head.c
 tests_server_check_head_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_head_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_run_doc_SOURCES = tests/server/check_run_doc.c
+tests_server_check_run_doc_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_run_doc_LDADD = $(SERVER_TEST_LIBS)
 
 # ---- agent: upload.c is compiled into its test (the agent has no library of its own) ----
 check_PROGRAMS += tests/agent/check_upload
