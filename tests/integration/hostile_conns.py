@@ -112,11 +112,14 @@ def hold_and_probe(idle, slow, what):
     t = threading.Thread(target=slowloris, args=(trickle, stop), daemon=True)
     t.start()
     lat = probe_healthz(20)
-    good = [x for x in lat if x is not None]
-    worst = max(good) if good else float("inf")
-    check(len(good) == len(lat) and worst < 0.1,
-          "%s: %d sockets open, /healthz answered %d of %d probes, the slowest in %.1f ms"
-          % (what, opened, len(good), len(lat), worst * 1e3))
+    good = sorted(x for x in lat if x is not None)
+    worst = good[-1] if good else float("inf")
+    median = good[len(good) // 2] if good else float("inf")
+    # Every probe answered, most in milliseconds. The bound on the slowest is loose: this
+    # runs on 2 shared cores, sanitized builds too; before the front door most got nothing.
+    check(len(good) == len(lat) and median < 0.02 and worst < 1.0,
+          "%s: %d sockets open, /healthz answered %d of %d probes, median %.1f ms, the "
+          "slowest in %.1f ms" % (what, opened, len(good), len(lat), median * 1e3, worst * 1e3))
     # Everything is closed by the server within the header timeout and a second or two.
     deadline = t0 + HEADER_TIMEOUT + 3.0
     left = quiet + trickle

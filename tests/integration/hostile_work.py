@@ -91,7 +91,7 @@ elif PHASE == "starve":
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
-        time.sleep(0.02)
+        time.sleep(0.005)  # all eight in before the first diff (0.3 s or more) is done
     lat = []
     while any(t.is_alive() for t in threads) and time.monotonic() - started < 120:
         t0 = time.monotonic()
@@ -108,10 +108,13 @@ elif PHASE == "starve":
           % (len(done), len(full)))
     check(all(x[1] < 1.0 for x in full), "the refusals came at once (slowest %.3f s)"
           % max([x[1] for x in full] or [0]))
-    good = [x for x in lat if x is not None]
-    check(len(good) == len(lat) and len(lat) >= 10 and max(good) < 0.1,
-          "/healthz answered all %d probes while they were computed, the slowest in %.1f ms"
-          % (len(lat), max(good or [0]) * 1e3))
+    good = sorted(x for x in lat if x is not None)
+    median = good[len(good) // 2] if good else float("inf")
+    # Loose on the slowest (2 shared cores, sanitized builds too): before the compare pool
+    # the threads serving connections computed the diffs, and /healthz got 1 answer in 1.7 s.
+    check(len(good) == len(lat) and len(lat) >= 10 and median < 0.02 and good[-1] < 1.0,
+          "/healthz answered all %d probes while they were computed, median %.1f ms, the "
+          "slowest in %.1f ms" % (len(lat), median * 1e3, (good or [0])[-1] * 1e3))
 elif PHASE in ("big", "slow"):
     a, b = ARGS
     target = diff_target(a, b, "9.5e-9")  # an atol no other phase asked for: not cached
