@@ -83,6 +83,14 @@ decode(const char *src, size_t n, int plus_space, char *dst, const char *what, s
     return 0;
 }
 
+/* The query parameters that are lists, given once per item (GET /api/v1/runs' filters
+ * knob=NAME=VALUE and label=KEY=VALUE); any other given twice is refused. */
+static int
+repeatable(const char *key)
+{
+    return strcmp(key, "knob") == 0 || strcmp(key, "label") == 0;
+}
+
 /* One query piece "key=value" or "key" into the pair table; dst gets both, decoded. */
 static int
 query_pair(struct srv_head *h, const char *piece, size_t n, char **dst, struct gd_err *err)
@@ -106,7 +114,7 @@ query_pair(struct srv_head *h, const char *piece, size_t n, char **dst, struct g
     if (rc != 0)
         return rc;
     *dst += strlen(value) + 1;
-    for (int i = 0; i < h->n_query; i++)
+    for (int i = 0; i < h->n_query && !repeatable(key); i++)
         if (strcmp(h->query[i].key, key) == 0)
             return gd_err_set(err, SRV_EBADREQ, "query parameter \"%.40s\" is given twice", key);
     h->query[h->n_query].key = key;

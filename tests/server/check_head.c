@@ -194,6 +194,13 @@ START_TEST(escapes_and_queries)
     refused("GET /a?a=1&a=2 HTTP/1.1\r\nHost: x\r\n\r\n", SRV_EBADREQ, "twice");
     refused("GET /a?a=1&a HTTP/1.1\r\nHost: x\r\n\r\n", SRV_EBADREQ, "twice");
     refused("GET /a?=1 HTTP/1.1\r\nHost: x\r\n\r\n", SRV_EBADREQ, "without a key");
+    /* the list filters of GET /api/v1/runs come once per item */
+    struct srv_head lists;
+    struct gd_err lists_err = {0};
+    ck_assert_msg(parse("GET /a?knob=tf32=true&knob=batch=32&label=t=w&label=u=v HTTP/1.1\r\n"
+                        "Host: x\r\n\r\n", &lists, &lists_err) == 0, "%s", lists_err.msg);
+    ck_assert_int_eq(lists.n_query, 4);
+    ck_assert_str_eq(srv_head_query(&lists, "knob"), "tf32=true");
     char many[4096];
     size_t n = (size_t)snprintf(many, sizeof many, "GET /a?");
     for (int i = 0; i <= SRV_HEAD_QUERY_MAX; i++)
