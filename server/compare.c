@@ -41,6 +41,18 @@
 #define DIFF_TENSOR_FACTOR 3
 /* The worker waits this long between passes when a job failed for a reason that passes. */
 #define JOB_RETRY_SECS 5.0
+/*
+ * And at most this long between passes anyway: jobs queued through another daemon on the
+ * same database, or left by one that died holding a claim, are taken up within it.
+ */
+#define JOB_RESCAN_SECS 30
+/*
+ * A claim keeps the workers of other daemons on the database off a job for this long: most
+ * diffs take far less, and one that takes longer may be computed twice, the second result
+ * dropped (the cache keeps one row per key). A daemon killed holding a claim delays its job
+ * by at most this much.
+ */
+#define JOB_CLAIM_SECS 15
 /* After a diff of this many layers, freed memory is returned to the system (malloc_trim). */
 #define TRIM_LAYERS 1000
 /*
@@ -513,7 +525,10 @@ jobs_pass(struct srv_compare *c)
         struct srv_job job;
         int rc = srv_store_acquire(c->store, &db, &err);
         if (rc == 0)
-            rc = srv_db_job_next(db, after, &job, &err);
+            rc = srv_db_job_claim(db, after, srv_now(), JOB_CLAIM_SECS, &job, &err);
+        int64_t left = 0;
+        if (rc == SRV_ENOTFOUND && srv_db_jobs_count(db, &left, &err) == 0 && left > 0)
+            again = 1; /* jobs another worker holds: look again once their claims end */
         srv_store_release(c->store, db);
         if (rc == SRV_ENOTFOUND)
             break;
@@ -531,9 +546,13 @@ jobs_pass(struct srv_compare *c)
             if (rc == 0 && !hit)
                 SRV_LOG(GD_LOG_INFO, NULL, "run %s compared with baseline %s in %.2f s", job.run,
                         job.baseline, srv_clock() - t0);
-            if (rc == GD_ECANCELED)
-                break; /* stopping: the job stays for the next start */
-            if (rc != 0 && !job_failed_for_good(rc)) {
+            if (rc == GD_ECANCELED || (rc != 0 && !job_failed_for_good(rc))) {
+                /* Stopping, or a failure that may pass: the job stays, for a later pass. */
+                if (srv_store_acquire(c->store, &db, &err) == 0)
+                    srv_db_job_release(db, job.id, &err);
+                srv_store_release(c->store, db);
+                if (rc == GD_ECANCELED)
+                    break;
                 again = 1;
                 continue;
             }
@@ -570,7 +589,11 @@ worker(void *arg)
     c->jobs_wanted = 1; /* the jobs a previous daemon left */
     while (!atomic_load(&c->stop)) {
         if (!c->jobs_wanted) {
-            pthread_cond_wait(&c->work_cv, &c->mu);
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += JOB_RESCAN_SECS;
+            if (pthread_cond_timedwait(&c->work_cv, &c->mu, &until) != 0)
+                c->jobs_wanted = 1;
             continue;
         }
         c->jobs_wanted = 0;

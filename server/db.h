@@ -1,12 +1,13 @@
 /*
- * db.h: gpudiffd's storage in SQLite (schema/sql/NNN_name.sql, docs/SERVER.md): connections,
- * migrations, transactions, and one function per query, grouped by table in db_<table>.c.
+ * db.h: gpudiffd's storage (schema/sql/NNN_name.sql for SQLite, schema/pg/NNN_name.sql for
+ * PostgreSQL, docs/SERVER.md): connections, migrations, transactions, and one function per
+ * query, grouped by table in db_<table>.c, written once on the backends of sql.h.
  *
  * A struct srv_db is one connection with its cache of prepared statements; it is used by one
  * thread at a time. A struct srv_store is the pool of them that request handlers borrow
  * from, for one callback at a time, so no connection is held while a client is slow.
- * Every function returns 0 or a GD_E* or SRV_E* code with err filled; SQLite's "busy" is
- * SRV_EBUSY (503), its other failures GD_EIO.
+ * Every function returns 0 or a GD_E* or SRV_E* code with err filled; a database that is
+ * busy (or gone away) is SRV_EBUSY (503), its other failures GD_EIO.
  */
 #ifndef GPUDIFF_SERVER_DB_H
 #define GPUDIFF_SERVER_DB_H
@@ -14,74 +15,72 @@
 #include <stdint.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
-
 #include "gpudiff/error.h"
 #include "gpudiff/tensor.h"
 #include "server.h"
+#include "sql.h"
 
 /* ---- connections ---- */
 
 struct srv_db_opts {
     int busy_timeout_ms;
-    int sync_full;      /* synchronous=FULL instead of NORMAL */
-    int64_t cache_size; /* bytes of page cache per connection; 0: SQLite's 2 MiB */
-    int64_t mmap_size;  /* bytes of the file mapped per connection; 0: 256 MiB, < 0: none */
+    int sync_full;      /* SQLite: synchronous=FULL instead of NORMAL */
+    int64_t cache_size; /* SQLite: bytes of page cache per connection; 0: SQLite's 2 MiB */
+    int64_t mmap_size;  /* SQLite: bytes of the file mapped per connection; 0: 256 MiB, < 0:
+                           none */
 };
 
 /*
- * Opens (creating) the database at path with foreign keys on, WAL journaling, the busy
- * timeout and the synchronous level. Does not migrate.
+ * Opens a connection to the database `db` names: a PostgreSQL URI (postgresql://...) or
+ * else a SQLite file, created (0600) if needed; see sql.h for the backends. Does not
+ * migrate.
  */
-int srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **out,
+int srv_db_open(const char *db, const struct srv_db_opts *opts, struct srv_db **out,
                 struct gd_err *err);
 
 /* Finalizes the cached statements and closes. Accepts NULL. */
 void srv_db_close(struct srv_db *db);
 
-sqlite3 *srv_db_conn(struct srv_db *db);
-
-/*
- * A prepared statement for sql, cached in db by the address of sql (so sql must be a string
- * literal or static). Reset and unbound when given out; callers end with srv_db_done().
- */
-int srv_db_prepare(struct srv_db *db, const char *sql, sqlite3_stmt **st, struct gd_err *err);
-
-/* Resets a statement from srv_db_prepare() so it holds no read lock. Accepts NULL. */
-void srv_db_done(sqlite3_stmt *st);
-
-/* Turns the connection's last SQLite error into err ("what: message"). */
-int srv_db_fail(struct srv_db *db, int sqlite_rc, const char *what, struct gd_err *err);
-
-/* BEGIN IMMEDIATE (takes the write lock now, so the transaction never fails halfway for it). */
+/* Write transactions (sql.h, enum srv_tx): BEGIN with the write lock of every daemon. */
 int srv_db_begin(struct srv_db *db, struct gd_err *err);
+/* BEGIN of a transaction that runs beside other shared ones (a layer upload's commit). */
+int srv_db_begin_shared(struct srv_db *db, struct gd_err *err);
+/* In a shared transaction: waits for the other shared transactions that locked key. */
+int srv_db_lock_key(struct srv_db *db, const char *key, struct gd_err *err);
 int srv_db_commit(struct srv_db *db, struct gd_err *err);
 /* Rolls back if a transaction is open. */
 void srv_db_rollback(struct srv_db *db);
 
-/* Binds text (NULL binds SQL NULL). */
-int srv_db_bind_text(sqlite3_stmt *st, int i, const char *s);
+/* ---- migrations (db.c, the SQL embedded from schema/sql and schema/pg at build time) ---- */
 
-/* ---- migrations (db.c, the SQL embedded from schema/sql at build time) ---- */
-
-struct srv_migration {
-    int version;
-    const char *name;
-    const char *sql;
-};
-
+/* SQLite's migrations (schema/sql/NNN_name.sql) and PostgreSQL's (schema/pg/NNN_name.sql). */
 extern const struct srv_migration srv_migrations[];
 extern const int srv_migration_count;
+extern const struct srv_migration srv_pg_migrations[];
+extern const int srv_pg_migration_count;
 
-/* PRAGMA user_version. */
+/* The schema version (SQLite: PRAGMA user_version). */
 int srv_db_version(struct srv_db *db, int *version, struct gd_err *err);
 
 /*
- * Applies every migration newer than user_version, each in its own transaction that also
- * sets user_version. *from and *to (may be NULL) get the versions before and after.
+ * Applies every migration newer than the database's version, each in its own transaction
+ * that also sets the version. *from and *to (may be NULL) get the versions before and after.
  * A database newer than this build is GD_ENOTSUP.
  */
 int srv_db_migrate(struct srv_db *db, int *from, int *to, struct gd_err *err);
+
+/* ---- backups (gpudiffd backup, restore) ---- */
+
+/* An online, consistent copy of the database db into the file `to` (made whole first). */
+int srv_db_backup(const char *db, const struct srv_db_opts *opts, const char *to,
+                  struct gd_err *err);
+
+/* Replaces the content of the database db with the backup in `from`. */
+int srv_db_restore(const char *db, const struct srv_db_opts *opts, const char *from,
+                   struct gd_err *err);
+
+/* "sqlite file /var/lib/gpudiff/gpudiff.db", "postgresql database gpudiff on host ...". */
+void srv_db_describe(const char *db, char *out, size_t size);
 
 /* ---- the pool ---- */
 
@@ -90,6 +89,12 @@ int srv_store_open(const char *path, const struct srv_db_opts *opts, struct srv_
 void srv_store_close(struct srv_store *s);
 int srv_store_acquire(struct srv_store *s, struct srv_db **out, struct gd_err *err);
 void srv_store_release(struct srv_store *s, struct srv_db *db);
+
+/* The dialect of the store's backend. */
+enum srv_sql_dialect srv_store_dialect(const struct srv_store *s);
+
+/* The backend library's memory in use and its peak; 0 when it reports none (PostgreSQL). */
+int srv_db_memory(const struct srv_db *db, int64_t *used, int64_t *highwater);
 
 /* ---- runs (db_runs.c) ---- */
 
@@ -250,9 +255,9 @@ int srv_db_layer_load(struct srv_db *db, const char *run_id, int index, int incl
  * kept in *handle (NULL at first) for the next reads, since each fresh handle walks the
  * blob's page chain from its start; srv_db_blob_close() ends it, before db is released.
  */
-int srv_db_blob_read(struct srv_db *db, int64_t blob_id, sqlite3_blob **handle, uint64_t off,
-                     void *buf, size_t len, struct gd_err *err);
-void srv_db_blob_close(sqlite3_blob **handle);
+int srv_db_blob_read(struct srv_db *db, int64_t blob_id, struct srv_sql_piece_handle **handle,
+                     uint64_t off, void *buf, size_t len, struct gd_err *err);
+void srv_db_blob_close(struct srv_db *db, struct srv_sql_piece_handle **handle);
 
 /* Writes a new blob row from a spill file; inside the caller's transaction. */
 int srv_db_blob_insert(struct srv_db *db, const char *sha256, const struct srv_blob_spill *spill,
@@ -353,8 +358,16 @@ int srv_db_job_queue_run(struct srv_db *db, const char *run_id, int64_t now, str
 int srv_db_job_queue_model(struct srv_db *db, int64_t model_id, const char *old_baseline,
                            const char *baseline, int64_t limit, int64_t now, struct gd_err *err);
 
-/* The oldest job with an id above `after`; SRV_ENOTFOUND when there is none. */
-int srv_db_job_next(struct srv_db *db, int64_t after, struct srv_job *job, struct gd_err *err);
+/*
+ * Claims the oldest job with an id above `after` that no worker holds (or whose claim
+ * ended before now) until now + lease seconds: two daemons on one database never compute
+ * the same job at once. SRV_ENOTFOUND when there is none.
+ */
+int srv_db_job_claim(struct srv_db *db, int64_t after, int64_t now, int64_t lease,
+                     struct srv_job *job, struct gd_err *err);
+
+/* Lets go of a claimed job, so that the next pass (of any daemon) takes it again. */
+int srv_db_job_release(struct srv_db *db, int64_t id, struct gd_err *err);
 
 /* Deletes a job (its diff is cached, or can never be made). */
 int srv_db_job_done(struct srv_db *db, int64_t id, struct gd_err *err);

@@ -18,7 +18,7 @@ static const char SQL_DIFF_JSON[] =
 static const char SQL_DIFF_INSERT[] =
     "INSERT INTO diffs(run_a, run_b, truth, atol, rtol, engine_version, first_divergent, "
     "n_layers, json, seconds, created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
-    "ON CONFLICT DO NOTHING";
+    "ON CONFLICT DO NOTHING RETURNING id";
 static const char SQL_DIFF_LAYER_INSERT[] =
     "INSERT INTO diff_layers(diff_id, idx, name, verdict, err, max_abs) "
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6)";
@@ -26,39 +26,38 @@ static const char SQL_DIFF_LAYER_INSERT[] =
 static const char SQL_DIFF_SUMMARY[] =
     "SELECT d.first_divergent, l.verdict, l.err, l.max_abs, l.idx IS NOT NULL "
     "FROM diffs d LEFT JOIN diff_layers l ON l.diff_id = d.id AND "
-    "l.idx = CASE WHEN ?7 IS NULL THEN d.n_layers - 1 ELSE (SELECT min(idx) FROM diff_layers "
-    "WHERE diff_id = d.id AND name = ?7) END "
+    "l.idx = CASE WHEN CAST(?7 AS TEXT) IS NULL THEN d.n_layers - 1 ELSE (SELECT min(idx) "
+    "FROM diff_layers WHERE diff_id = d.id AND name = ?7) END "
     "WHERE d.run_a = ?1 AND d.run_b = ?2 AND d.truth = ?3 AND d.atol = ?4 AND d.rtol = ?5 "
     "AND d.engine_version = ?6";
 
 static void
-bind_key(sqlite3_stmt *st, const struct srv_diff_key *key)
+bind_key(struct srv_stmt *st, const struct srv_diff_key *key)
 {
-    srv_db_bind_text(st, 1, key->a);
-    srv_db_bind_text(st, 2, key->b);
-    srv_db_bind_text(st, 3, key->truth != NULL ? key->truth : "");
-    sqlite3_bind_double(st, 4, key->atol);
-    sqlite3_bind_double(st, 5, key->rtol);
-    srv_db_bind_text(st, 6, key->engine_version);
+    srv_stmt_bind_text(st, 1, key->a);
+    srv_stmt_bind_text(st, 2, key->b);
+    srv_stmt_bind_text(st, 3, key->truth != NULL ? key->truth : "");
+    srv_stmt_bind_double(st, 4, key->atol);
+    srv_stmt_bind_double(st, 5, key->rtol);
+    srv_stmt_bind_text(st, 6, key->engine_version);
 }
 
 int
 srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **text, size_t *len,
                  struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_prepare(db, SQL_DIFF_JSON, &st, err);
     if (rc != 0)
         return rc;
     bind_key(st, key);
-    int s = sqlite3_step(st);
-    if (s != SQLITE_ROW) {
-        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached")
-                              : srv_db_fail(db, s, "diff lookup", err);
+    int s = srv_stmt_step(st, "diff lookup", err);
+    if (s != SRV_SQL_ROW) {
+        rc = s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
         goto done;
     }
-    const void *data = sqlite3_column_blob(st, 0);
-    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    size_t n = 0;
+    const void *data = srv_stmt_blob(st, 0, &n);
     char *copy = malloc(n + 2);
     if (copy == NULL) {
         rc = gd_err_set(err, GD_ENOMEM, "out of memory for a diff of %zu bytes", n);
@@ -71,7 +70,7 @@ srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **text,
     *text = copy;
     *len = n + 1;
 done:
-    srv_db_done(st);
+    srv_stmt_done(st);
     return rc;
 }
 
@@ -83,27 +82,21 @@ int
 srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, int64_t *row,
                    uint64_t *len, struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_prepare(db, SQL_DIFF_ROW, &st, err);
     if (rc != 0)
         return rc;
     bind_key(st, key);
-    int s = sqlite3_step(st);
-    int64_t id = s == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    srv_db_done(st);
-    if (s != SQLITE_ROW)
-        return s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached")
-                                : srv_db_fail(db, s, "diff lookup", err);
-    /* The text's size in bytes, without reading it (incremental I/O sees TEXT as bytes). */
-    sqlite3_blob *b = NULL;
-    s = sqlite3_blob_open(srv_db_conn(db), "main", "diffs", "json", id, 0, &b);
-    if (s != SQLITE_OK) {
-        sqlite3_blob_close(b);
-        return srv_db_fail(db, s, "diff open", err);
-    }
-    *len = (uint64_t)sqlite3_blob_bytes(b);
+    int s = srv_stmt_step(st, "diff lookup", err);
+    int64_t id = s == SRV_SQL_ROW ? srv_stmt_int64(st, 0) : 0;
+    srv_stmt_done(st);
+    if (s != SRV_SQL_ROW)
+        return s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
+    /* The text's size in bytes, without reading it. */
+    rc = srv_db_backend(db)->piece_size(srv_db_sql_conn(db), SRV_PIECE_DIFF, id, len, err);
+    if (rc != 0)
+        return rc;
     *row = id;
-    sqlite3_blob_close(b);
     return 0;
 }
 
@@ -111,35 +104,34 @@ int
 srv_db_diff_read(struct srv_db *db, int64_t row, uint64_t len, uint64_t off, void *buf, size_t n,
                  struct gd_err *err)
 {
-    sqlite3_blob *b = NULL;
-    int s = sqlite3_blob_open(srv_db_conn(db), "main", "diffs", "json", row, 0, &b);
-    if (s != SQLITE_OK) {
-        sqlite3_blob_close(b);
-        return srv_db_fail(db, s, "diff open", err);
-    }
-    int rc = 0;
-    if ((uint64_t)sqlite3_blob_bytes(b) != len || off > len || n > len - off)
-        rc = gd_err_set(err, GD_EIO, "cached diff %lld changed while it was sent", (long long)row);
-    else if ((s = sqlite3_blob_read(b, buf, (int)n, (int)off)) != SQLITE_OK)
-        rc = srv_db_fail(db, s, "diff read", err);
-    sqlite3_blob_close(b);
+    const struct srv_sql_backend *be = srv_db_backend(db);
+    uint64_t size = 0;
+    int rc = be->piece_size(srv_db_sql_conn(db), SRV_PIECE_DIFF, row, &size, err);
+    if (rc != 0)
+        return rc;
+    if (size != len || off > len || n > len - off)
+        return gd_err_set(err, GD_EIO, "cached diff %lld changed while it was sent",
+                          (long long)row);
+    struct srv_sql_piece_handle *h = NULL;
+    rc = be->piece_read(srv_db_sql_conn(db), SRV_PIECE_DIFF, row, &h, off, buf, n, err);
+    be->piece_close(&h);
     return rc;
 }
 
 static void
-bind_number(sqlite3_stmt *st, int i, double v)
+bind_number(struct srv_stmt *st, int i, double v)
 {
     if (isfinite(v))
-        sqlite3_bind_double(st, i, v);
+        srv_stmt_bind_double(st, i, v);
     else
-        sqlite3_bind_null(st, i);
+        srv_stmt_bind_null(st, i);
 }
 
 int
 srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key, const struct srv_diff_row *row,
                 int64_t now, struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_begin(db, err);
     if (rc != 0)
         return rc;
@@ -147,37 +139,39 @@ srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key, const struct 
     if (rc != 0)
         goto done;
     bind_key(st, key);
-    srv_db_bind_text(st, 7, row->first_divergent);
-    sqlite3_bind_int(st, 8, row->n_layers);
-    sqlite3_bind_text(st, 9, row->json, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 10, row->seconds);
-    sqlite3_bind_int64(st, 11, now);
-    int s = sqlite3_step(st);
-    srv_db_done(st);
-    if (s != SQLITE_DONE) {
-        rc = srv_db_fail(db, s, "diff insert", err);
+    srv_stmt_bind_text(st, 7, row->first_divergent);
+    srv_stmt_bind_int64(st, 8, row->n_layers);
+    /* PostgreSQL keeps the text as bytes (bytea), so that it can be sent in byte ranges. */
+    if (srv_db_dialect(db) == SRV_SQL_PG)
+        srv_stmt_bind_blob(st, 9, row->json, strlen(row->json));
+    else
+        srv_stmt_bind_text(st, 9, row->json);
+    srv_stmt_bind_double(st, 10, row->seconds);
+    srv_stmt_bind_int64(st, 11, now);
+    int s = srv_stmt_step(st, "diff insert", err);
+    /* No row: another daemon cached it first; its row is as good as this one. */
+    int64_t id = s == SRV_SQL_ROW ? srv_stmt_int64(st, 0) : 0;
+    srv_stmt_done(st);
+    if (s != SRV_SQL_ROW) {
+        rc = s < 0 ? s : 0;
         goto done;
     }
-    /* Another daemon on the same file cached it first: its row is as good as this one. */
-    if (sqlite3_changes(srv_db_conn(db)) == 0)
-        goto done;
-    sqlite3_int64 id = sqlite3_last_insert_rowid(srv_db_conn(db));
-    st = NULL;
     rc = srv_db_prepare(db, SQL_DIFF_LAYER_INSERT, &st, err);
     for (int i = 0; rc == 0 && i < row->n_layers; i++) {
         const struct srv_diff_layer_sum *l = &row->layers[i];
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int(st, 2, i);
-        srv_db_bind_text(st, 3, l->name);
-        srv_db_bind_text(st, 4, l->verdict);
+        srv_stmt_done(st);
+        srv_stmt_bind_int64(st, 1, id);
+        srv_stmt_bind_int64(st, 2, i);
+        srv_stmt_bind_text(st, 3, l->name);
+        srv_stmt_bind_text(st, 4, l->verdict);
         bind_number(st, 5, l->err);
         bind_number(st, 6, l->max_abs);
-        s = sqlite3_step(st);
-        if (s != SQLITE_DONE)
-            rc = srv_db_fail(db, s, "diff layer insert", err);
+        s = srv_stmt_step(st, "diff layer insert", err);
+        if (s < 0)
+            rc = s;
     }
-    srv_db_done(st);
+    if (rc == 0)
+        srv_stmt_done(st);
     if (rc == 0)
         rc = srv_db_commit(db, err);
 done:
@@ -189,31 +183,28 @@ int
 srv_db_diff_summary(struct srv_db *db, const struct srv_diff_key *key, const char *layer,
                     struct srv_diff_summary *out, struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_prepare(db, SQL_DIFF_SUMMARY, &st, err);
     if (rc != 0)
         return rc;
     bind_key(st, key);
-    srv_db_bind_text(st, 7, layer);
-    int s = sqlite3_step(st);
-    if (s != SQLITE_ROW) {
-        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached")
-                              : srv_db_fail(db, s, "diff summary", err);
+    srv_stmt_bind_text(st, 7, layer);
+    int s = srv_stmt_step(st, "diff summary", err);
+    if (s != SRV_SQL_ROW) {
+        rc = s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
         goto done;
     }
     struct srv_diff_summary sum;
     memset(&sum, 0, sizeof sum);
-    sum.has_first = sqlite3_column_type(st, 0) != SQLITE_NULL;
+    sum.has_first = !srv_stmt_null(st, 0);
     if (sum.has_first)
-        snprintf(sum.first_divergent, sizeof sum.first_divergent, "%s",
-                 (const char *)sqlite3_column_text(st, 0));
-    sum.layer_found = sqlite3_column_int(st, 4);
-    snprintf(sum.verdict, sizeof sum.verdict, "%s",
-             sum.layer_found ? (const char *)sqlite3_column_text(st, 1) : "");
-    sum.err = sqlite3_column_type(st, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 2);
-    sum.max_abs = sqlite3_column_type(st, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 3);
+        snprintf(sum.first_divergent, sizeof sum.first_divergent, "%s", srv_stmt_text(st, 0));
+    sum.layer_found = srv_stmt_int(st, 4);
+    snprintf(sum.verdict, sizeof sum.verdict, "%s", sum.layer_found ? srv_stmt_text(st, 1) : "");
+    sum.err = srv_stmt_null(st, 2) ? NAN : srv_stmt_double(st, 2);
+    sum.max_abs = srv_stmt_null(st, 3) ? NAN : srv_stmt_double(st, 3);
     *out = sum;
 done:
-    srv_db_done(st);
+    srv_stmt_done(st);
     return rc;
 }

@@ -17,7 +17,8 @@ static const char SQL_LAYER_PRESENT[] =
     "SELECT uploaded_at IS NOT NULL FROM layers WHERE run_id = ?1 AND idx = ?2";
 static const char SQL_BLOB_EXISTS[] = "SELECT 1 FROM blobs WHERE sha256 = ?1";
 static const char SQL_LAYER_MARK[] =
-    "UPDATE layers SET uploaded_at = ?3, blob_sha256 = ?4 WHERE run_id = ?1 AND idx = ?2";
+    "UPDATE layers SET uploaded_at = ?3, blob_sha256 = ?4 WHERE run_id = ?1 AND idx = ?2 "
+    "AND uploaded_at IS NULL";
 static const char SQL_LAYER_LOCATE[] =
     "SELECT r.state, r.n_layers, l.name, l.dtype, l.shape, l.sha256, l.uploaded_at, "
     "l.blob_sha256, b.id, b.elem_size, b.raw_size, b.stored_size "
@@ -45,67 +46,73 @@ int
 srv_db_layer_spec(struct srv_db *db, const char *run_id, int index, struct srv_layer_spec *out,
                   struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_prepare(db, SQL_LAYER_SPEC, &st, err);
     if (rc != 0)
         return rc;
-    srv_db_bind_text(st, 1, run_id);
-    sqlite3_bind_int(st, 2, index);
-    int s = sqlite3_step(st);
-    if (s != SQLITE_ROW) {
-        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id)
-                              : srv_db_fail(db, s, "layer lookup", err);
+    srv_stmt_bind_text(st, 1, run_id);
+    srv_stmt_bind_int64(st, 2, index);
+    int s = srv_stmt_step(st, "layer lookup", err);
+    if (s != SRV_SQL_ROW) {
+        rc = s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id) : s;
         goto done;
     }
-    if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
+    if (srv_stmt_null(st, 2)) {
         rc = gd_err_set(err, SRV_ENOTFOUND, "run %s has layers 0 to %d; there is no layer %d",
-                        run_id, sqlite3_column_int(st, 1) - 1, index);
+                        run_id, srv_stmt_int(st, 1) - 1, index);
         goto done;
     }
     struct srv_layer_spec spec;
     memset(&spec, 0, sizeof spec);
-    spec.run_complete = strcmp((const char *)sqlite3_column_text(st, 0), "complete") == 0;
-    if (gd_dtype_from_name((const char *)sqlite3_column_text(st, 2), &spec.dtype) != 0) {
+    spec.run_complete = strcmp(srv_stmt_text(st, 0), "complete") == 0;
+    if (gd_dtype_from_name(srv_stmt_text(st, 2), &spec.dtype) != 0) {
         rc = gd_err_set(err, GD_EIO, "stored dtype of layer %d is damaged", index);
         goto done;
     }
-    rc = shape_parse((const char *)sqlite3_column_text(st, 3), &spec.ndim, spec.shape, err);
+    rc = shape_parse(srv_stmt_text(st, 3), &spec.ndim, spec.shape, err);
     if (rc != 0)
         goto done;
-    spec.raw_size = (uint64_t)sqlite3_column_int64(st, 4);
-    snprintf(spec.sha256, sizeof spec.sha256, "%s", (const char *)sqlite3_column_text(st, 5));
-    spec.present = sqlite3_column_int(st, 6);
-    spec.blob_stored = sqlite3_column_int(st, 7);
+    spec.raw_size = (uint64_t)srv_stmt_int64(st, 4);
+    snprintf(spec.sha256, sizeof spec.sha256, "%s", srv_stmt_text(st, 5));
+    spec.present = srv_stmt_int(st, 6);
+    spec.blob_stored = srv_stmt_int(st, 7);
     *out = spec;
 done:
-    srv_db_done(st);
+    srv_stmt_done(st);
     return rc;
 }
 
+/*
+ * A shared transaction (sql.h): uploads commit beside each other, and two commits of the
+ * same data (the same layer sent twice, or one tensor of two runs) take turns on its hash,
+ * so the second finds the blob the first stored, and the layer marked.
+ */
 int
 srv_db_layer_commit(struct srv_db *db, const char *run_id, int index, const char *sha256,
                     const struct srv_blob_spill *spill, int64_t now, int *stored, int *was_present,
                     struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     *stored = *was_present = 0;
-    int rc = srv_db_begin(db, err);
+    int rc = srv_db_begin_shared(db, err);
+    if (rc == 0)
+        rc = srv_db_lock_key(db, sha256, err);
     if (rc != 0)
-        return rc;
+        goto done;
     rc = srv_db_prepare(db, SQL_LAYER_PRESENT, &st, err);
     if (rc != 0)
         goto done;
-    srv_db_bind_text(st, 1, run_id);
-    sqlite3_bind_int(st, 2, index);
-    int s = sqlite3_step(st);
-    int present = s == SQLITE_ROW && sqlite3_column_int(st, 0);
-    srv_db_done(st);
-    if (s == SQLITE_DONE) {
+    srv_stmt_bind_text(st, 1, run_id);
+    srv_stmt_bind_int64(st, 2, index);
+    int s = srv_stmt_step(st, "layer lookup", err);
+    int present = s == SRV_SQL_ROW && srv_stmt_int(st, 0);
+    srv_stmt_done(st);
+    if (s == SRV_SQL_DONE) {
         rc = gd_err_set(err, SRV_ENOTFOUND, "run %s or its layer %d is gone", run_id, index);
         goto done;
     }
-    if (s != SQLITE_ROW) {
-        rc = srv_db_fail(db, s, "layer lookup", err);
+    if (s < 0) {
+        rc = s;
         goto done;
     }
     if (present) {
@@ -116,14 +123,14 @@ srv_db_layer_commit(struct srv_db *db, const char *run_id, int index, const char
     rc = srv_db_prepare(db, SQL_BLOB_EXISTS, &st, err);
     if (rc != 0)
         goto done;
-    srv_db_bind_text(st, 1, sha256);
-    s = sqlite3_step(st);
-    srv_db_done(st);
-    if (s != SQLITE_ROW && s != SQLITE_DONE) {
-        rc = srv_db_fail(db, s, "blob lookup", err);
+    srv_stmt_bind_text(st, 1, sha256);
+    s = srv_stmt_step(st, "blob lookup", err);
+    srv_stmt_done(st);
+    if (s < 0) {
+        rc = s;
         goto done;
     }
-    if (s == SQLITE_DONE) {
+    if (s == SRV_SQL_DONE) {
         if (spill == NULL) {
             rc = gd_err_set(err, SRV_EBUSY,
                             "the stored copy of this data was dropped by retention meanwhile; "
@@ -138,14 +145,16 @@ srv_db_layer_commit(struct srv_db *db, const char *run_id, int index, const char
     rc = srv_db_prepare(db, SQL_LAYER_MARK, &st, err);
     if (rc != 0)
         goto done;
-    srv_db_bind_text(st, 1, run_id);
-    sqlite3_bind_int(st, 2, index);
-    sqlite3_bind_int64(st, 3, now);
-    srv_db_bind_text(st, 4, sha256);
-    s = sqlite3_step(st);
-    srv_db_done(st);
-    if (s != SQLITE_DONE) {
-        rc = srv_db_fail(db, s, "layer update", err);
+    srv_stmt_bind_text(st, 1, run_id);
+    srv_stmt_bind_int64(st, 2, index);
+    srv_stmt_bind_int64(st, 3, now);
+    srv_stmt_bind_text(st, 4, sha256);
+    s = srv_stmt_step(st, "layer update", err);
+    if (s >= 0 && srv_stmt_changes(st) == 0)
+        *was_present = 1; /* marked by an upload that committed after the lookup above */
+    srv_stmt_done(st);
+    if (s < 0) {
+        rc = s;
         goto done;
     }
     rc = srv_db_commit(db, err);
@@ -160,33 +169,32 @@ int
 srv_db_layer_locate(struct srv_db *db, const char *run_id, int index, int include_uploading,
                     struct srv_layer_loc *out, struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_prepare(db, SQL_LAYER_LOCATE, &st, err);
     if (rc != 0)
         return rc;
-    srv_db_bind_text(st, 1, run_id);
-    sqlite3_bind_int(st, 2, index);
-    int s = sqlite3_step(st);
-    if (s != SQLITE_ROW) {
-        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id)
-                              : srv_db_fail(db, s, "layer lookup", err);
+    srv_stmt_bind_text(st, 1, run_id);
+    srv_stmt_bind_int64(st, 2, index);
+    int s = srv_stmt_step(st, "layer lookup", err);
+    if (s != SRV_SQL_ROW) {
+        rc = s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id) : s;
         goto done;
     }
-    if (strcmp((const char *)sqlite3_column_text(st, 0), "complete") != 0 && !include_uploading) {
+    if (strcmp(srv_stmt_text(st, 0), "complete") != 0 && !include_uploading) {
         rc = gd_err_set(err, SRV_ENOTFOUND, "no run %s", run_id);
         goto done;
     }
-    if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
+    if (srv_stmt_null(st, 2)) {
         rc = gd_err_set(err, SRV_ENOTFOUND, "run %s has layers 0 to %d; there is no layer %d",
-                        run_id, sqlite3_column_int(st, 1) - 1, index);
+                        run_id, srv_stmt_int(st, 1) - 1, index);
         goto done;
     }
-    if (sqlite3_column_type(st, 6) == SQLITE_NULL) {
+    if (srv_stmt_null(st, 6)) {
         rc = gd_err_set(err, SRV_ENOTFOUND, "layer %d of run %s has not been uploaded", index,
                         run_id);
         goto done;
     }
-    if (sqlite3_column_type(st, 8) == SQLITE_NULL) {
+    if (srv_stmt_null(st, 8)) {
         rc = gd_err_set(err, SRV_EGONE,
                         "the data of layer %d of run %s was dropped by retention; its record "
                         "and summary remain",
@@ -195,28 +203,28 @@ srv_db_layer_locate(struct srv_db *db, const char *run_id, int index, int includ
     }
     struct srv_layer_loc loc;
     memset(&loc, 0, sizeof loc);
-    snprintf(loc.name, sizeof loc.name, "%s", (const char *)sqlite3_column_text(st, 2));
-    if (gd_dtype_from_name((const char *)sqlite3_column_text(st, 3), &loc.dtype) != 0) {
+    snprintf(loc.name, sizeof loc.name, "%s", srv_stmt_text(st, 2));
+    if (gd_dtype_from_name(srv_stmt_text(st, 3), &loc.dtype) != 0) {
         rc = gd_err_set(err, GD_EIO, "stored dtype of layer %d is damaged", index);
         goto done;
     }
-    rc = shape_parse((const char *)sqlite3_column_text(st, 4), &loc.ndim, loc.shape, err);
+    rc = shape_parse(srv_stmt_text(st, 4), &loc.ndim, loc.shape, err);
     if (rc != 0)
         goto done;
-    snprintf(loc.sha256, sizeof loc.sha256, "%s", (const char *)sqlite3_column_text(st, 5));
-    loc.blob_id = sqlite3_column_int64(st, 8);
-    loc.elem_size = sqlite3_column_int(st, 9);
-    loc.raw_size = (uint64_t)sqlite3_column_int64(st, 10);
-    loc.stored_size = (uint64_t)sqlite3_column_int64(st, 11);
+    snprintf(loc.sha256, sizeof loc.sha256, "%s", srv_stmt_text(st, 5));
+    loc.blob_id = srv_stmt_int64(st, 8);
+    loc.elem_size = srv_stmt_int(st, 9);
+    loc.raw_size = (uint64_t)srv_stmt_int64(st, 10);
+    loc.stored_size = (uint64_t)srv_stmt_int64(st, 11);
     *out = loc;
 done:
-    srv_db_done(st);
+    srv_stmt_done(st);
     return rc;
 }
 
 struct load_src {
     struct srv_db *db;
-    sqlite3_blob *handle;
+    struct srv_sql_piece_handle *handle;
     int64_t blob_id;
     uint64_t off, size;
 };
@@ -270,7 +278,7 @@ srv_db_layer_load(struct srv_db *db, const char *run_id, int index, int include_
         rc = gd_err_set(err, GD_EFORMAT, "layer %d of run %s: stored data hashes to %s, not %s",
                         index, run_id, sha, loc.sha256);
     srv_blob_dec_free(dec);
-    srv_db_blob_close(&src.handle);
+    srv_db_blob_close(db, &src.handle);
     if (rc != 0) {
         gd_tensor_free(t);
         return rc;

@@ -22,20 +22,19 @@ int
 srv_db_matrix_get(struct srv_db *db, const char *model, const char *signature, char **text,
                   size_t *len, struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_prepare(db, SQL_MATRIX_GET, &st, err);
     if (rc != 0)
         return rc;
-    srv_db_bind_text(st, 1, model);
-    srv_db_bind_text(st, 2, signature);
-    int s = sqlite3_step(st);
-    if (s != SQLITE_ROW) {
-        rc = s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached")
-                              : srv_db_fail(db, s, "matrix lookup", err);
+    srv_stmt_bind_text(st, 1, model);
+    srv_stmt_bind_text(st, 2, signature);
+    int s = srv_stmt_step(st, "matrix lookup", err);
+    if (s != SRV_SQL_ROW) {
+        rc = s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
         goto done;
     }
-    size_t n = (size_t)sqlite3_column_bytes(st, 0);
-    const void *data = sqlite3_column_blob(st, 0);
+    size_t n = 0;
+    const void *data = srv_stmt_blob(st, 0, &n);
     char *copy = malloc(n + 1);
     if (copy == NULL) {
         rc = gd_err_set(err, GD_ENOMEM, "out of memory for a matrix of %zu bytes", n);
@@ -47,7 +46,7 @@ srv_db_matrix_get(struct srv_db *db, const char *model, const char *signature, c
     *text = copy;
     *len = n;
 done:
-    srv_db_done(st);
+    srv_stmt_done(st);
     return rc;
 }
 
@@ -55,26 +54,22 @@ int
 srv_db_matrix_put(struct srv_db *db, const char *model, const char *signature, int n_devices,
                   const char *json, double seconds, int64_t now, struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_begin(db, err);
     if (rc != 0)
         return rc;
     rc = srv_db_prepare(db, SQL_MATRIX_PUT, &st, err);
     if (rc != 0)
         goto done;
-    srv_db_bind_text(st, 1, model);
-    srv_db_bind_text(st, 2, signature);
-    sqlite3_bind_int(st, 3, n_devices);
-    sqlite3_bind_text(st, 4, json, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 5, seconds);
-    sqlite3_bind_int64(st, 6, now);
-    int s = sqlite3_step(st);
-    srv_db_done(st);
-    if (s != SQLITE_DONE) {
-        rc = srv_db_fail(db, s, "matrix cache write", err);
-        goto done;
-    }
-    rc = srv_db_commit(db, err);
+    srv_stmt_bind_text(st, 1, model);
+    srv_stmt_bind_text(st, 2, signature);
+    srv_stmt_bind_int64(st, 3, n_devices);
+    srv_stmt_bind_text(st, 4, json);
+    srv_stmt_bind_double(st, 5, seconds);
+    srv_stmt_bind_int64(st, 6, now);
+    rc = srv_stmt_exec(st, "matrix cache write", err);
+    if (rc == 0)
+        rc = srv_db_commit(db, err);
 done:
     srv_db_rollback(db);
     return rc;

@@ -4,50 +4,57 @@
  * one of them made on the other's device (docs/SERVER.md, "Replays"), and a replay that
  * finishes drops the cached diffs of its source so they are computed again with it.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "db.h"
 
-static const char SQL_REPLAY_FIND[] =
+/* By dialect (sql.h): SQLite's json_extract, PostgreSQL's json path operator. */
+static const char *const SQL_REPLAY_FIND[] = {
     "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 WHERE r.state = 'complete' "
     "AND r.device = o.device AND json_extract(r.meta, '$.replay.of') = ?1 "
-    "ORDER BY r.created_ts DESC, r.id DESC LIMIT 1";
-static const char SQL_REPLAY_DROP[] =
+    "ORDER BY r.created_ts DESC, r.id DESC LIMIT 1",
+    "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 WHERE r.state = 'complete' "
+    "AND r.device = o.device AND r.meta::json #>> '{replay,of}' = ?1 "
+    "ORDER BY r.created_ts DESC, r.id DESC LIMIT 1",
+};
+static const char *const SQL_REPLAY_DROP[] = {
     "DELETE FROM diffs WHERE (SELECT json_extract(meta, '$.replay.of') FROM runs WHERE id = ?1) "
-    "IN (run_a, run_b)";
+    "IN (run_a, run_b)",
+    "DELETE FROM diffs WHERE (SELECT meta::json #>> '{replay,of}' FROM runs WHERE id = ?1) "
+    "IN (run_a, run_b)",
+};
 
 int
 srv_db_replay_find(struct srv_db *db, const char *of, const char *like, char out[40],
                    struct gd_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = srv_db_prepare(db, SQL_REPLAY_FIND, &st, err);
+    struct srv_stmt *st;
+    int rc = srv_db_prepare(db, SQL_REPLAY_FIND[srv_db_dialect(db)], &st, err);
     if (rc != 0)
         return rc;
-    srv_db_bind_text(st, 1, of);
-    srv_db_bind_text(st, 2, like);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW) {
-        snprintf(out, 40, "%s", (const char *)sqlite3_column_text(st, 0));
+    srv_stmt_bind_text(st, 1, of);
+    srv_stmt_bind_text(st, 2, like);
+    int s = srv_stmt_step(st, "replay lookup", err);
+    if (s == SRV_SQL_ROW) {
+        snprintf(out, 40, "%s", srv_stmt_text(st, 0));
         rc = 0;
-    } else if (s == SQLITE_DONE) {
+    } else if (s == SRV_SQL_DONE) {
         rc = gd_err_set(err, SRV_ENOTFOUND, "no replay of run %s", of);
     } else {
-        rc = gd_err_set(err, GD_EIO, "replay lookup: %s", sqlite3_errstr(s));
+        rc = s;
     }
-    srv_db_done(st);
+    srv_stmt_done(st);
     return rc;
 }
 
 int
 srv_db_replay_finished(struct srv_db *db, const char *id, struct gd_err *err)
 {
-    sqlite3_stmt *st;
-    int rc = srv_db_prepare(db, SQL_REPLAY_DROP, &st, err);
+    struct srv_stmt *st;
+    int rc = srv_db_prepare(db, SQL_REPLAY_DROP[srv_db_dialect(db)], &st, err);
     if (rc != 0)
         return rc;
-    srv_db_bind_text(st, 1, id);
-    int s = sqlite3_step(st);
-    srv_db_done(st);
-    return s == SQLITE_DONE ? 0 : gd_err_set(err, GD_EIO, "dropping diffs: %s", sqlite3_errstr(s));
+    srv_stmt_bind_text(st, 1, id);
+    return srv_stmt_exec(st, "dropping diffs", err);
 }

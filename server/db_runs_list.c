@@ -30,6 +30,7 @@ struct list_query {
     } binds[LIST_BINDS_MAX];
     int n_binds;
     char paths[2 * SRV_RUN_MATCH_MAX][96]; /* "$.knobs.\"tf32\"" and the like */
+    enum srv_sql_dialect dialect;
 };
 
 static void
@@ -67,14 +68,23 @@ add_int(struct list_query *q, int64_t v)
     q->n_binds++;
 }
 
-/* A value of run.json (its JSON path bound) equal to value: as JSON text (true, 32, null)
- * or, for strings, as the string. */
+/*
+ * A value of run.json (its JSON path bound) equal to value: as JSON text (true, 32, null)
+ * or, for strings, as the string. SQLite's -> gives a member's JSON text, PostgreSQL's json
+ * (not jsonb) #> the member's text as stored: the same comparison on both.
+ */
 static void
 add_json_match(struct list_query *q, int slot, const char *section, const struct srv_run_match *m)
 {
     /* Keys are checked by the route to be names (no quote, no backslash): safe in a path. */
-    snprintf(q->paths[slot], sizeof q->paths[slot], "$.%s.\"%s\"", section, m->key);
-    add_sql(q, " AND (r.meta -> ? = ? OR r.meta ->> ? = ?)");
+    if (q->dialect == SRV_SQL_PG) {
+        snprintf(q->paths[slot], sizeof q->paths[slot], "{\"%s\",\"%s\"}", section, m->key);
+        add_sql(q, " AND ((r.meta::json #> CAST(? AS TEXT[]))::text = ? OR "
+                   "r.meta::json #>> CAST(? AS TEXT[]) = ?)");
+    } else {
+        snprintf(q->paths[slot], sizeof q->paths[slot], "$.%s.\"%s\"", section, m->key);
+        add_sql(q, " AND (r.meta -> ? = ? OR r.meta ->> ? = ?)");
+    }
     add_text(q, q->paths[slot]);
     add_text(q, m->value);
     add_text(q, q->paths[slot]);
@@ -87,16 +97,22 @@ add_json_match(struct list_query *q, int slot, const char *section, const struct
  * with each "=" read as ":" (tf32=true finds tf32:true). A scan of the meta texts, which for
  * 10,000 runs takes tens of milliseconds.
  */
-static const char SEARCH_NAMES[] =
+static const char *const SEARCH_NAMES[] = {
     " AND (instr(lower(r.id || ' ' || m.name || ' ' || r.backend || ' ' || r.gpu || ' ' || "
     "r.host || ' ' || r.device), lower(?)) > 0 OR instr(lower(replace(coalesce(r.meta -> "
     "'$.knobs', '') || ' ' || coalesce(r.meta -> '$.labels', ''), '\"', '')), "
-    "lower(replace(?, '=', ':'))) > 0)";
+    "lower(replace(?, '=', ':'))) > 0)",
+    " AND (strpos(lower(r.id || ' ' || m.name || ' ' || r.backend || ' ' || r.gpu || ' ' || "
+    "r.host || ' ' || r.device), lower(CAST(? AS TEXT))) > 0 OR strpos(lower(replace("
+    "coalesce((r.meta::json -> 'knobs')::text, '') || ' ' || "
+    "coalesce((r.meta::json -> 'labels')::text, ''), '\"', '')), "
+    "lower(replace(CAST(? AS TEXT), '=', ':'))) > 0)",
+};
 
 static void
 build_where(struct list_query *q, const struct srv_run_filter *f)
 {
-    add_sql(q, "WHERE 1");
+    add_sql(q, "WHERE 1 = 1");
     if (!f->include_uploading)
         add_sql(q, " AND r.state = 'complete'");
     if (f->model != NULL) {
@@ -119,14 +135,16 @@ build_where(struct list_query *q, const struct srv_run_filter *f)
         add_sql(q, " AND r.created_ts >= ?");
         add_int(q, f->since);
     }
-    static const char *const env_paths[] = {"$.env.driver", "$.env.cuda_runtime", "$.env.cudnn",
-                                            "$.env.cublas"};
+    static const char *const env_paths[2][4] = {
+        {"$.env.driver", "$.env.cuda_runtime", "$.env.cudnn", "$.env.cublas"},
+        {"{env,driver}", "{env,cuda_runtime}", "{env,cudnn}", "{env,cublas}"}};
     const char *env_values[] = {f->driver, f->cuda, f->cudnn, f->cublas};
     for (int i = 0; i < 4; i++) {
         if (env_values[i] == NULL)
             continue;
-        add_sql(q, " AND r.meta ->> ? = ?");
-        add_text(q, env_paths[i]);
+        add_sql(q, q->dialect == SRV_SQL_PG ? " AND r.meta::json #>> CAST(? AS TEXT[]) = ?"
+                                            : " AND r.meta ->> ? = ?");
+        add_text(q, env_paths[q->dialect][i]);
         add_text(q, env_values[i]);
     }
     for (int i = 0; i < f->n_knobs && i < SRV_RUN_MATCH_MAX; i++)
@@ -134,7 +152,7 @@ build_where(struct list_query *q, const struct srv_run_filter *f)
     for (int i = 0; i < f->n_labels && i < SRV_RUN_MATCH_MAX; i++)
         add_json_match(q, SRV_RUN_MATCH_MAX + i, "labels", &f->labels[i]);
     for (int i = 0; i < f->n_words && i < SRV_RUN_MATCH_MAX; i++) {
-        add_sql(q, SEARCH_NAMES);
+        add_sql(q, SEARCH_NAMES[q->dialect]);
         add_text(q, f->words[i]);
         add_text(q, f->words[i]);
     }
@@ -165,23 +183,23 @@ sort_column(enum srv_run_sort sort)
 }
 
 static void
-bind_all(sqlite3_stmt *st, const struct list_query *q)
+bind_all(struct srv_stmt *st, const struct list_query *q)
 {
     for (int i = 0; i < q->n_binds; i++) {
         if (q->binds[i].text != NULL)
-            srv_db_bind_text(st, i + 1, q->binds[i].text);
+            srv_stmt_bind_text(st, i + 1, q->binds[i].text);
         else
-            sqlite3_bind_int64(st, i + 1, q->binds[i].integer);
+            srv_stmt_bind_int64(st, i + 1, q->binds[i].integer);
     }
 }
 
 static json_t *
-time_or_null(sqlite3_stmt *st, int col)
+time_or_null(struct srv_stmt *st, int col)
 {
-    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+    if (srv_stmt_null(st, col))
         return json_null();
     char t[32];
-    srv_time_format(sqlite3_column_int64(st, col), t);
+    srv_time_format(srv_stmt_int64(st, col), t);
     return json_string(t);
 }
 
@@ -247,20 +265,20 @@ meta_object(json_t *meta, const char *name)
 
 /* One row of the page as its summary. */
 static int
-run_summary(struct srv_db *db, sqlite3_stmt *st, json_t **out, struct gd_err *err)
+run_summary(struct srv_db *db, struct srv_stmt *st, json_t **out, struct gd_err *err)
 {
     json_t *r = json_object();
     static const char *const text_cols[] = {"id",  "model", "model_sha256", "backend",
                                             "gpu", "host",  "created_at",   "state"};
     for (int c = 0; c < 8; c++)
-        json_object_set_new(r, text_cols[c], json_string((const char *)sqlite3_column_text(st, c)));
-    json_object_set_new(r, "layers", json_integer(sqlite3_column_int(st, 8)));
+        json_object_set_new(r, text_cols[c], json_string(srv_stmt_text(st, c)));
+    json_object_set_new(r, "layers", json_integer(srv_stmt_int64(st, 8)));
     json_object_set_new(r, "received_at", time_or_null(st, 9));
     json_object_set_new(r, "finished_at", time_or_null(st, 10));
     json_object_set_new(r, "trimmed_at", time_or_null(st, 11));
-    json_object_set_new(r, "device", json_string((const char *)sqlite3_column_text(st, 12)));
-    const char *id = (const char *)sqlite3_column_text(st, 0);
-    json_t *meta = json_loads((const char *)sqlite3_column_text(st, 13), 0, NULL);
+    json_object_set_new(r, "device", json_string(srv_stmt_text(st, 12)));
+    const char *id = srv_stmt_text(st, 0);
+    json_t *meta = json_loads(srv_stmt_text(st, 13), 0, NULL);
     if (meta == NULL) {
         json_decref(r);
         return gd_err_set(err, GD_EIO, "run %s: stored metadata is not JSON", id);
@@ -269,10 +287,9 @@ run_summary(struct srv_db *db, sqlite3_stmt *st, json_t **out, struct gd_err *er
     json_object_set_new(r, "knobs", meta_object(meta, "knobs"));
     json_object_set_new(r, "labels", meta_object(meta, "labels"));
     json_decref(meta);
-    const char *baseline = (const char *)sqlite3_column_text(st, 14);
+    const char *baseline = srv_stmt_null(st, 14) ? NULL : srv_stmt_text(st, 14);
     json_t *against = NULL;
-    int rc = against_baseline(db, id, baseline,
-                              sqlite3_column_type(st, 11) != SQLITE_NULL || sqlite3_column_int(st, 15),
+    int rc = against_baseline(db, id, baseline, !srv_stmt_null(st, 11) || srv_stmt_int(st, 15),
                               &against, err);
     if (rc != 0) {
         json_decref(r);
@@ -289,13 +306,14 @@ srv_db_runs_list(struct srv_db *db, const struct srv_run_filter *f, json_t **out
 {
     struct list_query *q = calloc(1, sizeof *q);
     char *sql = malloc(8192), *count_sql = malloc(8192);
-    sqlite3_stmt *st = NULL, *cst = NULL;
+    struct srv_stmt st = {0}, cst = {0};
     json_t *runs = json_array();
     int rc = 0;
     if (q == NULL || sql == NULL || count_sql == NULL || runs == NULL) {
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
         goto done;
     }
+    q->dialect = srv_db_dialect(db);
     build_where(q, f);
     if (q->overflow) {
         rc = gd_err_set(err, GD_EINVAL, "too many filters");
@@ -320,35 +338,36 @@ srv_db_runs_list(struct srv_db *db, const struct srv_run_filter *f, json_t **out
     snprintf(count_sql, 8192, "SELECT count(*) FROM runs r %s%s",
              f->n_words > 0 ? "JOIN models m ON m.id = r.model_id " : "", q->where);
 
-    int s = sqlite3_prepare_v2(srv_db_conn(db), sql, -1, &st, NULL);
-    if (s == SQLITE_OK)
-        s = sqlite3_prepare_v2(srv_db_conn(db), count_sql, -1, &cst, NULL);
-    if (s != SQLITE_OK) {
-        rc = srv_db_fail(db, s, "runs query", err);
+    rc = srv_db_prepare_once(db, sql, &st, err);
+    if (rc == 0)
+        rc = srv_db_prepare_once(db, count_sql, &cst, err);
+    if (rc != 0) {
+        gd_err_prefix(err, "runs query: ");
         goto done;
     }
-    bind_all(st, q);
-    bind_all(cst, q);
-    sqlite3_bind_int64(st, q->n_binds + 1, f->limit);
-    sqlite3_bind_int64(st, q->n_binds + 2, f->offset);
-    while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+    bind_all(&st, q);
+    bind_all(&cst, q);
+    srv_stmt_bind_int64(&st, q->n_binds + 1, f->limit);
+    srv_stmt_bind_int64(&st, q->n_binds + 2, f->offset);
+    int s;
+    while (rc == 0 && (s = srv_stmt_step(&st, "runs query", err)) == SRV_SQL_ROW) {
         json_t *r = NULL;
-        rc = run_summary(db, st, &r, err);
+        rc = run_summary(db, &st, &r, err);
         if (rc == 0)
             json_array_append_new(runs, r);
     }
     if (rc != 0)
         goto done;
-    if (s != SQLITE_DONE) {
-        rc = srv_db_fail(db, s, "runs query", err);
+    if (s < 0) {
+        rc = s;
         goto done;
     }
-    s = sqlite3_step(cst);
-    if (s != SQLITE_ROW) {
-        rc = srv_db_fail(db, s, "runs count", err);
+    s = srv_stmt_step(&cst, "runs count", err);
+    if (s != SRV_SQL_ROW) {
+        rc = s < 0 ? s : gd_err_set(err, GD_EIO, "runs count: no row");
         goto done;
     }
-    int64_t total = sqlite3_column_int64(cst, 0);
+    int64_t total = srv_stmt_int64(&cst, 0);
     json_t *res = json_object();
     json_object_set_new(res, "runs", runs);
     json_object_set_new(res, "total", json_integer(total));
@@ -357,8 +376,8 @@ srv_db_runs_list(struct srv_db *db, const struct srv_run_filter *f, json_t **out
     runs = NULL;
     *out = res;
 done:
-    sqlite3_finalize(st);
-    sqlite3_finalize(cst);
+    srv_stmt_free(&st);
+    srv_stmt_free(&cst);
     json_decref(runs);
     free(q);
     free(sql);

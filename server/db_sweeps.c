@@ -25,40 +25,40 @@ static const char SQL_SWEEP_RUNS[] =
     "SELECT sr.run_id, sr.role, sr.setting, r.trimmed_at FROM sweep_runs sr "
     "JOIN runs r ON r.id = sr.run_id WHERE sr.sweep_id = ?1 ORDER BY sr.position";
 static const char SQL_SWEEPS_LIST[] =
-    "SELECT summary, received_at FROM sweeps WHERE (?1 IS NULL OR model = ?1) "
-    "AND (?2 IS NULL OR backend = ?2) ORDER BY created_ts DESC, id DESC LIMIT ?3 OFFSET ?4";
+    "SELECT summary, received_at FROM sweeps WHERE (CAST(?1 AS TEXT) IS NULL OR model = ?1) "
+    "AND (CAST(?2 AS TEXT) IS NULL OR backend = ?2) ORDER BY created_ts DESC, id DESC LIMIT ?3 OFFSET ?4";
 static const char SQL_SWEEPS_LIST_MODEL[] =
     "SELECT summary, received_at FROM sweeps WHERE model = ?1 "
-    "AND (?2 IS NULL OR backend = ?2) ORDER BY created_ts DESC, id DESC LIMIT ?3 OFFSET ?4";
+    "AND (CAST(?2 AS TEXT) IS NULL OR backend = ?2) ORDER BY created_ts DESC, id DESC LIMIT ?3 OFFSET ?4";
 static const char SQL_SWEEPS_COUNT[] =
-    "SELECT count(*) FROM sweeps WHERE (?1 IS NULL OR model = ?1) AND (?2 IS NULL OR backend = ?2)";
+    "SELECT count(*) FROM sweeps WHERE (CAST(?1 AS TEXT) IS NULL OR model = ?1) AND (CAST(?2 AS TEXT) IS NULL OR backend = ?2)";
 
 /* Every run the document names: complete, of its model. */
 static int
 check_runs(struct srv_db *db, const struct srv_sweep_doc *doc, struct gd_err *err)
 {
     for (int i = 0; i < doc->n_runs; i++) {
-        sqlite3_stmt *st;
+        struct srv_stmt *st;
         int rc = srv_db_prepare(db, SQL_SWEEP_RUN_CHECK, &st, err);
         if (rc != 0)
             return rc;
         const char *id = doc->runs[i].run_id;
-        srv_db_bind_text(st, 1, id);
-        int s = sqlite3_step(st);
-        if (s == SQLITE_DONE)
+        srv_stmt_bind_text(st, 1, id);
+        int s = srv_stmt_step(st, "sweep run check", err);
+        if (s == SRV_SQL_DONE)
             rc = gd_err_set(err, SRV_ECONFLICT,
                             "run %s (%s%s%s) is not on the server: upload "
                             "the sweep's runs first",
                             id, doc->runs[i].role, doc->runs[i].setting[0] ? " " : "",
                             doc->runs[i].setting);
-        else if (s != SQLITE_ROW)
-            rc = srv_db_fail(db, s, "sweep run check", err);
-        else if (strcmp((const char *)sqlite3_column_text(st, 0), "complete") != 0)
+        else if (s < 0)
+            rc = s;
+        else if (strcmp(srv_stmt_text(st, 0), "complete") != 0)
             rc = gd_err_set(err, SRV_ECONFLICT, "run %s is still uploading: finish it first", id);
-        else if (strcmp((const char *)sqlite3_column_text(st, 1), doc->model) != 0)
+        else if (strcmp(srv_stmt_text(st, 1), doc->model) != 0)
             rc = gd_err_set(err, SRV_ECONFLICT, "run %s is of model %s, the sweep of %s", id,
-                            (const char *)sqlite3_column_text(st, 1), doc->model);
-        srv_db_done(st);
+                            srv_stmt_text(st, 1), doc->model);
+        srv_stmt_done(st);
         if (rc != 0)
             return rc;
     }
@@ -68,39 +68,37 @@ check_runs(struct srv_db *db, const struct srv_sweep_doc *doc, struct gd_err *er
 static int
 insert(struct srv_db *db, const struct srv_sweep_doc *doc, int64_t now, struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_prepare(db, SQL_SWEEP_INSERT, &st, err);
     if (rc != 0)
         return rc;
-    srv_db_bind_text(st, 1, doc->id);
-    srv_db_bind_text(st, 2, doc->model);
-    srv_db_bind_text(st, 3, doc->backend);
-    srv_db_bind_text(st, 4, doc->gpu);
-    srv_db_bind_text(st, 5, doc->created_at);
-    sqlite3_bind_int64(st, 6, doc->created_ts);
-    sqlite3_bind_int64(st, 7, now);
-    sqlite3_bind_int(st, 8, doc->n_settings);
-    srv_db_bind_text(st, 9, doc->content_sha256);
-    srv_db_bind_text(st, 10, doc->doc);
-    srv_db_bind_text(st, 11, doc->summary);
-    srv_db_bind_text(st, 12, doc->table);
-    int s = sqlite3_step(st);
-    srv_db_done(st);
-    if (s != SQLITE_DONE)
-        return srv_db_fail(db, s, "sweep insert", err);
+    srv_stmt_bind_text(st, 1, doc->id);
+    srv_stmt_bind_text(st, 2, doc->model);
+    srv_stmt_bind_text(st, 3, doc->backend);
+    srv_stmt_bind_text(st, 4, doc->gpu);
+    srv_stmt_bind_text(st, 5, doc->created_at);
+    srv_stmt_bind_int64(st, 6, doc->created_ts);
+    srv_stmt_bind_int64(st, 7, now);
+    srv_stmt_bind_int64(st, 8, doc->n_settings);
+    srv_stmt_bind_text(st, 9, doc->content_sha256);
+    srv_stmt_bind_text(st, 10, doc->doc);
+    srv_stmt_bind_text(st, 11, doc->summary);
+    srv_stmt_bind_text(st, 12, doc->table);
+    rc = srv_stmt_exec(st, "sweep insert", err);
+    if (rc != 0)
+        return rc;
     for (int i = 0; i < doc->n_runs; i++) {
         rc = srv_db_prepare(db, SQL_SWEEP_LINK, &st, err);
         if (rc != 0)
             return rc;
-        srv_db_bind_text(st, 1, doc->id);
-        srv_db_bind_text(st, 2, doc->runs[i].run_id);
-        srv_db_bind_text(st, 3, doc->runs[i].role);
-        srv_db_bind_text(st, 4, doc->runs[i].setting);
-        sqlite3_bind_int(st, 5, i);
-        s = sqlite3_step(st);
-        srv_db_done(st);
-        if (s != SQLITE_DONE)
-            return srv_db_fail(db, s, "sweep run link", err);
+        srv_stmt_bind_text(st, 1, doc->id);
+        srv_stmt_bind_text(st, 2, doc->runs[i].run_id);
+        srv_stmt_bind_text(st, 3, doc->runs[i].role);
+        srv_stmt_bind_text(st, 4, doc->runs[i].setting);
+        srv_stmt_bind_int64(st, 5, i);
+        rc = srv_stmt_exec(st, "sweep run link", err);
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
@@ -109,18 +107,18 @@ int
 srv_db_sweep_create(struct srv_db *db, const struct srv_sweep_doc *doc, int64_t now, int *created,
                     struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_begin(db, err);
     if (rc != 0)
         return rc;
     rc = srv_db_prepare(db, SQL_SWEEP_FIND, &st, err);
     if (rc != 0)
         goto done;
-    srv_db_bind_text(st, 1, doc->id);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW) {
-        int same = strcmp((const char *)sqlite3_column_text(st, 0), doc->content_sha256) == 0;
-        srv_db_done(st);
+    srv_stmt_bind_text(st, 1, doc->id);
+    int s = srv_stmt_step(st, "sweep lookup", err);
+    if (s == SRV_SQL_ROW) {
+        int same = strcmp(srv_stmt_text(st, 0), doc->content_sha256) == 0;
+        srv_stmt_done(st);
         if (!same) {
             rc = gd_err_set(err, SRV_ECONFLICT, "sweep %s exists with other content", doc->id);
             goto done;
@@ -129,9 +127,9 @@ srv_db_sweep_create(struct srv_db *db, const struct srv_sweep_doc *doc, int64_t 
         rc = srv_db_commit(db, err);
         goto done;
     }
-    srv_db_done(st);
-    if (s != SQLITE_DONE) {
-        rc = srv_db_fail(db, s, "sweep lookup", err);
+    srv_stmt_done(st);
+    if (s < 0) {
+        rc = s;
         goto done;
     }
     rc = check_runs(db, doc, err);
@@ -151,25 +149,25 @@ done:
 static int
 runs_json(struct srv_db *db, const char *id, char **out, struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int rc = srv_db_prepare(db, SQL_SWEEP_RUNS, &st, err);
     if (rc != 0)
         return rc;
-    srv_db_bind_text(st, 1, id);
+    srv_stmt_bind_text(st, 1, id);
     json_t *runs = json_array();
     int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *setting = (const char *)sqlite3_column_text(st, 2);
+    while ((s = srv_stmt_step(st, "sweep runs", err)) == SRV_SQL_ROW) {
+        const char *setting = srv_stmt_text(st, 2);
         json_array_append_new(
-            runs, json_pack("{s:s, s:s, s:o, s:b}", "run", (const char *)sqlite3_column_text(st, 0),
-                            "role", (const char *)sqlite3_column_text(st, 1), "setting",
+            runs, json_pack("{s:s, s:s, s:o, s:b}", "run", srv_stmt_text(st, 0),
+                            "role", srv_stmt_text(st, 1), "setting",
                             setting[0] ? json_string(setting) : json_null(), "tensors",
-                            sqlite3_column_type(st, 3) == SQLITE_NULL));
+                            srv_stmt_null(st, 3)));
     }
-    srv_db_done(st);
-    if (s != SQLITE_DONE) {
+    srv_stmt_done(st);
+    if (s < 0) {
         json_decref(runs);
-        return srv_db_fail(db, s, "sweep runs", err);
+        return s;
     }
     *out = json_dumps(runs, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(runs);
@@ -179,7 +177,7 @@ runs_json(struct srv_db *db, const char *id, char **out, struct gd_err *err)
 int
 srv_db_sweep_get(struct srv_db *db, const char *id, char **text, size_t *len, struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     char *runs = NULL;
     struct srv_buf b = {0};
     int rc = runs_json(db, id, &runs, err);
@@ -188,12 +186,12 @@ srv_db_sweep_get(struct srv_db *db, const char *id, char **text, size_t *len, st
     rc = srv_db_prepare(db, SQL_SWEEP_GET, &st, err);
     if (rc != 0)
         goto done;
-    srv_db_bind_text(st, 1, id);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW) {
+    srv_stmt_bind_text(st, 1, id);
+    int s = srv_stmt_step(st, "sweep get", err);
+    if (s == SRV_SQL_ROW) {
         char received[32];
-        srv_time_format(sqlite3_column_int64(st, 0), received);
-        const char *summary = (const char *)sqlite3_column_text(st, 1);
+        srv_time_format(srv_stmt_int64(st, 0), received);
+        const char *summary = srv_stmt_text(st, 1);
         size_t slen = strlen(summary);
         /* {summary fields..., "received_at", "runs", "table", "sweep"}: the summary object is
          * opened up and the rest appended, all stored text */
@@ -203,15 +201,15 @@ srv_db_sweep_get(struct srv_db *db, const char *id, char **text, size_t *len, st
                         srv_buf_printf(&b,
                                        ",\"received_at\":\"%s\",\"runs\":%s,"
                                        "\"table\":%s,\"sweep\":%s}\n",
-                                       received, runs, (const char *)sqlite3_column_text(st, 2),
-                                       (const char *)sqlite3_column_text(st, 3)) != 0))
+                                       received, runs, srv_stmt_text(st, 2),
+                                       srv_stmt_text(st, 3)) != 0))
             rc = gd_err_set(err, GD_ENOMEM, "out of memory");
-    } else if (s == SQLITE_DONE) {
+    } else if (s == SRV_SQL_DONE) {
         rc = gd_err_set(err, SRV_ENOTFOUND, "no sweep %s", id);
     } else {
-        rc = srv_db_fail(db, s, "sweep get", err);
+        rc = s;
     }
-    srv_db_done(st);
+    srv_stmt_done(st);
 done:
     free(runs);
     if (rc != 0) {
@@ -227,42 +225,42 @@ int
 srv_db_sweeps_list(struct srv_db *db, const struct srv_sweep_filter *f, json_t **out,
                    struct gd_err *err)
 {
-    sqlite3_stmt *st;
+    struct srv_stmt *st;
     int64_t total = 0;
     int rc = srv_db_prepare(db, SQL_SWEEPS_COUNT, &st, err);
     if (rc != 0)
         return rc;
-    srv_db_bind_text(st, 1, f->model);
-    srv_db_bind_text(st, 2, f->backend);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW)
-        total = sqlite3_column_int64(st, 0);
-    srv_db_done(st);
-    if (s != SQLITE_ROW)
-        return srv_db_fail(db, s, "sweep count", err);
+    srv_stmt_bind_text(st, 1, f->model);
+    srv_stmt_bind_text(st, 2, f->backend);
+    int s = srv_stmt_step(st, "sweep count", err);
+    if (s == SRV_SQL_ROW)
+        total = srv_stmt_int64(st, 0);
+    srv_stmt_done(st);
+    if (s < 0)
+        return s;
     rc = srv_db_prepare(db, f->model != NULL ? SQL_SWEEPS_LIST_MODEL : SQL_SWEEPS_LIST, &st, err);
     if (rc != 0)
         return rc;
-    srv_db_bind_text(st, 1, f->model);
-    srv_db_bind_text(st, 2, f->backend);
-    sqlite3_bind_int64(st, 3, f->limit);
-    sqlite3_bind_int64(st, 4, f->offset);
+    srv_stmt_bind_text(st, 1, f->model);
+    srv_stmt_bind_text(st, 2, f->backend);
+    srv_stmt_bind_int64(st, 3, f->limit);
+    srv_stmt_bind_int64(st, 4, f->offset);
     json_t *list = json_array();
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *sum = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+    while ((s = srv_stmt_step(st, "sweep list", err)) == SRV_SQL_ROW) {
+        json_t *sum = json_loads(srv_stmt_text(st, 0), 0, NULL);
         if (!json_is_object(sum)) {
             json_decref(sum);
             continue; /* a damaged row is left out, never served half */
         }
         char received[32];
-        srv_time_format(sqlite3_column_int64(st, 1), received);
+        srv_time_format(srv_stmt_int64(st, 1), received);
         json_object_set_new(sum, "received_at", json_string(received));
         json_array_append_new(list, sum);
     }
-    srv_db_done(st);
-    if (s != SQLITE_DONE) {
+    srv_stmt_done(st);
+    if (s < 0) {
         json_decref(list);
-        return srv_db_fail(db, s, "sweep list", err);
+        return s;
     }
     *out = json_pack("{s:o, s:I, s:I, s:I}", "sweeps", list, "total", (json_int_t)total, "limit",
                      (json_int_t)f->limit, "offset", (json_int_t)f->offset);

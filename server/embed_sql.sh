@@ -1,15 +1,21 @@
 #!/bin/sh
-# embed_sql.sh: turns schema/sql/NNN_name.sql files into C (the srv_migrations table of
-# server/db.h) on stdout, so gpudiffd carries its migrations inside the binary.
+# embed_sql.sh [--name VAR] FILE...: turns schema/sql/NNN_name.sql files into C (the
+# srv_migrations table of server/db.h, or VAR: srv_pg_migrations for schema/pg/) on stdout,
+# so gpudiffd carries its migrations inside the binary.
 # The numbers must increase in the order the files are given (server/local.mk sorts them), from 1.
 # while a branch carries a later migration than the one another branch is adding: sweep's
 # 004 before srv's 003 is merged. A database migrated past a gap never gets the missing
 # number, so only a development database can be made across one.)
 set -eu
-echo "/* Made by server/embed_sql.sh from schema/sql/NNN_name.sql: edit those, not this. */"
+var=srv_migrations
+if [ "${1:-}" = "--name" ]; then
+    var=$2
+    shift 2
+fi
+echo "/* Made by server/embed_sql.sh from schema/sql/ or schema/pg/ NNN_name.sql: edit those, not this. */"
 echo "#include \"db.h\""
 echo
-echo "const struct srv_migration srv_migrations[] = {"
+echo "const struct srv_migration ${var}[] = {"
 last=0
 for f in "$@"; do
     base=$(basename "$f" .sql)
@@ -32,4 +38,4 @@ for f in "$@"; do
 done
 echo "};"
 echo
-echo "const int srv_migration_count = (int)(sizeof srv_migrations / sizeof srv_migrations[0]);"
+echo "const int ${var%s}_count = (int)(sizeof ${var} / sizeof ${var}[0]);"

@@ -7,8 +7,8 @@ SERVER_SQL = schema/sql/001_init.sql schema/sql/002_diff_cache.sql \
 	schema/sql/003_compare_jobs.sql
 # web: the matrix cache (issue 13)
 SERVER_SQL += schema/sql/005_matrix_cache.sql
-SERVER_DEPS_CFLAGS = $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) $(ZSTD_CFLAGS)
-SERVER_DEPS_LIBS = $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(ZSTD_LIBS)
+SERVER_DEPS_CFLAGS = $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) $(ZSTD_CFLAGS) $(PQ_CFLAGS)
+SERVER_DEPS_LIBS = $(JANSSON_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(ZSTD_LIBS) $(PQ_LIBS)
 
 libsrv_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS)
 libsrv_la_SOURCES = \
@@ -53,9 +53,12 @@ libsrv_la_SOURCES = \
 	server/route_tokens.c \
 	server/routes.c \
 	server/run_doc.c \
+	server/sql.h \
+	server/sql.c \
+	server/sql_sqlite.c \
 	server/static.c \
 	server/util.c
-nodist_libsrv_la_SOURCES = server/migrations.c
+nodist_libsrv_la_SOURCES = server/migrations.c server/migrations_pg.c
 libsrv_la_LIBADD = libgpudiff.la $(SERVER_DEPS_LIBS)
 
 gpudiffd_SOURCES = server/main.c
@@ -67,8 +70,8 @@ server/migrations.c: $(SERVER_SQL) $(top_srcdir)/server/embed_sql.sh
 	$(AM_V_GEN)$(MKDIR_P) server && \
 	$(SHELL) $(top_srcdir)/server/embed_sql.sh $(addprefix $(top_srcdir)/,$(sort $(SERVER_SQL))) \
 		> $@.tmp && mv $@.tmp $@
-BUILT_SOURCES += server/migrations.c
-CLEANFILES += server/migrations.c
+BUILT_SOURCES += server/migrations.c server/migrations_pg.c
+CLEANFILES += server/migrations.c server/migrations_pg.c
 EXTRA_DIST += $(SERVER_SQL) server/embed_sql.sh schema/openapi.yaml \
 	deploy/gpudiffd.conf.example
 
@@ -79,3 +82,17 @@ libsrv_la_SOURCES += \
 	server/sweep_doc.c \
 	server/db_sweeps.c \
 	server/route_sweeps.c
+
+# ---- fleet (issue 15): storage backends, PostgreSQL, jobs, TLS, backups ----
+# PostgreSQL's schema (schema/pg/NNN_name.sql): the same version numbers as SQLite's from
+# 005 on, embedded even when libpq is not there (the tables' list stays one per build).
+SERVER_PG_SQL = schema/pg/005_init.sql schema/pg/010_fleet.sql
+SERVER_SQL += schema/sql/010_fleet.sql
+server/migrations_pg.c: $(SERVER_PG_SQL) $(top_srcdir)/server/embed_sql.sh
+	$(AM_V_GEN)$(MKDIR_P) server && \
+	$(SHELL) $(top_srcdir)/server/embed_sql.sh --name srv_pg_migrations \
+		$(addprefix $(top_srcdir)/,$(sort $(SERVER_PG_SQL))) > $@.tmp && mv $@.tmp $@
+EXTRA_DIST += $(SERVER_PG_SQL)
+if HAVE_PQ
+libsrv_la_SOURCES += server/sql_pg.c
+endif

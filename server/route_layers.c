@@ -8,7 +8,7 @@
  * store the blob and mark the layer present, so a failed or cut upload leaves no row behind,
  * and the spill file, never named, vanishes with its descriptor even on kill -9.
  *
- * A download streams the blob back: read from SQLite in pieces, decompressed, unshuffled,
+ * A download streams the blob back: read from the database in pieces, decompressed, unshuffled,
  * after a .npy header made afresh (the same bytes numpy and the agent write), and hashed on
  * the way so damaged data ends the response with an error instead of being delivered.
  */
@@ -349,7 +349,7 @@ srv_layer_put_end(struct srv_req *req)
 struct layer_get {
     struct srv_store *store;
     struct srv_db *db;  /* held during one read callback only */
-    sqlite3_blob *blob; /* open during one read callback only */
+    struct srv_sql_piece_handle *blob; /* open during one read callback only */
     char req_id[48];
     int64_t blob_id;
     uint64_t stored_size, in_off;
@@ -409,7 +409,7 @@ layer_get_read(void *cls, uint64_t pos, char *buf, size_t max)
         rc = srv_store_acquire(g->store, &g->db, &err);
         if (rc == 0) {
             rc = srv_blob_dec_read(g->dec, buf + n, max - n, &got, &err);
-            srv_db_blob_close(&g->blob);
+            srv_db_blob_close(g->db, &g->blob);
             srv_store_release(g->store, g->db);
             g->db = NULL;
         }

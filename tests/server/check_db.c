@@ -215,7 +215,7 @@ fd_sink(void *user, const void *data, size_t len, struct gd_err *err)
 
 struct blob_src {
     struct srv_db *db;
-    sqlite3_blob *handle;
+    struct srv_sql_piece_handle *handle;
     int64_t id;
     uint64_t off, size;
 };
@@ -361,7 +361,7 @@ START_TEST(run_life)
     ck_assert_int_eq(srv_blob_dec_new(4, 8, db_source, &src, &dec, &err), 0);
     ck_assert_int_eq(srv_blob_dec_read(dec, back, sizeof back, &got, &err), 0);
     srv_blob_dec_free(dec);
-    srv_db_blob_close(&src.handle);
+    srv_db_blob_close(db, &src.handle);
     ck_assert_uint_eq(got, 8);
     ck_assert(back[0] == 1.0f && back[1] == 2.0f);
 
