@@ -85,7 +85,9 @@ cmd_migrate(const struct srv_config *cfg, int argc, char **argv)
         fprintf(stderr, "gpudiffd: %s\n", err.msg);
         return 1;
     }
-    printf("%s: schema version %d%s%d\n", cfg->db, from, from == to ? ", newest: " : " -> ", to);
+    char where[512];
+    srv_db_describe(cfg->db, where, sizeof where);
+    printf("%s: schema version %d%s%d\n", where, from, from == to ? ", newest: " : " -> ", to);
     return 0;
 }
 
@@ -282,6 +284,8 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     char dir[PATH_MAX];
     if (cfg->spill_dir[0] != '\0')
         snprintf(dir, sizeof dir, "%s", cfg->spill_dir);
+    else if (srv_sql_backend_for(cfg->db) != &srv_sql_sqlite)
+        snprintf(dir, sizeof dir, "%s", getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/var/tmp");
     else
         dir_of(cfg->db, dir, sizeof dir);
     if (realpath(dir, srv.spill_dir) == NULL || access(srv.spill_dir, W_OK) != 0) {
@@ -306,16 +310,19 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     struct srv_db *db = NULL;
     int from = 0, to = 0;
     int64_t tokens[4] = {0};
+    char where[512]; /* the database without its password */
+    srv_db_describe(cfg->db, where, sizeof where);
     if (srv_store_acquire(srv.store, &db, &err) != 0 || srv_db_migrate(db, &from, &to, &err) != 0 ||
         srv_db_token_counts(db, tokens, &err) != 0) {
-        SRV_LOG(GD_LOG_ERROR, NULL, "%s: %s", cfg->db, err.msg);
+        SRV_LOG(GD_LOG_ERROR, NULL, "%s: %s", where, err.msg);
         srv_store_release(srv.store, db);
         goto done;
     }
     srv_store_release(srv.store, db);
-    SRV_LOG(GD_LOG_INFO, NULL, "database %s at schema version %d", cfg->db, to);
+    SRV_LOG(GD_LOG_INFO, NULL, "database: %s, at schema version %d", where, to);
     struct stat st;
-    if (stat(cfg->db, &st) == 0 && (st.st_mode & 077) != 0)
+    if (srv_sql_backend_for(cfg->db) == &srv_sql_sqlite && stat(cfg->db, &st) == 0 &&
+        (st.st_mode & 077) != 0)
         SRV_LOG(GD_LOG_WARN, NULL,
                 "%s is readable or writable by others (mode %04o): chmod 600 it and its -wal "
                 "and -shm files (gpudiffd makes new databases 0600)",
