@@ -40,6 +40,9 @@ packages="build-essential autoconf automake libtool pkg-config
   clang libclang-rt-14-dev iproute2"
 # gpudiff-agent sweep's test checks its document against schema/json/sweep.schema.json
 packages="$packages python3-jsonschema"
+# fleet (issue 15): gpudiffd on PostgreSQL (libpq), its tests' own PostgreSQL server and
+# the balancer in front of several daemons
+packages="$packages libpq-dev postgresql-15 postgresql-client-15 haproxy"
 
 install_packages() {
     missing=""
