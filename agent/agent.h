@@ -60,13 +60,16 @@ int agt_ops_count(const char *backend);
 
 struct agt_upload_opts; /* upload.h */
 
-enum { AGT_OPT_SERVER = 1000, AGT_OPT_TOKEN, AGT_OPT_RETRIES, AGT_OPT_RETRY_TIME };
+enum { AGT_OPT_SERVER = 1000, AGT_OPT_TOKEN, AGT_OPT_RETRIES, AGT_OPT_RETRY_TIME,
+       AGT_OPT_CACERT, AGT_OPT_INSECURE_HTTP };
 
 #define AGT_UPLOAD_LONGOPTS                                                                \
     {"server", required_argument, NULL, AGT_OPT_SERVER},                                   \
         {"token", required_argument, NULL, AGT_OPT_TOKEN},                                 \
         {"retries", required_argument, NULL, AGT_OPT_RETRIES},                             \
-        {"retry-time", required_argument, NULL, AGT_OPT_RETRY_TIME}
+        {"retry-time", required_argument, NULL, AGT_OPT_RETRY_TIME},                       \
+        {"cacert", required_argument, NULL, AGT_OPT_CACERT},                               \
+        {"insecure-http", no_argument, NULL, AGT_OPT_INSECURE_HTTP}
 
 /*
  * Takes one of the upload flags into o: 1 when opt was one (and its value good), 0 when opt

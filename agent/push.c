@@ -25,7 +25,14 @@ agt_upload_usage(FILE *out)
             "                      waits between them start at 0.5 s and double up to 30 s,\n"
             "                      with jitter\n"
             "  --retry-time S      give up when the server has failed for S seconds in a row\n"
-            "                      (default 300)\n");
+            "                      (default 300)\n"
+            "  --cacert FILE       PEM file of the CA certificates an https:// server's\n"
+            "                      certificate is checked against (default: the system's\n"
+            "                      store); a server whose certificate does not verify, or\n"
+            "                      does not name the host of --server, is refused\n"
+            "  --insecure-http     allow an http:// --server that is not a loopback address\n"
+            "                      (the token then crosses the network in clear; refused\n"
+            "                      without this flag)\n");
 }
 
 int
@@ -38,6 +45,12 @@ agt_upload_flag(const char *cmd, int opt, const char *arg, struct agt_upload_opt
         return 1;
     case AGT_OPT_TOKEN:
         o->token = arg;
+        return 1;
+    case AGT_OPT_CACERT:
+        o->cacert = arg;
+        return 1;
+    case AGT_OPT_INSECURE_HTTP:
+        o->insecure_http = 1;
         return 1;
     case AGT_OPT_RETRIES: {
         long v = strtol(arg, &end, 10);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,10 +62,65 @@ agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err)
                               "copied with it?)");
     if (strlen(o->token) > 512)
         return gd_err_set(err, GD_EINVAL, "the token is longer than 512 characters");
+    if (strncmp(o->server, "http://", 7) == 0 && !o->insecure_http &&
+        !agt_url_is_loopback(o->server))
+        return gd_err_set(err, GD_EINVAL,
+                          "%.200s is plain HTTP to another host: the token would cross the "
+                          "network readable by anyone on the way; use https:// (gpudiffd "
+                          "behind a TLS proxy, docs/DEPLOY.md), or --insecure-http on a "
+                          "network you trust",
+                          o->server);
+    if (o->cacert != NULL && access(o->cacert, R_OK) != 0)
+        return gd_err_set(err, GD_EINVAL, "--cacert %.200s: %s", o->cacert, strerror(errno));
     if (o->retries < 0 || !(o->retry_time >= 0) || !(o->backoff_first > 0) ||
         !(o->backoff_max >= o->backoff_first))
         return gd_err_set(err, GD_EINVAL, "bad retry settings");
     return 0;
+}
+
+int
+agt_url_is_loopback(const char *url)
+{
+    const char *p = strstr(url, "://");
+    if (p == NULL)
+        return 0;
+    p += 3;
+    const char *at = strpbrk(p, "@/");
+    if (at != NULL && *at == '@')
+        p = at + 1; /* user:password@ */
+    size_t n;
+    if (*p == '[') {
+        const char *close = strchr(p, ']');
+        if (close == NULL)
+            return 0;
+        n = (size_t)(close + 1 - p);
+        return n == 5 && strncmp(p, "[::1]", 5) == 0;
+    }
+    n = strcspn(p, ":/?#");
+    if (n == 9 && strncasecmp(p, "localhost", 9) == 0)
+        return 1;
+    if (n < 4 || strncmp(p, "127.", 4) != 0)
+        return 0;
+    int dots = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '.')
+            dots++;
+        else if (p[i] < '0' || p[i] > '9')
+            return 0;
+    }
+    return dots == 3;
+}
+
+void
+agt_tls_hint(CURLcode code, char *why, size_t size)
+{
+    size_t n = strlen(why);
+    if (code == CURLE_PEER_FAILED_VERIFICATION && n < size)
+        snprintf(why + n, size - n, " (the server's certificate is not one to trust for this "
+                                    "host name: give the CA that signed it with --cacert "
+                                    "FILE, and a --server name the certificate holds)");
+    else if (code == CURLE_SSL_CACERT_BADFILE && n < size)
+        snprintf(why + n, size - n, " (--cacert must name a PEM file of CA certificates)");
 }
 
 double
@@ -248,6 +304,8 @@ attempt(struct client *c, const char *method, const char *path, const char *json
     /* reset keeps the open connection: one TCP connection for the whole upload. */
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
+    if (c->o->cacert != NULL)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->o->cacert);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -455,11 +513,13 @@ run_steps(struct upload *u, struct gd_err *err)
             return AGT_EXIT_INPUT;
         }
         enum agt_outcome outcome = agt_outcome_of(cc, status);
-        if (cc != CURLE_OK)
+        if (cc != CURLE_OK) {
             snprintf(why, sizeof why, "%s",
                      u->c.curl_err[0] ? u->c.curl_err : curl_easy_strerror(cc));
-        else
+            agt_tls_hint(cc, why, sizeof why);
+        } else {
             agt_server_error(u->c.answer.data, u->c.answer.len, why, sizeof why);
+        }
         if (step == STEP_SYNC && status == 404) {
             /* The server lost the run (a restore from an old copy): create it again. */
             step = STEP_POST;
@@ -649,10 +709,12 @@ agt_upload_post_json(const char *path, const char *json, size_t len, const char 
         char why[400];
         CURLcode cc = attempt(&c, "POST", path, json, len, NULL, 0, &status);
         enum agt_outcome outcome = agt_outcome_of(cc, status);
-        if (cc != CURLE_OK)
+        if (cc != CURLE_OK) {
             snprintf(why, sizeof why, "%s", c.curl_err[0] ? c.curl_err : curl_easy_strerror(cc));
-        else
+            agt_tls_hint(cc, why, sizeof why);
+        } else {
             agt_server_error(c.answer.data, c.answer.len, why, sizeof why);
+        }
         if (outcome == AGT_OUTCOME_OK) {
             if (answer != NULL)
                 *answer = json_loadb(c.answer.data ? c.answer.data : "", c.answer.len, 0, NULL);

@@ -28,6 +28,9 @@ struct agt_upload_opts {
     double backoff_max;   /* ... up to this */
     int progress;         /* a line per layer on stderr */
     const char *who;      /* starts messages: "push", "run" */
+    const char *cacert;   /* PEM file of the CAs an https:// server is verified with; NULL:
+                             the system's store */
+    int insecure_http;    /* allows sending the token over http:// to a non-loopback host */
 };
 
 /* The defaults: 10 retries, 300 s, 0.5 s doubling to 30 s, no progress lines. */
@@ -39,6 +42,12 @@ void agt_upload_opts_init(struct agt_upload_opts *o);
  * the message in err (a usage error).
  */
 int agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err);
+
+/* 1 when the URL's host is a loopback address: localhost, 127.0.0.0/8 or [::1]. */
+int agt_url_is_loopback(const char *url);
+
+/* Adds to why (a curl message) what to do when code is a TLS verification failure. */
+void agt_tls_hint(CURLcode code, char *why, size_t size);
 
 struct agt_upload_stats {
     char run_id[37];
