@@ -28,7 +28,8 @@ usage(FILE *out)
     fprintf(out,
             "Usage: gpudiffd [COMMAND] [OPTIONS]\n\n"
             "Stores the runs that gpudiff agents upload (every layer's output tensor) in SQLite\n"
-            "and serves them over a REST API (docs/SERVER.md, schema/openapi.yaml).\n\n"
+            "or PostgreSQL (--db) and serves them over a REST API (docs/SERVER.md,\n"
+            "schema/openapi.yaml).\n\n"
             "Commands:\n"
             "  serve                  run the daemon (the default command)\n"
             "  migrate                bring the database to the newest schema and exit\n"
@@ -38,7 +39,14 @@ usage(FILE *out)
             "                         tokens)\n"
             "  token revoke ID        revoke token ID\n"
             "  config [--example]     print the effective settings in config-file form, or\n"
-            "                         with --example the commented example file\n\n"
+            "                         with --example the commented example file\n"
+            "  backup --to FILE       copy the database, online and consistent, into FILE\n"
+            "                         (SQLite: its backup API, a database file; PostgreSQL:\n"
+            "                         pg_dump's custom format); FILE is made whole, then\n"
+            "                         renamed into place, and must not exist\n"
+            "  restore --from FILE    replace the database's content with the backup FILE\n"
+            "                         (checked first; stop the daemons on it meanwhile), then\n"
+            "                         migrate it to this build's schema\n\n"
             "Options (every command; flags override the config file):\n");
     srv_config_usage(out);
     fprintf(out, "  --help               print this help\n"
@@ -88,6 +96,90 @@ cmd_migrate(const struct srv_config *cfg, int argc, char **argv)
     char where[512];
     srv_db_describe(cfg->db, where, sizeof where);
     printf("%s: schema version %d%s%d\n", where, from, from == to ? ", newest: " : " -> ", to);
+    return 0;
+}
+
+/* backup --to FILE, restore --from FILE: flag is "--to" or "--from". */
+static int
+file_arg(const char *cmd, const char *flag, int argc, char **argv, const char **out)
+{
+    size_t n = strlen(flag);
+    *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], flag) == 0 && i + 1 < argc && *out == NULL)
+            *out = argv[++i];
+        else if (strncmp(argv[i], flag, n) == 0 && argv[i][n] == '=' && *out == NULL)
+            *out = argv[i] + n + 1;
+        else {
+            fprintf(stderr, "gpudiffd: %s: unexpected %s (%s %s FILE)\n", cmd, argv[i], cmd,
+                    flag);
+            return EXIT_USAGE;
+        }
+    }
+    if (*out == NULL || (*out)[0] == '\0') {
+        fprintf(stderr, "gpudiffd: %s %s FILE is required\n", cmd, flag);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int
+cmd_backup(const struct srv_config *cfg, int argc, char **argv)
+{
+    const char *to = NULL;
+    int rc = file_arg("backup", "--to", argc, argv, &to);
+    if (rc != 0)
+        return rc;
+    struct stat st;
+    if (lstat(to, &st) == 0) {
+        fprintf(stderr, "gpudiffd: backup: %s exists; give a new file\n", to);
+        return EXIT_USAGE;
+    }
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
+    struct gd_err err;
+    char where[512];
+    srv_db_describe(cfg->db, where, sizeof where);
+    fprintf(stderr, "gpudiffd: backing up %s to %s\n", where, to);
+    if (srv_db_backup(cfg->db, &opts, to, &err) != 0) {
+        fprintf(stderr, "gpudiffd: backup: %s\n", err.msg);
+        return 1;
+    }
+    if (stat(to, &st) == 0)
+        fprintf(stderr, "gpudiffd: backup of %s in %s (%lld bytes)\n", where, to,
+                (long long)st.st_size);
+    return 0;
+}
+
+static int
+cmd_restore(const struct srv_config *cfg, int argc, char **argv)
+{
+    const char *from = NULL;
+    int rc = file_arg("restore", "--from", argc, argv, &from);
+    if (rc != 0)
+        return rc;
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
+    struct gd_err err;
+    char where[512];
+    srv_db_describe(cfg->db, where, sizeof where);
+    fprintf(stderr, "gpudiffd: restoring %s from %s\n", where, from);
+    if (srv_db_restore(cfg->db, &opts, from, &err) != 0) {
+        fprintf(stderr, "gpudiffd: restore: %s\n", err.msg);
+        return 1;
+    }
+    struct srv_db *db = NULL;
+    if (open_db(cfg, 1, &db) != 0)
+        return 1;
+    int version = 0;
+    rc = srv_db_version(db, &version, &err);
+    srv_db_close(db);
+    if (rc != 0) {
+        fprintf(stderr, "gpudiffd: restore: %s\n", err.msg);
+        return 1;
+    }
+    fprintf(stderr, "gpudiffd: %s restored from %s, at schema version %d\n", where, from,
+            version);
     return 0;
 }
 
@@ -406,6 +498,10 @@ main(int argc, char **argv)
         rc = cmd_token(&cfg, n_rest - skip, rest + skip);
     else if (strcmp(cmd, "config") == 0)
         rc = cmd_config(&cfg, n_rest - skip, rest + skip);
+    else if (strcmp(cmd, "backup") == 0)
+        rc = cmd_backup(&cfg, n_rest - skip, rest + skip);
+    else if (strcmp(cmd, "restore") == 0)
+        rc = cmd_restore(&cfg, n_rest - skip, rest + skip);
     else {
         fprintf(stderr, "gpudiffd: unknown command %s (see --help)\n", cmd);
         rc = EXIT_USAGE;

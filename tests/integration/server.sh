@@ -155,26 +155,34 @@ db_dump() {
 # integrity_check becomes pg_amcheck of every table and index (heap and B-tree checks);
 # foreign_key_check has nothing to report, since PostgreSQL checks every foreign key at each
 # write; a .dump is pg_dump's (plain, no owners, no comments).
-if [ -n "${GD_TEST_DB:-}" ]; then
-    DB=$GD_TEST_DB
+if [ -n "${GD_TEST_DB+set}" ]; then
+    [ -z "$GD_TEST_DB" ] || DB=$GD_TEST_DB
     sqlite3() {
+        case "${1:-}" in
+        postgresql:*) ;;
+        *)
+            command sqlite3 "$@"
+            return
+            ;;
+        esac
+        pgdb=$1
         shift
         case "${1:-}" in
         "PRAGMA integrity_check")
             "${PG_BIN:-/usr/lib/postgresql/15/bin}/pg_amcheck" --install-missing --heapallindexed \
-                "$DB" >"$TMP/amcheck.txt" 2>&1 || { cat "$TMP/amcheck.txt" >&2; echo damaged; return 0; }
+                "$pgdb" >"$TMP/amcheck.txt" 2>&1 || { cat "$TMP/amcheck.txt" >&2; echo damaged; return 0; }
             echo ok
             ;;
         "PRAGMA foreign_key_check") ;;
         .dump)
             "${PG_BIN:-/usr/lib/postgresql/15/bin}/pg_dump" --no-owner --no-privileges \
-                --no-comments "$DB" | grep -v -e '^--' -e '^.restrict ' -e '^.unrestrict '
+                --no-comments "$pgdb" | grep -v -e '^--' -e '^.restrict ' -e '^.unrestrict '
             ;;
         "")
-            psql -X -q -tA -v ON_ERROR_STOP=1 -d "$DB" -f -
+            psql -X -q -tA -v ON_ERROR_STOP=1 -d "$pgdb" -f -
             ;;
         *)
-            printf '%s\n' "$1" | psql -X -q -tA -v ON_ERROR_STOP=1 -d "$DB" -f -
+            printf '%s\n' "$1" | psql -X -q -tA -v ON_ERROR_STOP=1 -d "$pgdb" -f -
             ;;
         esac
     }
