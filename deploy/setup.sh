@@ -41,8 +41,8 @@ packages="build-essential autoconf automake libtool pkg-config
 # gpudiff-agent sweep's test checks its document against schema/json/sweep.schema.json
 packages="$packages python3-jsonschema"
 # fleet (issue 15): gpudiffd on PostgreSQL (libpq), its tests' own PostgreSQL server and
-# the balancer in front of several daemons
-packages="$packages libpq-dev postgresql-15 postgresql-client-15 haproxy"
+# the balancer in front of several daemons (and TLS), the scrape test, systemd-analyze
+packages="$packages libpq-dev postgresql-15 postgresql-client-15 haproxy openssl prometheus systemd"
 
 install_packages() {
     missing=""

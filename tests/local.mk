@@ -412,6 +412,8 @@ EXTRA_DIST += tests/bench/bench_replay.sh tests/bench/gpu_diag.sh tests/bench/gp
 
 # ---- fleet (issue 15): gpudiffd on PostgreSQL, several daemons behind haproxy ----
 FLEET_INTEGRATION = tests/integration/server_pg.sh tests/integration/server_fleet.sh \
-	tests/integration/agent_tls.sh tests/integration/server_backup.sh
+	tests/integration/agent_tls.sh tests/integration/server_backup.sh \
+	tests/integration/deploy_systemd.sh tests/integration/server_prometheus.sh
 TESTS += $(FLEET_INTEGRATION)
-EXTRA_DIST += $(FLEET_INTEGRATION) tests/integration/pg.sh
+EXTRA_DIST += $(FLEET_INTEGRATION) tests/integration/pg.sh deploy/systemd/gpudiffd.service \
+	deploy/systemd/gpudiff-agent.service deploy/systemd/gpudiff-agent.path deploy/grafana/gpudiff.json
