@@ -416,4 +416,5 @@ FLEET_INTEGRATION = tests/integration/server_pg.sh tests/integration/server_flee
 	tests/integration/deploy_systemd.sh tests/integration/server_prometheus.sh
 TESTS += $(FLEET_INTEGRATION)
 EXTRA_DIST += $(FLEET_INTEGRATION) tests/integration/pg.sh deploy/systemd/gpudiffd.service \
-	deploy/systemd/gpudiff-agent.service deploy/systemd/gpudiff-agent.path deploy/grafana/gpudiff.json
+	deploy/systemd/gpudiff-agent.service deploy/systemd/gpudiff-agent.path deploy/grafana/gpudiff.json \
+	tests/bench/bench_pg.sh

@@ -103,21 +103,23 @@ direct(const char *bundle_dir, const char *db_path, int level, uint64_t *raw_tot
         tm->read += t1 - t0;
         tm->hash += t2 - t1;
         tm->compress += t3 - t2;
-        sqlite3_stmt *st = NULL;
+        struct srv_stmt *st = NULL;
         if (rc == 0)
             rc = srv_db_begin(db, err);
         if (rc == 0)
             rc = srv_db_prepare(db, SQL_INSERT, &st, err);
         if (rc == 0) {
-            srv_db_bind_text(st, 1, sha);
-            sqlite3_bind_int64(st, 2, (sqlite3_int64)n);
-            sqlite3_bind_int64(st, 3, (sqlite3_int64)stored);
-            srv_db_bind_text(st, 4, SRV_BLOB_CODEC);
-            sqlite3_bind_blob(st, 5, out.data, (int)out.len, SQLITE_STATIC);
-            int s = sqlite3_step(st);
-            srv_db_done(st);
-            rc = s == SQLITE_DONE ? srv_db_commit(db, err) : srv_db_fail(db, s, "insert", err);
+            srv_stmt_bind_text(st, 1, sha);
+            srv_stmt_bind_int64(st, 2, (int64_t)n);
+            srv_stmt_bind_int64(st, 3, (int64_t)stored);
+            srv_stmt_bind_text(st, 4, SRV_BLOB_CODEC);
+            srv_stmt_bind_blob(st, 5, out.data, out.len);
+            rc = srv_stmt_exec(st, "insert", err);
+            if (rc == 0)
+                rc = srv_db_commit(db, err);
         }
+        if (rc != 0)
+            srv_db_rollback(db);
         tm->insert += bench_now() - t3;
         *raw_total += n;
     }
