@@ -94,6 +94,20 @@ run_usage(FILE *out)
             "  --math-mode MODE    cuda: cuBLAS math: default or pedantic (no reduced precision\n"
             "                      anywhere)\n"
             "  --workspace-limit BYTES  cuda: most scratch memory an algorithm may use\n"
+            "  --dtype float16|bfloat16  run a float32 model in this format, as PyTorch's\n"
+            "                      model.half() / model.bfloat16(): its float weights and\n"
+            "                      float inputs are rounded to it at load (to nearest even),\n"
+            "                      its casts to float32 cast to it; integer tensors stay.\n"
+            "                      cpu and cuda then store every float layer in 16 bits and\n"
+            "                      compute each op in float32 (GEMMs: half operands, float32\n"
+            "                      accumulation); cpu64 computes the same model in float64,\n"
+            "                      the truth. A model exported in float16 runs as it is\n"
+            "                      without this. Recorded as knobs.dtype\n"
+            "  --reduced-reduction on|off  cuda: float16 and bfloat16 GEMMs may sum their\n"
+            "                      split-K partial products in the half format (on, PyTorch's\n"
+            "                      default allow_fp16/bf16_reduced_precision_reduction) or\n"
+            "                      only in float32 (off); default on, off under --math-mode\n"
+            "                      pedantic\n"
             "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --replace           replace DIR if it exists (only once the new bundle is\n"
             "                      complete)\n"
@@ -124,7 +138,8 @@ static int
 parse_args(int argc, char **argv, struct run_opts *o)
 {
     enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
-           O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS };
+           O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS,
+           O_DTYPE, O_REDUCED_REDUCTION };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -140,6 +155,8 @@ parse_args(int argc, char **argv, struct run_opts *o)
         {"math-mode", required_argument, NULL, O_MATH_MODE},
         {"workspace-limit", required_argument, NULL, O_WORKSPACE},
         {"threads", required_argument, NULL, O_THREADS},
+        {"dtype", required_argument, NULL, O_DTYPE},
+        {"reduced-reduction", required_argument, NULL, O_REDUCED_REDUCTION},
         {"replace", no_argument, NULL, O_REPLACE},
         {"json", no_argument, NULL, O_JSON},
         {"progress", no_argument, NULL, O_PROGRESS},
@@ -246,6 +263,22 @@ parse_args(int argc, char **argv, struct run_opts *o)
                 return -1;
             }
             o->knobs.threads = (int)v;
+            break;
+        case O_DTYPE:
+            if (strcmp(optarg, "float16") != 0 && strcmp(optarg, "bfloat16") != 0) {
+                fprintf(stderr, "gpudiff-agent run: --dtype takes float16 or bfloat16, not %s\n",
+                        optarg);
+                return -1;
+            }
+            snprintf(o->knobs.dtype, sizeof o->knobs.dtype, "%s", optarg);
+            break;
+        case O_REDUCED_REDUCTION:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "gpudiff-agent run: --reduced-reduction takes on or off, not %s\n",
+                        optarg);
+                return -1;
+            }
+            o->knobs.reduced_reduction = strcmp(optarg, "on") == 0;
             break;
         case O_REPLACE:
             o->replace = 1;
@@ -419,6 +452,16 @@ load(const struct run_opts *o, struct gd_graph **g, struct gd_tensor **inputs, j
                           "external data is relative to its folder", o->model);
     int rc = onnx ? gd_onnx_load(o->model, &oo, NULL, g, err) : gd_model_load(o->model, &mo, g,
                                                                              err);
+    int cast = o->knobs.dtype[0] != '\0';
+    if (rc == 0 && cast) {
+        enum gd_dtype dt = strcmp(o->knobs.dtype, "float16") == 0 ? GD_F16 : GD_BF16;
+        rc = gd_graph_cast_floats(*g, dt, err);
+        /* a JSON model was finalized in float32 by its loader: once more in the new dtype */
+        if (rc == 0 && !onnx)
+            rc = gd_graph_finalize(*g, err);
+        if (rc != 0)
+            gd_err_prefix(err, "--dtype %s: ", o->knobs.dtype);
+    }
     if (rc == 0)
         rc = agt_inputs_load(*g, o->inputs, o->n_inputs, o->input_key, inputs, records, err);
     if (rc == 0 && onnx)

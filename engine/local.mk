@@ -65,6 +65,8 @@ libgpudiff_la_SOURCES = \
 	engine/core/ops.c \
 	engine/core/pool.c \
 	engine/core/session.c \
+	engine/core/half_call.c \
+	engine/core/graph_dtype.c \
 	engine/core/tensor.c \
 	engine/compare/metrics.c \
 	engine/compare/metrics_internal.h \
@@ -139,9 +141,11 @@ CUDA_KERNEL_SOURCES = \
 	engine/cuda/op_pool.cu \
 	engine/cuda/op_resize.cu \
 	engine/cuda/op_reduce.cu \
-	engine/cuda/op_shape.cu
+	engine/cuda/op_shape.cu \
+	engine/cuda/half.cu
 noinst_LIBRARIES += libgd_cuda_kernels.a
-libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh engine/cuda/index.cuh
+libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh engine/cuda/index.cuh \
+	engine/cuda/half.cuh
 noinst_LTLIBRARIES += libgd_cuda.la
 libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c
 libgd_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
@@ -162,7 +166,7 @@ SUFFIXES = .cu
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
 $(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h engine/cuda/index.cuh \
 	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h \
-	engine/core/elt_rules.h engine/core/norm_rules.h
+	engine/core/elt_rules.h engine/core/norm_rules.h engine/cuda/half.cuh
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)
 
 # ---- ONNX: onnx.pb-c.[ch] are generated into the build tree by protoc-c from the system's

@@ -32,6 +32,18 @@ gd__reconcile(struct gd_tensor *a, struct gd_tensor *b, struct gd_tensor **a2,
         *rounded_side = 'b';
         return *b2 ? 0 : GD_ENOMEM;
     }
+    /* float16 against bfloat16 or float32: float32 holds both exactly, so neither moves */
+    if (gd_dtype_is_float(a->dtype) && gd_dtype_is_float(b->dtype)) {
+        if (a->dtype != GD_F32 && (*a2 = gd_tensor_cast(a, GD_F32, err)) == NULL)
+            return GD_ENOMEM;
+        if (b->dtype != GD_F32 && (*b2 = gd_tensor_cast(b, GD_F32, err)) == NULL) {
+            if (*a2 != a)
+                gd_tensor_free(*a2);
+            *a2 = a;
+            return GD_ENOMEM;
+        }
+        return 0;
+    }
     return gd_err_set(err, GD_EDTYPE, "dtypes %s and %s cannot be compared",
                       gd_dtype_name(a->dtype), gd_dtype_name(b->dtype));
 }

@@ -76,7 +76,8 @@ gd__truth_layer(struct gd__work *w, int i, struct gd_tensor *ta, struct gd_tenso
 
 /*
  * Side s's bound from the exact value at layer i: its own rounding (reduced-precision inputs
- * counted only when both runs declare that arithmetic, as for noise), plus what its inputs
+ * counted only when both runs declare that arithmetic, as for noise; the rounding to its
+ * own storage format always, since the truth is rounded to it), plus what its inputs
  * carry in: their error against the truth where they are right, else their bound.
  */
 static double
@@ -84,7 +85,7 @@ truth_bound(const struct gd__work *w, int i, int s)
 {
     const struct gd_diff_layer *dl = &w->d->layers[i];
     const struct gd__extra *x = &w->extra[i];
-    double own = x->own_same[s] + x->chain[s];
+    double own = x->own_truth[s] + x->chain[s];
     if (!isfinite(own))
         return NAN;
     double carry = 0;

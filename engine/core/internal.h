@@ -103,7 +103,39 @@ struct gd__backend {
     /* Optional (NULL: no algorithm choices): gd_session_algo_offers() for one node. */
     int (*algo_offers)(void *ctx, int node_index, struct gd_algo_offer *out, int max, int *n,
                        struct gd_err *err);
+
+    /*
+     * Half storage. NULL convert: the backend keeps every float value in compute_dtype
+     * (cpu64, the float64 reference). Otherwise a value whose logical dtype is float16 or
+     * bfloat16 is stored in that dtype (gd__storage_dtype), and convert copies the float
+     * tensor src into dst of the same element count and another float dtype, rounding to
+     * nearest even where dst is narrower (float16's range: overflow to infinity). An op runs
+     * on half tensors itself where half_native[op] is 1; the others run through
+     * gd__half_call(), which widens their half inputs to float32 and rounds their float32
+     * results back (so every op computes in float32 and stores its output rounded once).
+     */
+    int (*convert)(void *ctx, struct gd_tensor *dst, const struct gd_tensor *src,
+                   struct gd_err *err);
+    const unsigned char *half_native; /* GD_OP_COUNT entries, NULL: none */
 };
+
+/* The dtype backend be stores a value of logical dtype `logical` in: integers and bools as
+ * they are; float16 and bfloat16 as they are on a backend with half storage; other floats
+ * (and every float on a backend without half storage) in its compute_dtype. */
+enum gd_dtype gd__storage_dtype(const struct gd__backend *be, enum gd_dtype logical);
+
+/* 1 when the call has a float16 or bfloat16 tensor among its inputs or outputs. */
+int gd__call_has_half(const struct gd_op_call *c);
+
+/*
+ * Runs op function fn on call c, whose half tensors are float16 or bfloat16, on backend be
+ * (which has convert): each distinct half input is converted to a float32 tensor of the
+ * backend, each half output gets a float32 one, fn runs on those, and the results are
+ * rounded into c's outputs; the temporaries are released. The algorithm, math and time fn
+ * reports are c's. Errors: fn's, or the backend's allocation and conversion errors.
+ */
+int gd__half_call(const struct gd__backend *be, gd_op_fn fn, struct gd_op_call *c,
+                  struct gd_err *err);
 
 /* The backends built in, NULL-terminated; defined in backend.c. */
 extern const struct gd__backend *const gd__backends[];

@@ -141,16 +141,30 @@ gd_session_free(struct gd_session *s)
     free(s);
 }
 
-/* Copies a host tensor into backend memory in the compute dtype. */
+/*
+ * Copies a host tensor into backend memory as a value of logical dtype `logical` is stored
+ * (gd__storage_dtype). A float value whose logical dtype is float16 or bfloat16 is rounded to
+ * it once from src (a float32 weight of a model cast with --dtype), then held in the storage
+ * dtype: 16 bits where the backend stores halves, exactly in float64 on cpu64.
+ */
 static int
 upload_value(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor *src,
-             struct gd_err *err)
+             enum gd_dtype logical, struct gd_err *err)
 {
-    enum gd_dtype want = gd_dtype_is_float(src->dtype) ? s->be->compute_dtype : src->dtype;
-    struct gd_tensor *cast = NULL;
-    if (src->dtype != want && (cast = gd_tensor_cast(src, want, err)) == NULL)
+    int is_float = gd_dtype_is_float(src->dtype);
+    enum gd_dtype want = is_float ? gd__storage_dtype(s->be, logical) : src->dtype;
+    struct gd_tensor *round = NULL, *cast = NULL;
+    int half = logical == GD_F16 || logical == GD_BF16;
+    if (is_float && half && src->dtype != logical && want != logical &&
+        (round = gd_tensor_cast(src, logical, err)) == NULL)
         return err ? err->code : GD_ENOMEM;
-    const struct gd_tensor *from = cast ? cast : src;
+    const struct gd_tensor *from = round ? round : src;
+    if (from->dtype != want && (cast = gd_tensor_cast(from, want, err)) == NULL) {
+        gd_tensor_free(round);
+        return err ? err->code : GD_ENOMEM;
+    }
+    if (cast != NULL)
+        from = cast;
     dst->dtype = from->dtype;
     dst->ndim = from->ndim;
     memcpy(dst->shape, from->shape, sizeof dst->shape);
@@ -158,6 +172,7 @@ upload_value(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
     if (rc == 0)
         rc = s->be->upload(s->ctx, dst, from, err);
     gd_tensor_free(cast);
+    gd_tensor_free(round);
     return rc;
 }
 
@@ -245,11 +260,11 @@ upload_input(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
              enum gd_dtype declared, struct gd_err *err)
 {
     if (gd_dtype_is_float(src->dtype) || src->dtype == declared)
-        return upload_value(s, dst, src, err);
+        return upload_value(s, dst, src, declared, err);
     struct gd_tensor *cast = gd_tensor_cast(src, declared, err);
     if (cast == NULL)
         return err ? err->code : GD_ENOMEM;
-    int rc = upload_value(s, dst, cast, err);
+    int rc = upload_value(s, dst, cast, declared, err);
     gd_tensor_free(cast);
     return rc;
 }
@@ -302,7 +317,7 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
     for (int v = 0; v < g->n_values; v++) {
         if (g->values[v].constant == NULL)
             continue;
-        if (upload_value(s, &s->vals[v], g->values[v].constant, err) != 0) {
+        if (upload_value(s, &s->vals[v], g->values[v].constant, g->values[v].dtype, err) != 0) {
             gd_err_prefix(err, "weight %s: ", g->values[v].name);
             goto fail;
         }
@@ -526,8 +541,7 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             int v = n->outputs[k];
             struct gd_tensor *t = &s->vals[v];
             memset(t, 0, sizeof *t);
-            t->dtype = gd_dtype_is_float(g->values[v].dtype) ? s->be->compute_dtype
-                                                            : g->values[v].dtype;
+            t->dtype = gd__storage_dtype(s->be, g->values[v].dtype);
             t->ndim = s->shapes[v].ndim;
             memcpy(t->shape, s->shapes[v].dim, sizeof t->shape);
             rc = s->be->alloc(s->ctx, t, err);
@@ -536,8 +550,13 @@ run_nodes(struct gd_session *s, struct gd_err *err)
         double t0 = gd__now_us();
         if (rc == 0 && s->be->op_begin != NULL)
             rc = s->be->op_begin(s->ctx, ni, s->capture != NULL, err);
-        if (rc == 0)
-            rc = s->be->ops[n->op](&call, err);
+        if (rc == 0) {
+            gd_op_fn fn = s->be->ops[n->op];
+            int native = s->be->half_native != NULL && s->be->half_native[n->op];
+            rc = s->be->convert != NULL && !native && gd__call_has_half(&call)
+                     ? gd__half_call(s->be, fn, &call, err)
+                     : fn(&call, err);
+        }
         if (rc == 0 && s->be->op_end != NULL)
             rc = s->be->op_end(s->ctx, ni, s->capture != NULL, err);
         double elapsed = gd__now_us() - t0;
@@ -629,7 +648,7 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
         /* What the folds computed for these shapes, for the nodes that read it. */
         for (int v = 0; v < g->n_values && rc == 0; v++)
             if (s->folded[v] != NULL && g->values[v].last_use >= 0) {
-                rc = upload_value(s, &s->vals[v], s->folded[v], err);
+                rc = upload_value(s, &s->vals[v], s->folded[v], g->values[v].dtype, err);
                 if (rc != 0)
                     gd_err_prefix(err, "%s: ", g->values[v].name);
             }
@@ -683,7 +702,7 @@ gd_session_stage(struct gd_session *s, int n_inputs, const struct gd_tensor *con
         return gd_err_set(err, GD_ENOMEM, "out of memory for the staged inputs");
     int rc = 0;
     for (int i = 0; i < n_inputs && rc == 0; i++) {
-        rc = upload_value(s, &s->staged[i], inputs[i], err);
+        rc = upload_input(s, &s->staged[i], inputs[i], g->input_decls[i].dtype, err);
         if (rc != 0)
             gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
         s->n_staged = i + 1;

@@ -91,6 +91,12 @@ check_knobs(const struct gd_knobs *k, struct gd_err *err)
         return gd_err_set(err, GD_EINVAL, "math mode %s is not default or pedantic", m);
     if (strcmp(m, "pedantic") == 0 && k->tf32 == 1)
         return gd_err_set(err, GD_EINVAL, "math mode pedantic forbids TF32");
+    if (strcmp(m, "pedantic") == 0 && k->reduced_reduction == 1)
+        return gd_err_set(err, GD_EINVAL, "math mode pedantic forbids reduced-precision "
+                          "reductions");
+    if (k->reduced_reduction < -1 || k->reduced_reduction > 1)
+        return gd_err_set(err, GD_EINVAL, "reduced_reduction is 0, 1 or -1 (unset), not %d",
+                          k->reduced_reduction);
     return 0;
 }
 
@@ -152,6 +158,7 @@ fill_env(struct gd__cuda_ctx *ctx, struct gd_env *env, struct gd_err *err)
     gd_env_set(env, "tf32", "%s", ctx->tf32 ? "on" : "off");
     gd_env_set(env, "conv_algo", "%s", ctx->knobs.conv_algo[0] ? ctx->knobs.conv_algo : "heuristic");
     gd_env_set(env, "math_mode", "%s", ctx->knobs.math_mode[0] ? ctx->knobs.math_mode : "default");
+    gd_env_set(env, "reduced_reduction", "%s", ctx->reduced_reduction ? "on" : "off");
     if (ctx->knobs.conv_pins[0] != '\0')
         gd_env_set(env, "conv_pins", "%s", ctx->knobs.conv_pins);
 done:
@@ -177,6 +184,10 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     ctx->knobs = *knobs;
     ctx->tf32 = knobs->tf32 == 1;
+    /* PyTorch's default allows it; pedantic math allows no reduced precision anywhere. */
+    ctx->reduced_reduction = knobs->reduced_reduction == 1 ||
+                             (knobs->reduced_reduction < 0 &&
+                              strcmp(knobs->math_mode, "pedantic") != 0);
     ctx->workspace_limit = knobs->workspace_limit >= 0 ? (size_t)knobs->workspace_limit : SIZE_MAX;
     const char *sync = getenv("GPUDIFF_CUDA_SYNC");
     ctx->sync_each_op = sync != NULL && strcmp(sync, "1") == 0;
@@ -745,6 +756,20 @@ static const gd_op_fn cuda_ops[GD_OP_COUNT] = {
 #undef GD_OP
 };
 
+/*
+ * The ops that take float16 and bfloat16 tensors themselves: the data movement kernels (they
+ * copy by element size, any dtype), and those written for half storage (the GEMMs through
+ * cuBLASLt with half operands). The others run through engine/core/half_call.c.
+ */
+static const unsigned char cuda_half_native[GD_OP_COUNT] = {
+    [GD_OP_RESHAPE] = 1, [GD_OP_FLATTEN] = 1, [GD_OP_SQUEEZE] = 1, [GD_OP_UNSQUEEZE] = 1,
+    [GD_OP_IDENTITY] = 1, [GD_OP_TRANSPOSE] = 1, [GD_OP_CONCAT] = 1, [GD_OP_SLICE] = 1,
+    [GD_OP_SPLIT] = 1, [GD_OP_EXPAND] = 1, [GD_OP_TILE] = 1, [GD_OP_DEPTH_TO_SPACE] = 1,
+    [GD_OP_SPACE_TO_DEPTH] = 1, [GD_OP_GATHER] = 1, [GD_OP_GATHER_ELEMENTS] = 1,
+    [GD_OP_GATHER_ND] = 1, [GD_OP_WHERE] = 1, [GD_OP_TRILU] = 1,
+    [GD_OP_GEMM] = 1, [GD_OP_MATMUL] = 1,
+};
+
 const struct gd__backend gd__backend_cuda = {
     .name = "cuda",
     .description = "NVIDIA GPU through cuDNN, cuBLASLt and gpudiff's own kernels",
@@ -763,4 +788,6 @@ const struct gd__backend gd__backend_cuda = {
     .timer_stop = cuda_timer_stop,
     .download = cuda_download,
     .algo_offers = cuda_algo_offers,
+    .convert = gd__cuda_convert,
+    .half_native = cuda_half_native,
 };

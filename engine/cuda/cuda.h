@@ -35,6 +35,7 @@ struct gd__cuda_node {
     cublasLtMatrixLayout_t a_layout, b_layout, c_layout;
     cublasLtMatmulAlgo_t mm_algo;
     char algo_text[64];             /* what the per-layer record says */
+    int reduced_half;               /* a half GEMM whose split-K sums are in the half format */
     int pin;                        /* cuDNN id from knobs.conv_pins; -1 none */
     int n_offers;                   /* what cuDNN offered at the last choice (op_conv.cu) */
     struct gd_algo_offer offers[GD_ALGO_OFFERS_MAX];
@@ -58,6 +59,7 @@ struct gd__cuda_ctx {
     int device;
     int sync_each_op;               /* GPUDIFF_CUDA_SYNC=1 */
     int tf32;                       /* the knob resolved: 1 tensor cores may round to TF32 */
+    int reduced_reduction;          /* the knob resolved: 1 half GEMMs may reduce in half */
     cudaStream_t compute, copy;
     cudnnHandle_t cudnn;
     cublasLtHandle_t lt;
@@ -143,6 +145,11 @@ int gd__cuda_workspace(struct gd__cuda_ctx *ctx, size_t bytes, struct gd_err *er
 /* A temporary device buffer on the compute stream, and its release. */
 int gd__cuda_scratch(struct gd__cuda_ctx *ctx, size_t bytes, void **out, struct gd_err *err);
 void gd__cuda_scratch_free(struct gd__cuda_ctx *ctx, void *p);
+
+/* Converts between float tensors of one element count in device memory (half.cu): the
+ * backend's struct gd__backend convert. */
+int gd__cuda_convert(void *ctx, struct gd_tensor *dst, const struct gd_tensor *src,
+                     struct gd_err *err);
 
 /* Entry points, one per op (NULL in the table where the backend lacks one). */
 #define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) \

@@ -217,6 +217,19 @@ int gd_graph_infer_folds(const struct gd_graph *g, const struct gd_shape *input_
                          struct gd_shape *value_shapes, struct gd_params *node_params,
                          struct gd_tensor **folded, int *values_read, struct gd_err *err);
 
+/*
+ * Runs a float32 (or float64) model in float16 or bfloat16, as PyTorch's model.half() and
+ * model.bfloat16() do: every float32 or float64 weight becomes `dtype`, rounded once to
+ * nearest even, except a weight read only where ONNX types a parameter as float whatever the
+ * model's data (Resize's and Upsample's roi and scales, Dropout's ratio); float32 and float64
+ * graph inputs are declared `dtype` (a run rounds its float input to it); Cast and EyeLike
+ * to float32 or float64, and ConstantOfShape values computed at inference, aim at `dtype`
+ * instead. Integer and bool tensors stay. Call it before gd_graph_finalize() (or finalize
+ * again after it). GD_EINVAL for a dtype other than float16 and bfloat16; on another failure
+ * (GD_ENOMEM) the graph may be partly cast and should be freed.
+ */
+int gd_graph_cast_floats(struct gd_graph *g, enum gd_dtype dtype, struct gd_err *err);
+
 /* The attribute called name, or NULL. */
 const struct gd_attr *gd_node_attr(const struct gd_node *n, const char *name);
 

@@ -39,6 +39,15 @@ struct gd_knobs {
      * the others as conv_algo says; "" none. gd_session_new refuses a name that is not a
      * convolution of the graph. */
     char conv_pins[1024];
+    /* cuda: float16 and bfloat16 GEMMs may sum split-K partial products in the half format
+     * (cuBLASLt's output-type reduction scheme), as PyTorch's
+     * allow_fp16_reduced_precision_reduction and allow_bf16_reduced_precision_reduction
+     * allow: 1 on, 0 off (the partial sums stay float32); -1 unset (on, PyTorch's default) */
+    int reduced_reduction;
+    /* "float16" or "bfloat16": the model was cast to it at load (gd_graph_cast_floats(),
+     * `--dtype`), which the caller does before the session; "" the model's own dtypes.
+     * Sessions do not read it: it is here to be recorded with the other knobs. */
+    char dtype[16];
 };
 
 /* Fills knobs with "unset" everywhere (emulate_classes preset to GD_CLASS_GEMM). */
