@@ -376,3 +376,8 @@ TESTS += $(DIFF_INTEGRATION)
 EXTRA_DIST += $(DIFF_INTEGRATION)
 # The replay's benchmark and the GPU checks of the comparison (docs/PERFORMANCE.md, "Replay").
 EXTRA_DIST += tests/bench/bench_replay.sh tests/bench/gpu_diag.sh tests/bench/gpu_diag_resnet.py
+
+# ---- half: float16 and bfloat16 storage, --dtype, exported transformers ----
+HALF_INTEGRATION = tests/integration/transformer_half.sh
+TESTS += $(HALF_INTEGRATION)
+EXTRA_DIST += $(HALF_INTEGRATION) tests/bench/gpt2_export.py

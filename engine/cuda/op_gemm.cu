@@ -131,13 +131,20 @@ setup(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int64_t m, int64_t n, 
         GD_CUDA_TRY(cublasLtMatmulPreferenceSetAttribute(
             pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask));
     }
-    GD_CUDA_TRY(cublasLtMatmulAlgoGetHeuristic(ctx->lt, nd->mm_desc, nd->a_layout, nd->b_layout,
-                                               nd->c_layout, nd->c_layout, pref, 1, &result,
-                                               &returned));
-    if (returned < 1) {
-        rc = gd_err_set(err, GD_ENOTSUP, "cuBLASLt has no algorithm for this %lldx%lldx%lld "
-                        "product", (long long)m, (long long)n, (long long)k);
-        goto done;
+    {
+        cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, nd->mm_desc, nd->a_layout,
+                                                           nd->b_layout, nd->c_layout,
+                                                           nd->c_layout, pref, 1, &result,
+                                                           &returned);
+        /* "not supported" is no algorithm for this form: GD_ENOTSUP, which MatMul answers
+         * by running the batch one product at a time */
+        if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && returned < 1)) {
+            rc = gd_err_set(err, GD_ENOTSUP, "cuBLASLt has no algorithm for this %s "
+                            "%lldx%lldx%lld product of %lld batches", gd_dtype_name(dt),
+                            (long long)m, (long long)n, (long long)k, (long long)batch);
+            goto done;
+        }
+        GD_CUDA_TRY(st);
     }
     nd->mm_algo = result.algo;
     nd->workspace = result.workspaceSize;
@@ -349,15 +356,32 @@ gd__cuda_matmul(struct gd_op_call *c, struct gd_err *err)
     int64_t sa = mm_run_stride(&mb, mb.sa) * m * k, sb = mm_run_stride(&mb, mb.sb) * k * n;
     enum gd_dtype dt = y->dtype;
     size_t es = gd_dtype_size(dt);
-    int64_t key[16] = {m, n, k, 0, 0, mb.inner, sa, sb, dt};
+    /* A's matrices one after another and B shared by the run (x @ W of a linear layer): one
+     * product of inner * m rows, as PyTorch folds the batch of a 2-D weight into the rows;
+     * each output element is the same sum, and no stride-0 batch is asked of cuBLASLt */
+    int64_t rows = m, inner = mb.inner, kind_sa = sa, kind_sb = sb;
+    if (inner > 1 && sb == 0 && sa == m * k) {
+        rows = m * inner;
+        inner = 1;
+        kind_sa = 0;
+    }
+    int64_t key[16] = {rows, n, k, 0, 0, inner, kind_sa, kind_sb, dt};
+    int64_t loop = 1; /* products per strided run when cuBLASLt has no batched algorithm */
     rc = one_dtype(c, err);
     if (rc == 0)
         rc = prepare(c, ctx, nd, key, err);
+    if (rc == GD_ENOTSUP && inner > 1) {
+        /* no batched algorithm for this form: each matrix of the run on its own */
+        loop = inner;
+        key[5] = 1;
+        key[6] = key[7] = 0;
+        rc = prepare(c, ctx, nd, key, err);
+    }
     if (rc != 0)
         return rc;
-    if (mb.outer > 1)
+    if (mb.outer * loop > 1)
         snprintf(c->algo, sizeof c->algo, "%.32s, %lld products", nd->algo_text,
-                 (long long)mb.outer);
+                 (long long)(mb.outer * loop));
     if (gd_tensor_numel(y) == 0)
         return 0;
     if (k == 0) {
@@ -372,9 +396,11 @@ gd__cuda_matmul(struct gd_op_call *c, struct gd_err *err)
                 oa += idx[i] * mb.sa[i];
                 ob += idx[i] * mb.sb[i];
             }
-            rc = run(ctx, nd, (const char *)a->data + (size_t)(oa * m * k) * es,
-                     (const char *)b->data + (size_t)(ob * k * n) * es,
-                     (char *)y->data + (size_t)(t * mb.inner * m * n) * es, 1.0f, 0.0f, err);
+            for (int64_t j = 0; j < loop && rc == 0; j++)
+                rc = run(ctx, nd, (const char *)a->data + (size_t)(oa * m * k + j * sa) * es,
+                         (const char *)b->data + (size_t)(ob * k * n + j * sb) * es,
+                         (char *)y->data + (size_t)((t * mb.inner + j) * m * n) * es, 1.0f,
+                         0.0f, err);
             for (int i = mb.split - 1; i >= 0; i--) {
                 if (++idx[i] < mb.shape[i])
                     break;
