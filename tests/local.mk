@@ -381,3 +381,14 @@ EXTRA_DIST += tests/bench/bench_replay.sh tests/bench/gpu_diag.sh tests/bench/gp
 HALF_INTEGRATION = tests/integration/transformer_half.sh
 TESTS += $(HALF_INTEGRATION)
 EXTRA_DIST += $(HALF_INTEGRATION) tests/bench/gpt2_export.py
+if HAVE_CHECK
+HALF_CHECKS = tests/engine/check_half_call tests/engine/check_graph_dtype
+check_PROGRAMS += $(HALF_CHECKS)
+TESTS += $(HALF_CHECKS)
+tests_engine_check_half_call_SOURCES = tests/engine/check_half_call.c $(OP_TEST_SOURCES)
+tests_engine_check_half_call_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_half_call_LDADD = $(TEST_LIBS)
+tests_engine_check_graph_dtype_SOURCES = tests/engine/check_graph_dtype.c
+tests_engine_check_graph_dtype_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_graph_dtype_LDADD = $(TEST_LIBS)
+endif
