@@ -108,6 +108,16 @@ run_usage(FILE *out)
             "                      default allow_fp16/bf16_reduced_precision_reduction) or\n"
             "                      only in float32 (off); default on, off under --math-mode\n"
             "                      pedantic\n"
+            "  --host-memory MB    the most host memory a run holds for capture (default 1024,\n"
+            "                      or GPUDIFF_CUDA_PINNED_MB): cuda copies each layer through a\n"
+            "                      pinned ring of this size and writes a larger layer in\n"
+            "                      pieces of whole rows along dim 0 (one row at a time when a\n"
+            "                      row is larger), as they arrive. The weights pass through\n"
+            "                      host memory once at load and are freed when the backend\n"
+            "                      has its copy, so after loading the run holds about MB plus\n"
+            "                      the graph's structure and run.json's records, however large\n"
+            "                      the model and its layers. The CPU backends compute in host\n"
+            "                      memory: their live layers and weights come on top\n"
             "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --replace           replace DIR if it exists (only once the new bundle is\n"
             "                      complete)\n"
@@ -139,7 +149,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
 {
     enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
            O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS,
-           O_DTYPE, O_REDUCED_REDUCTION };
+           O_DTYPE, O_REDUCED_REDUCTION, O_HOST_MEMORY };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -157,6 +167,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
         {"threads", required_argument, NULL, O_THREADS},
         {"dtype", required_argument, NULL, O_DTYPE},
         {"reduced-reduction", required_argument, NULL, O_REDUCED_REDUCTION},
+        {"host-memory", required_argument, NULL, O_HOST_MEMORY},
         {"replace", no_argument, NULL, O_REPLACE},
         {"json", no_argument, NULL, O_JSON},
         {"progress", no_argument, NULL, O_PROGRESS},
@@ -280,6 +291,14 @@ parse_args(int argc, char **argv, struct run_opts *o)
             }
             o->knobs.reduced_reduction = strcmp(optarg, "on") == 0;
             break;
+        case O_HOST_MEMORY:
+            if (parse_int(optarg, 1, &v) != 0 || v > ((long long)1 << 40)) {
+                fprintf(stderr, "gpudiff-agent run: --host-memory needs a size in MiB (1 or "
+                        "more), not %s\n", optarg);
+                return -1;
+            }
+            o->knobs.capture_limit = (int64_t)v << 20;
+            break;
         case O_REPLACE:
             o->replace = 1;
             break;
@@ -387,6 +406,19 @@ done:
 }
 
 /* run.json's facts about the run, before the writer adds the layers. */
+/* run.json's "memory": what the backend held at most (gd_session_memory). */
+static json_t *
+memory_json(const struct gd_memory *m)
+{
+    json_t *j = json_object();
+    if (m->device_peak >= 0)
+        json_object_set_new(j, "device_peak_bytes", json_integer(m->device_peak));
+    if (m->host_peak >= 0)
+        json_object_set_new(j, "host_tensors_peak_bytes", json_integer(m->host_peak));
+    json_object_set_new(j, "capture_buffer_bytes", json_integer(m->capture_buffer));
+    return j;
+}
+
 static json_t *
 run_meta(const struct run_opts *o, const struct gd_graph *g, json_t *inputs,
          const struct gd_tensor *const *input_tensors, struct gd_session *s, double duration_us,
@@ -412,17 +444,24 @@ run_meta(const struct run_opts *o, const struct gd_graph *g, json_t *inputs,
     json_t *outputs = json_array();
     for (int k = 0; k < g->n_outputs; k++)
         json_array_append_new(outputs, json_string(g->values[g->outputs[k]].name));
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:o, s:s, s:o, s:o, s:o, s:f, "
-                     "s:o}",
-                     "id", id, "created_at", now,
-                     "model", "name", g->name, "sha256", g->sha256, "file", o->model,
-                     "input", first, "inputs", inputs, "outputs", outputs,
-                     "backend", gd_session_backend(s),
-                     "env", env,
-                     "knobs", agt_knobs_json(o->backend, &o->knobs, gd_session_env(s)),
-                     "labels", json_incref(o->labels),
-                     "duration_us", duration_us,
-                     "folded", folded);
+    json_t *meta = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:o, s:s, s:o, s:o, s:o, "
+                             "s:f, s:o}",
+                             "id", id, "created_at", now,
+                             "model", "name", g->name, "sha256", g->sha256, "file", o->model,
+                             "input", first, "inputs", inputs, "outputs", outputs,
+                             "backend", gd_session_backend(s),
+                             "env", env,
+                             "knobs", agt_knobs_json(o->backend, &o->knobs, gd_session_env(s)),
+                             "labels", json_incref(o->labels),
+                             "duration_us", duration_us,
+                             "folded", folded);
+    struct gd_memory mem;
+    if (meta != NULL && gd_session_memory(s, &mem, NULL) == 0) {
+        json_t *m = memory_json(&mem);
+        json_object_set_new(m, "capture_limit_bytes", json_integer(o->knobs.capture_limit));
+        json_object_set_new(meta, "memory", m);
+    }
+    return meta;
 }
 
 /* 1 when the model file is ONNX (a protobuf), 0 when it is JSON (starts with '{'). */
@@ -488,10 +527,19 @@ execute(struct run_opts *o)
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
+    if (o->knobs.capture_limit == 0) {
+        const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
+        int64_t mib = mb != NULL && atol(mb) > 0 ? atol(mb) : 1024;
+        o->knobs.capture_limit = mib << 20;
+    }
     if ((s = gd_session_new(g, o->backend ? o->backend : "cpu", &o->knobs, &err)) == NULL) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
+    /* the backend holds its own copy of the weights now: the host's can go (--host-memory) */
+    int64_t freed = gd_graph_release_weights(g, (size_t)64 << 10);
+    gd_log(GD_LOG_DEBUG, "released %.1f MiB of weights from host memory",
+           (double)freed / (1 << 20));
     if (gd_bundle_writer_new(o->out, o->replace, &w, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
@@ -510,6 +558,11 @@ execute(struct run_opts *o)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double duration = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    struct gd_memory mem;
+    if (gd_session_memory(s, &mem, NULL) == 0 && mem.device_peak >= 0)
+        fprintf(stderr, "gpudiff-agent: peak device memory %.3f GiB (the session's tensors, "
+                "weights included); capture buffer %.0f MiB of pinned host memory\n",
+                (double)mem.device_peak / (1 << 30), (double)mem.capture_buffer / (1 << 20));
     meta = run_meta(o, g, records, (const struct gd_tensor *const *)inputs, s, duration, &err);
     if (meta == NULL) {
         code = agt_fail(&err, AGT_PHASE_WRITE);

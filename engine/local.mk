@@ -67,6 +67,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/session.c \
 	engine/core/half_call.c \
 	engine/core/graph_dtype.c \
+	engine/core/graph_weights.c \
 	engine/core/tensor.c \
 	engine/compare/metrics.c \
 	engine/compare/metrics_internal.h \

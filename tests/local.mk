@@ -382,7 +382,8 @@ HALF_INTEGRATION = tests/integration/transformer_half.sh
 TESTS += $(HALF_INTEGRATION)
 EXTRA_DIST += $(HALF_INTEGRATION) tests/bench/gpt2_export.py
 if HAVE_CHECK
-HALF_CHECKS = tests/engine/check_half_call tests/engine/check_graph_dtype
+HALF_CHECKS = tests/engine/check_half_call tests/engine/check_graph_dtype \
+	tests/engine/check_bundle_write
 check_PROGRAMS += $(HALF_CHECKS)
 TESTS += $(HALF_CHECKS)
 tests_engine_check_half_call_SOURCES = tests/engine/check_half_call.c $(OP_TEST_SOURCES)
@@ -391,4 +392,12 @@ tests_engine_check_half_call_LDADD = $(TEST_LIBS)
 tests_engine_check_graph_dtype_SOURCES = tests/engine/check_graph_dtype.c
 tests_engine_check_graph_dtype_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_graph_dtype_LDADD = $(TEST_LIBS)
+tests_engine_check_bundle_write_SOURCES = tests/engine/check_bundle_write.c
+tests_engine_check_bundle_write_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_bundle_write_LDADD = $(TEST_LIBS)
 endif
+# the forward of large ONNX models without capture: time and peak memory (gpu_half.sh)
+EXTRA_PROGRAMS += tests/bench/bench_half
+tests_bench_bench_half_SOURCES = tests/bench/bench_half.c
+tests_bench_bench_half_LDADD = $(GD_ENGINE_LIBS)
+bench: tests/bench/bench_half$(EXEEXT)

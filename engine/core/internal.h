@@ -54,6 +54,12 @@ struct gd__capture_req {
     double time_us;
     const char *algo;
     const char *math;
+    /* A piece of the output (knobs.capture_limit): host holds elements [piece_offset,
+     * piece_offset + its count) of an output of shape piece_shape[0 .. piece_ndim);
+     * piece_ndim 0: host is the whole output. */
+    int64_t piece_offset;
+    int piece_ndim;
+    int64_t piece_shape[GD_MAX_DIMS];
 };
 typedef int (*gd__deliver_fn)(void *session, const struct gd__capture_req *req,
                               const struct gd_tensor *host, struct gd_err *err);
@@ -117,6 +123,8 @@ struct gd__backend {
     int (*convert)(void *ctx, struct gd_tensor *dst, const struct gd_tensor *src,
                    struct gd_err *err);
     const unsigned char *half_native; /* GD_OP_COUNT entries, NULL: none */
+    /* Optional (NULL: GD_ENOTSUP): gd_session_memory(). */
+    int (*memory)(void *ctx, struct gd_memory *out, struct gd_err *err);
 };
 
 /* The dtype backend be stores a value of logical dtype `logical` in: integers and bools as

@@ -317,6 +317,11 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
     for (int v = 0; v < g->n_values; v++) {
         if (g->values[v].constant == NULL)
             continue;
+        if (g->values[v].constant->data == NULL && gd_tensor_nbytes(g->values[v].constant) > 0) {
+            gd_err_set(err, GD_EINVAL, "weight %s was released (gd_graph_release_weights)",
+                       g->values[v].name);
+            goto fail;
+        }
         if (upload_value(s, &s->vals[v], g->values[v].constant, g->values[v].dtype, err) != 0) {
             gd_err_prefix(err, "weight %s: ", g->values[v].name);
             goto fail;
@@ -345,13 +350,18 @@ deliver(void *session, const struct gd__capture_req *req, const struct gd_tensor
         .op = n->op,
         .value = host,
         .batch_offset = s->batch_offset,
-        /* unsliced, a layer's own dim 0 is its whole (an op that mixes rows may change it) */
-        .batch_total = s->knobs.batch > 0   ? s->batch_total
-                       : host->ndim > 0     ? host->shape[0]
-                                            : 1,
+        /* unsliced, a layer's own dim 0 is its whole (an op that mixes rows may change it);
+         * a piece's is that of the output it is part of */
+        .batch_total = s->knobs.batch > 0    ? s->batch_total
+                       : req->piece_ndim > 0 ? req->piece_shape[0]
+                       : host->ndim > 0      ? host->shape[0]
+                                             : 1,
         .time_us = req->time_us,
         .algo = req->algo ? req->algo : "",
         .math = req->math ? req->math : "",
+        .piece_offset = req->piece_offset,
+        .piece_ndim = req->piece_ndim,
+        .piece_shape = req->piece_shape,
     };
     return s->capture(s->user, &layer, err);
 }
@@ -823,6 +833,16 @@ gd_session_set_batch(struct gd_session *s, int64_t batch, struct gd_err *err)
         s->inferred_rows = -1;
     }
     return 0;
+}
+
+int
+gd_session_memory(const struct gd_session *s, struct gd_memory *out, struct gd_err *err)
+{
+    if (s->be->memory == NULL)
+        return gd_err_set(err, GD_ENOTSUP, "backend %s keeps no memory account", s->be->name);
+    out->device_peak = out->device_now = out->host_peak = -1;
+    out->capture_buffer = 0;
+    return s->be->memory(s->ctx, out, err);
 }
 
 int

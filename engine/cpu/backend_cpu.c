@@ -128,6 +128,9 @@ cpu_alloc(void *ctx, struct gd_tensor *t, struct gd_err *err)
         return gd_err_set(err, GD_ENOMEM, "out of memory for %zu bytes", n);
     t->owns_data = 0;
     t->device = 0;
+    c->live_bytes += gd_tensor_nbytes(t);
+    if (c->live_bytes > c->peak_bytes)
+        c->peak_bytes = c->live_bytes;
     return 0;
 }
 
@@ -136,6 +139,7 @@ cpu_release(void *ctx, struct gd_tensor *t)
 {
     struct gd__cpu_ctx *c = ctx;
     size_t n = gd_tensor_nbytes(t);
+    c->live_bytes -= n < c->live_bytes ? n : c->live_bytes;
     if (n < CACHE_MIN || size_class(n) > CACHE_MAX) {
         free(t->data);
         t->data = NULL;
@@ -256,6 +260,15 @@ static const unsigned char cpu_half_native[GD_OP_COUNT] = {
 };
 #endif
 
+static int
+cpu_memory(void *ctx, struct gd_memory *out, struct gd_err *err)
+{
+    (void)err;
+    const struct gd__cpu_ctx *c = ctx;
+    out->host_peak = (int64_t)c->peak_bytes;
+    return 0;
+}
+
 static const gd_op_fn cpu_ops[GD_OP_COUNT] = {
 #define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) [GD_OP_##e] = CPU_FN(fn),
 #include "../core/ops.def"
@@ -280,6 +293,7 @@ const struct gd__backend gd__backend_cpu = {
     .capture = cpu_capture,
     .flush = cpu_flush,
     .ops = cpu_ops,
+    .memory = cpu_memory,
 #if !GD_CPU_F64
     .convert = cpu_convert,
     .half_native = cpu_half_native,

@@ -207,6 +207,9 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
         uint64_t keep = UINT64_MAX;
         GD_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, ctx->device));
         GD_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        /* the high-water mark counts from this session's start (gd_session_memory) */
+        uint64_t zero = 0;
+        GD_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
     }
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
@@ -499,11 +502,12 @@ deliver_oldest(struct gd__cuda_ctx *ctx, int wait, struct gd_err *err)
         GD_CUDA_TRY(cudaEventSynchronize(p->done));
     }
     float ms = 0;
-    if (p->req.output_slot == 0 &&
-        cudaEventElapsedTime(&ms, ctx->node_start[p->req.node_index],
-                             ctx->node_end[p->req.node_index]) == cudaSuccess)
+    /* the node's time goes with its first output, or that output's first piece */
+    int first = p->req.output_slot == 0 && p->req.piece_offset == 0;
+    if (first && cudaEventElapsedTime(&ms, ctx->node_start[p->req.node_index],
+                                      ctx->node_end[p->req.node_index]) == cudaSuccess)
         p->req.time_us = ms * 1e3;
-    else if (p->req.output_slot != 0)
+    else if (!first)
         p->req.time_us = 0;
     p->req.algo = p->algo;
     p->req.math = p->math;
@@ -529,10 +533,12 @@ drain(struct gd__cuda_ctx *ctx, struct gd_err *err)
     return rc;
 }
 
-/* Space for n bytes in the pinned ring, delivering older copies to make room. The ring
- * grows (after a full drain) when one layer is larger than it. */
+/* Space for n bytes in the pinned ring, delivering older copies to make room; *len gets the
+ * rounded length. The ring starts at knobs.capture_limit (whose pieces always fit), else at
+ * 1 GiB or GPUDIFF_CUDA_PINNED_MB, and without a limit grows (after a full drain) when one
+ * layer is larger than it. */
 static int
-ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, struct gd_err *err)
+ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, size_t *len, struct gd_err *err)
 {
     int rc = 0;
     size_t align = 256;
@@ -548,6 +554,8 @@ ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, struct gd_err *err
         const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
         if (mb != NULL && atol(mb) > 0)
             size = (size_t)atol(mb) << 20;
+        if (ctx->knobs.capture_limit > 0)
+            size = ((size_t)ctx->knobs.capture_limit + align - 1) / align * align;
         while (size < n)
             size *= 2;
         GD_CUDA_TRY(cudaHostAlloc((void **)&ctx->ring, size, cudaHostAllocDefault));
@@ -588,19 +596,22 @@ ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, struct gd_err *err
     }
     ctx->ring_head = *off + n;
     ctx->ring_used += n;
-    return n; /* > 0: the rounded length */
+    *len = n;
+    return 0;
 done:
     return rc;
 }
 
+/* Queues the copy of elements [first, first + count) of t (all of it when `piece` is 0)
+ * into the ring, and delivers what has arrived. */
 static int
-cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req *req,
-             gd__deliver_fn deliver, void *session, struct gd_err *err)
+capture_piece(struct gd__cuda_ctx *ctx, const struct gd_tensor *t,
+              const struct gd__capture_req *req, gd__deliver_fn deliver, void *session,
+              int piece, int64_t first, int64_t count, struct gd_err *err)
 {
-    struct gd__cuda_ctx *ctx = vctx;
     int rc = 0;
-    ctx->capturing = 1;
-    size_t bytes = gd_tensor_nbytes(t);
+    size_t es = gd_dtype_size(t->dtype);
+    size_t bytes = piece ? (size_t)count * es : gd_tensor_nbytes(t);
     if (ctx->pending_n == ctx->pending_cap) {
         int cap = ctx->pending_cap ? ctx->pending_cap * 2 : 64;
         struct gd__cuda_pending *p = malloc((size_t)cap * sizeof *p);
@@ -613,22 +624,31 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
         ctx->pending_cap = cap;
         ctx->pending_first = 0;
     }
-    size_t off = 0;
-    int len = ring_reserve(ctx, bytes, &off, err);
-    if (len < 0)
-        return len;
+    size_t off = 0, len = 0;
+    rc = ring_reserve(ctx, bytes, &off, &len, err);
+    if (rc < 0)
+        return rc;
     struct gd__cuda_pending *p =
         &ctx->pending[(ctx->pending_first + ctx->pending_n) % ctx->pending_cap];
     memset(p, 0, sizeof *p);
     p->req = *req;
+    if (piece) {
+        p->req.piece_offset = first;
+        p->req.piece_ndim = t->ndim;
+        memcpy(p->req.piece_shape, t->shape, sizeof p->req.piece_shape);
+    }
     snprintf(p->algo, sizeof p->algo, "%s", req->algo ? req->algo : "");
     snprintf(p->math, sizeof p->math, "%s", req->math ? req->math : "");
     p->host = *t;
+    if (piece) {
+        p->host.ndim = 1;
+        p->host.shape[0] = count;
+    }
     p->host.data = ctx->ring + off;
     p->host.device = 0;
     p->host.owns_data = 0;
     p->ring_off = off;
-    p->ring_len = (size_t)len;
+    p->ring_len = len;
     p->deliver = deliver;
     p->session = session;
     rc = event_get(ctx, &p->done, err);
@@ -636,7 +656,8 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
         return rc;
     /* The copy waits for the node (its end event), then runs beside the next nodes. */
     GD_CUDA_TRY(cudaStreamWaitEvent(ctx->copy, ctx->node_end[req->node_index], 0));
-    GD_CUDA_TRY(cudaMemcpyAsync(p->host.data, t->data, bytes, cudaMemcpyDeviceToHost, ctx->copy));
+    GD_CUDA_TRY(cudaMemcpyAsync(p->host.data, (const char *)t->data + (size_t)first * es, bytes,
+                                cudaMemcpyDeviceToHost, ctx->copy));
     GD_CUDA_TRY(cudaEventRecord(p->done, ctx->copy));
     ctx->pending_n++;
     /* Hand over whatever has already arrived, without waiting. */
@@ -646,6 +667,28 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
 done:
     /* The copy was not queued: this failure ends the run, and the session with it. */
     event_put(ctx, p->done);
+    return rc;
+}
+
+static int
+cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req *req,
+             gd__deliver_fn deliver, void *session, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    ctx->capturing = 1;
+    size_t bytes = gd_tensor_nbytes(t);
+    size_t limit = ctx->knobs.capture_limit > 0 ? (size_t)ctx->knobs.capture_limit : 0;
+    if (limit == 0 || bytes <= limit)
+        return capture_piece(ctx, t, req, deliver, session, 0, 0, 0, err);
+    /* Too large for the limit: pieces of at most half the ring each, so one can be copied
+     * while the one before is written */
+    if (limit < 4096)
+        limit = 4096;
+    int64_t n = gd_tensor_numel(t), per = (int64_t)(limit / 2 / gd_dtype_size(t->dtype));
+    int rc = 0;
+    for (int64_t e0 = 0; e0 < n && rc == 0; e0 += per)
+        rc = capture_piece(ctx, t, req, deliver, session, 1, e0, n - e0 < per ? n - e0 : per,
+                           err);
     return rc;
 }
 
@@ -756,6 +799,23 @@ static const gd_op_fn cuda_ops[GD_OP_COUNT] = {
 #undef GD_OP
 };
 
+static int
+cuda_memory(void *vctx, struct gd_memory *out, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    cudaMemPool_t pool;
+    uint64_t high = 0, now = 0;
+    GD_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, ctx->device));
+    GD_CUDA_TRY(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high));
+    GD_CUDA_TRY(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &now));
+    out->device_peak = (int64_t)high;
+    out->device_now = (int64_t)now;
+    out->capture_buffer = (int64_t)ctx->ring_size;
+done:
+    return rc;
+}
+
 /*
  * The ops that take float16 and bfloat16 tensors themselves: the data movement kernels (they
  * copy by element size, any dtype), and those written for half storage (the GEMMs through
@@ -790,4 +850,5 @@ const struct gd__backend gd__backend_cuda = {
     .algo_offers = cuda_algo_offers,
     .convert = gd__cuda_convert,
     .half_native = cuda_half_native,
+    .memory = cuda_memory,
 };

@@ -31,6 +31,7 @@ struct layer_out {
     struct gd_layer_stats stats;
     double sum;                 /* of finite values, for the mean */
     int64_t rows_done, rows_total;
+    int64_t piece_done;         /* elements of the slice in progress written so far (pieces) */
     double time_us;
     int timed;                  /* some slice came with a time */
     json_t *rec;                /* the run.json record; owned */
@@ -320,24 +321,44 @@ gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
                        const struct gd_layer *layer, struct gd_err *err)
 {
     const struct gd_tensor *t = layer->value;
+    /* A piece (knobs.capture_limit) carries elements of the output whose shape it names:
+     * the header and the row count are that output's. */
+    struct gd_tensor whole;
+    struct gd_layer as_whole;
+    const struct gd_tensor *out = t;
+    int piece = layer->piece_ndim > 0;
+    if (piece) {
+        whole = *t;
+        whole.ndim = layer->piece_ndim;
+        memcpy(whole.shape, layer->piece_shape, (size_t)layer->piece_ndim * sizeof whole.shape[0]);
+        as_whole = *layer;
+        as_whole.value = &whole;
+        out = &whole;
+    }
     struct layer_out *lo = layer_slot(w, layer->index, err);
     if (lo == NULL)
         return err ? err->code : GD_ENOMEM;
     int rc = 0;
     if (!lo->used) {
-        if (layer->batch_offset != 0)
-            return gd_err_set(err, GD_EINVAL, "layer %s: first slice at row %lld", layer->name,
-                              (long long)layer->batch_offset);
-        rc = layer_begin(w, lo, g, layer, err);
+        if (layer->batch_offset != 0 || layer->piece_offset != 0)
+            return gd_err_set(err, GD_EINVAL, "layer %s: first slice at row %lld, element %lld",
+                              layer->name, (long long)layer->batch_offset,
+                              (long long)layer->piece_offset);
+        rc = layer_begin(w, lo, g, piece ? &as_whole : layer, err);
         if (rc != 0)
             return rc;
     }
-    int64_t rows = t->ndim > 0 ? t->shape[0] : 1;
-    if (t->ndim > 0 && layer->batch_offset != lo->rows_done)
+    int64_t rows = out->ndim > 0 ? out->shape[0] : 1;
+    if (layer->piece_offset != lo->piece_done)
+        return gd_err_set(err, GD_EINVAL, "layer %s: piece at element %lld, expected %lld",
+                          layer->name, (long long)layer->piece_offset,
+                          (long long)lo->piece_done);
+    if (out->ndim > 0 && layer->batch_offset != lo->rows_done)
         return gd_err_set(err, GD_EINVAL, "layer %s: slice at row %lld, expected %lld",
                           layer->name, (long long)layer->batch_offset,
                           (long long)lo->rows_done);
-    if (lo->rows_done + rows > lo->rows_total)
+    if (lo->rows_done + rows > lo->rows_total ||
+        (piece && layer->piece_offset + gd_tensor_numel(t) > gd_tensor_numel(out)))
         return gd_err_set(err, GD_EINVAL, "layer %s: more rows than its shape", layer->name);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", w->tmp, lo->file);
@@ -354,11 +375,15 @@ gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
     if (rc != 0)
         return rc;
     stats_update(lo, t);
-    lo->rows_done += rows;
-    if (layer->time_us >= 0) {
+    if (layer->time_us >= 0) { /* a piece after the first brings 0 */
         lo->time_us += layer->time_us;
         lo->timed = 1;
     }
+    lo->piece_done += piece ? gd_tensor_numel(t) : 0;
+    if (piece && lo->piece_done < gd_tensor_numel(out))
+        return 0; /* the rest of this output comes in the next pieces */
+    lo->piece_done = 0;
+    lo->rows_done += rows;
     return 0;
 }
 

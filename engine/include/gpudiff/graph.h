@@ -230,6 +230,15 @@ int gd_graph_infer_folds(const struct gd_graph *g, const struct gd_shape *input_
  */
 int gd_graph_cast_floats(struct gd_graph *g, enum gd_dtype dtype, struct gd_err *err);
 
+/*
+ * Frees the data of every float weight of at least min_bytes that no fold reads, keeping
+ * its dtype and shape; returns the bytes freed. For a caller whose sessions are made (each
+ * backend holds its own copy of the weights): the parameters shape inference reads are
+ * integers or a few floats, so inference and the sessions made go on, but a session made
+ * after this fails (GD_EINVAL, naming the weight).
+ */
+int64_t gd_graph_release_weights(struct gd_graph *g, size_t min_bytes);
+
 /* The attribute called name, or NULL. */
 const struct gd_attr *gd_node_attr(const struct gd_node *n, const char *name);
 

@@ -48,6 +48,14 @@ struct gd_knobs {
      * `--dtype`), which the caller does before the session; "" the model's own dtypes.
      * Sessions do not read it: it is here to be recorded with the other knobs. */
     char dtype[16];
+    /* Host memory a capture may hold in flight, in bytes (cuda: the pinned ring the layers
+     * are copied into). 0: the backend's default, 1 GiB or GPUDIFF_CUDA_PINNED_MB, and a
+     * layer larger than it grows the ring. > 0: at most this (at least 4 KiB), and a layer
+     * larger than it reaches the capture callback in pieces, in order (struct gd_layer's
+     * piece fields), which gd_bundle_writer_layer() appends; only for a callback that takes
+     * pieces. The CPU backends hand over their own tensors and hold nothing for capture.
+     * Changes no number. */
+    int64_t capture_limit;
 };
 
 /* Fills knobs with "unset" everywhere (emulate_classes preset to GD_CLASS_GEMM). */
@@ -100,6 +108,14 @@ struct gd_layer {
     double time_us;              /* the node's compute time for this slice */
     const char *algo;            /* algorithm the backend used, "" when none applies */
     const char *math;            /* math mode used (e.g. "fp32", "tf32"), "" when none */
+    /* With knobs.capture_limit, an output larger than the limit comes in pieces: value is
+     * then a 1-D run of elements starting at element piece_offset (C order) of the output
+     * (of this slice, with --batch), whose own shape is piece_shape[0 .. piece_ndim); the
+     * pieces of one output come one after another, and the time is on the first.
+     * piece_ndim 0: value is the whole output. */
+    int64_t piece_offset;
+    int piece_ndim;
+    const int64_t *piece_shape;
 };
 
 /* Returning non-zero stops the run with that code. */
@@ -196,6 +212,23 @@ struct gd_algo_offer {
  */
 int gd_session_algo_offers(const struct gd_session *s, int node_index, struct gd_algo_offer *out,
                            int max, int *n, struct gd_err *err);
+
+/* Memory a session's backend has used (gd_session_memory()); -1 where it cannot tell. */
+struct gd_memory {
+    /* cuda: the most device memory the session's tensors held at once since it opened (the
+     * stream-ordered pool's high-water mark: weights, live layer outputs, workspaces and
+     * temporaries); the CPU backends: -1 */
+    int64_t device_peak;
+    int64_t device_now;          /* cuda: what they hold now; -1 on the CPU backends */
+    /* cpu and cpu64: the most bytes of tensors held at once (weights included); cuda: -1 */
+    int64_t host_peak;
+    /* cuda: pinned host memory the capture ring holds (what capturing costs the host);
+     * 0 before any capture and on the CPU backends (they hand over their own tensors) */
+    int64_t capture_buffer;
+};
+
+/* Fills out for session s. GD_ENOTSUP for a backend that keeps no account (none now). */
+int gd_session_memory(const struct gd_session *s, struct gd_memory *out, struct gd_err *err);
 
 /* Engine version string ("0.1.0"). */
 const char *gd_version(void);
