@@ -61,11 +61,12 @@ export function sweepChart(rows, {marks, hrefOf, width = 960}) {
                               cx: px, cy: py, r: 6}));
         g.append(a);
         if (words.length && labels < 6) {
+            // One mark a line, beside the point on the side with room (about 170 px a line).
             labels++;
-            const nearRight = px > (left + right) / 2;
-            g.append(s('text', {class: 'callout sweep-mark', x: nearRight ? px - 20 : px + 20,
-                                y: Math.max(14, py - 18 - 14 * (labels % 2)),
-                                'text-anchor': nearRight ? 'end' : 'start'}, words.join(', ')));
+            const end = px + 24 + 170 > W;
+            const y0 = Math.max(14, Math.min(bottom, py - 6 - 14 * (words.length - 1) / 2));
+            words.forEach((word, i) => g.append(s('text', {class: 'callout sweep-mark',
+                x: end ? px - 24 : px + 24, y: y0 + 14 * i, 'text-anchor': end ? 'end' : 'start'}, word)));
         }
     }
     addTooltip(svg, W);
