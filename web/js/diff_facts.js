@@ -112,6 +112,9 @@ export function truthWords(ts, truthBackend) {
     if (!ts)
         return 'Unknown: no truth run (a cpu64 run of the same model and input) was compared.';
     const where = ts.diverged ? 'wherever the runs differ beyond noise' : 'at every compared layer';
+    const n = ts.scope.length;
+    const over = `${fmtInt(n)} layer${n === 1 ? '' : 's'} ${ts.diverged ? 'where the runs differ beyond noise'
+        : 'compared'}`;
     const against = `against the truth (${truthBackend || 'truth'})`;
     const l = ts.at;
     const at = l ? ` At ${l.name}: run a is ${sideDistance(l, 'a')}; run b is ${sideDistance(l, 'b')}.` : '';
@@ -123,12 +126,12 @@ export function truthWords(ts, truthBackend) {
     case 'b':
         return `Run ${ts.outcome} is right ${against}: within its rounding bound ${where}; run ` +
             `${ts.outcome === 'a' ? 'b' : 'a'} is not (right at ${fmtInt(ts.outcome === 'a' ? ts.nB : ts.nA)} ` +
-            `of those ${fmtInt(ts.scope.length)} layers).${at}`;
+            `of the ${over}).${at}`;
     case 'both':
         return `Both runs are right ${against}: each within its rounding bound ${where}.${at}`;
     case 'neither':
         return `Neither run is right ${against}: run a is right at ${fmtInt(ts.nA)} and run b at ` +
-            `${fmtInt(ts.nB)} of the ${fmtInt(ts.scope.length)} layers ${where}.${at}${closer}`;
+            `${fmtInt(ts.nB)} of the ${over}.${at}${closer}`;
     default:
         return `Unknown ${against}: the truth run has none of the compared layers, or none with a known bound.`;
     }
@@ -189,7 +192,7 @@ export function layerNotes(l, d) {
     if (c)
         notes.push(`ill-conditioned: smallest |x| ${fmtNum(c.x_min)}, ${fmtInt(c.near_pole)} ` +
                    `input${c.near_pole === 1 ? '' : 's'} within the input's difference of 0, ` +
-                   `a relative change of up to ${fmtNum(c.cond)}`);
+                   `a relative change of up to ${fmtNum(c.cond)}, growth ×${fmtNum(l.growth)}`);
     if (l.explained_by_arithmetic && l.math)
         notes.push(`the declared arithmetic (a ${l.math.a}, b ${l.math.b}) explains it`);
     if (l.algo && l.algo.a !== l.algo.b)

@@ -101,7 +101,7 @@ function replayLines(d) {
     if (!ri)
         return [];
     const how = ri.self ? 'Run a replays run b' : `Replay \`${ri.id}\` of run \`${ri.of}\``;
-    const own = ri.own.map((l) => `\`${l.name}\` (${ownWords(l)})`).join('; ');
+    const own = ri.own.map((l) => `\`${l.name}\` ${ownWords(l)}`).join('; ');
     return ['', `**Replay:** ${how}: each layer ran from the captured inputs, so its own error is ` +
             'told apart from what it inherits. ' +
             (ri.own.length ? `Own error beyond its bound: ${own}; every other layer none. `

@@ -78,7 +78,7 @@ function metricsList(l, d) {
         rows.push(['conditioning', `smallest |x| ${fmtNum(l.conditioning.x_min)}; ` +
                    `${fmtInt(l.conditioning.near_pole)} input${l.conditioning.near_pole === 1 ? '' : 's'} ` +
                    'within the input\'s difference of 0; ' +
-                   `relative change up to ${fmtNum(l.conditioning.cond)}`]);
+                   `relative change up to ${fmtNum(l.conditioning.cond)}; growth ×${fmtNum(l.growth)}`]);
     if (l.reason)
         rows.push(['why', l.reason]);
     if (l.truth) {
