@@ -305,6 +305,8 @@ def bench(args):
         # device time per op at the largest batch, TF32 off, autotune
         _, mpath, ipath = paths(args.work, name, big)
         try:
+            if args.no_ops:
+                raise RuntimeError("left out (--no-ops)")
             v = bench_gpu(args.build, mpath, ipath, None, 3, "autotune")
             ops = sorted(((float(val), k[6:]) for k, val in v.items() if k.startswith("op_ms_")),
                          reverse=True)
@@ -465,6 +467,7 @@ def main():
     ap.add_argument("--models", default="resnet50,vit_b_16,mobilenet_v3_small")
     ap.add_argument("--batches", default="1,8,32")
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--no-ops", action="store_true", help="leave out the per-op comparison")
     args = ap.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     args.batches = [int(b) for b in args.batches.split(",") if b]

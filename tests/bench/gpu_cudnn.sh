@@ -24,7 +24,8 @@
 # env: GPU_CUDNN_MODELS (resnet50,vit_b_16,mobilenet_v3_small), GPU_CUDNN_BATCHES (1,8,32),
 #      GPU_CUDNN_REPEATS (20), GPU_CUDNN_SKIP (step names to leave out, comma separated;
 #      "bench" leaves out the benchmark), GPU_CUDNN_WORK (models; default /tmp/gpu_cudnn-work),
-#      GPU_CUDNN_BENCH_TIMEOUT (600 s), GPU_CUDNN_STEP_TIMEOUT (the most any step may take)
+#      GPU_CUDNN_BENCH_TIMEOUT (600 s), GPU_CUDNN_STEP_TIMEOUT (the most any step may take),
+#      GPU_CUDNN_NO_OPS=1 (leave out the per-op comparison)
 set -u
 build=$(cd "$1" && pwd)
 shared=$(cd "$2" && pwd)
@@ -100,7 +101,7 @@ step det_twice 300 "$py" "$top/tests/bench/gpu_cudnn.py" det --build "$build" --
 # ---- the benchmark, alone on the GPU ----
 step bench "${GPU_CUDNN_BENCH_TIMEOUT:-600}" "$py" "$top/tests/bench/gpu_cudnn.py" bench --build "$build" --work "$work" \
     --seed "$shared/cases/lenet-11-821" --models "$models" --batches "$batches" \
-    --repeats "$repeats"
+    --repeats "$repeats" ${GPU_CUDNN_NO_OPS:+--no-ops}
 
 # ---- summary ----
 for f in "$logs"/*.log; do
