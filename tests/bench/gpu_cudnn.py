@@ -346,6 +346,7 @@ def capture(args, res):
     for name, mpath, ipath, key in cases:
         try:
             v = bench_gpu(args.build, mpath, ipath, key, args.repeats, "autotune")
+            res["engine_cudnn"] = v.get("cudnn")
             fwd, cap = float(v["forward_ms"]), float(v["capture_ms"])
             nbytes, bw = int(v["captured_bytes"]), float(v["pinned_d2h_gbps"])
             copy_ms = nbytes / (bw * 1e9) * 1e3
@@ -361,8 +362,9 @@ def capture(args, res):
 
 
 def summary(res):
-    print("GPU %s; PyTorch %s with cuDNN %s; cudnn.benchmark_limit %s" % (
-        res["gpu"], res["torch"], res["torch_cudnn"], res["benchmark_limit"]))
+    print("GPU %s; PyTorch %s with cuDNN %s; cudnn.benchmark_limit %s; the engine's cuDNN %s" % (
+        res["gpu"], res["torch"], res["torch_cudnn"], res["benchmark_limit"],
+        res.get("engine_cudnn")))
     print("\nengine / PyTorch eager, forward with the input on the GPU, median wall ms:")
     print("%-19s %5s %4s %-13s %9s %9s %7s %6s %s" % ("model", "batch", "tf32", "mode",
                                                      "engine", "torch", "ratio", "target", ""))
