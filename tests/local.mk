@@ -411,3 +411,18 @@ TESTS += $(DIFF_INTEGRATION)
 EXTRA_DIST += $(DIFF_INTEGRATION)
 # The replay's benchmark and the GPU checks of the comparison (docs/PERFORMANCE.md, "Replay").
 EXTRA_DIST += tests/bench/bench_replay.sh tests/bench/gpu_diag.sh tests/bench/gpu_diag_resnet.py
+
+# ---- cudnn (issue 17): the graph API's fixed choices, and the GPU script ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_conv_config
+TESTS += tests/engine/check_conv_config
+tests_engine_check_conv_config_SOURCES = tests/engine/check_conv_config.c
+tests_engine_check_conv_config_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_conv_config_LDADD = $(TEST_LIBS)
+endif
+EXTRA_DIST += tests/bench/gpu_cudnn.sh tests/bench/gpu_cudnn.py tests/bench/bench_model.h
+if HAVE_CUDA
+EXTRA_PROGRAMS += tests/bench/bench_gpu_matrix
+tests_bench_bench_gpu_matrix_SOURCES = tests/bench/bench_gpu_matrix.c
+tests_bench_bench_gpu_matrix_LDADD = $(GD_ENGINE_LIBS)
+endif
