@@ -33,16 +33,51 @@ db="$dir/gpudiff.db"
 "$daemon" migrate --db "$db" >/dev/null
 agent_token=$("$daemon" token create --role agent --label demo-agents --db "$db")
 admin_token=$("$daemon" token create --role admin --label demo-admin --db "$db")
+# What holds a TCP port on this machine, in words (ss names the process when it may).
+port_holder() {
+    holder=""
+    command -v ss >/dev/null 2>&1 &&
+        holder=$(ss -ltnpH "sport = :$1" 2>/dev/null | sed -n 's/.*users:((\(.*\)))/\1/p' |
+            head -n 1)
+    echo "${holder:-another program}"
+}
+
+# gpudiffd refuses to serve as root without --allow-root; the demo is often run as root.
+root_flag=""
+[ "$(id -u)" != 0 ] || root_flag=--allow-root
 # setsid: the daemon outlives this script, for the dashboard.
 setsid "$daemon" serve --db "$db" --listen "127.0.0.1:$port" --web-root "$top/web" \
-    >"$dir/gpudiffd.log" 2>&1 </dev/null &
-echo $! >"$dir/gpudiffd.pid"
+    $root_flag >"$dir/gpudiffd.log" 2>&1 </dev/null &
+pid=$!
+echo "$pid" >"$dir/gpudiffd.pid"
 for _ in $(seq 50); do
-    curl -fsS "$url/healthz" >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || break
+    grep -q "listening on" "$dir/gpudiffd.log" && break
     sleep 0.2
 done
-curl -fsS "$url/healthz" >/dev/null || { cat "$dir/gpudiffd.log"; exit 1; }
-echo "demo: gpudiffd is serving $url (log: $dir/gpudiffd.log)"
+# Our daemon must be the one answering: alive, and its instance id (random per start, in
+# its log) the one /healthz reports. Otherwise agents would upload to whatever holds the port.
+if ! kill -0 "$pid" 2>/dev/null || ! grep -q "listening on" "$dir/gpudiffd.log"; then
+    echo "demo: gpudiffd did not start; its log ($dir/gpudiffd.log) ends:" >&2
+    tail -n 5 "$dir/gpudiffd.log" >&2
+    if grep -q "cannot serve on" "$dir/gpudiffd.log"; then
+        echo "demo: port $port is held by $(port_holder "$port"); stop it, or set" \
+            "GPUDIFF_DEMO_PORT to a free port (GPUDIFF_DEMO_PORT=8471 deploy/setup.sh demo)" >&2
+    fi
+    exit 1
+fi
+instance=$(sed -n 's/.*starting (instance \([0-9a-f]*\),.*/\1/p' "$dir/gpudiffd.log" | head -n 1)
+answer=$(curl -fsS "$url/healthz" 2>/dev/null || true)
+case "$answer" in
+*"\"instance\": \"$instance\""*) ;;
+*)
+    echo "demo: $url is not answered by the gpudiffd just started (pid $pid, instance" \
+        "$instance) but by $(port_holder "$port"): ${answer:-no answer}" >&2
+    echo "demo: stop that server, or set GPUDIFF_DEMO_PORT to a free port" >&2
+    kill "$pid" 2>/dev/null || true
+    exit 1 ;;
+esac
+echo "demo: gpudiffd (pid $pid, instance $instance) is serving $url (log: $dir/gpudiffd.log)"
 
 run() {
     name=$1; shift

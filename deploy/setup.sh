@@ -8,17 +8,20 @@
 #                           run, and print the comparison that explains the seed's report
 #   deploy/setup.sh test    run the whole test suite (make check), then the same suite
 #                           built with AddressSanitizer and UndefinedBehaviorSanitizer
+#                           (the daemon's integration tests included), then every
+#                           libFuzzer target for a fixed number of runs (tests/fuzz/run.sh)
 #   deploy/setup.sh build   only install and build
 #
 # Environment: CONFIGURE_FLAGS adds configure options (e.g. --with-cuda=no);
-# GPUDIFF_SKIP_APT=1 skips the package step; JOBS sets make's parallelism.
+# GPUDIFF_SKIP_APT=1 skips the package step; JOBS sets make's parallelism; FUZZ_RUNS the
+# executions of each fuzz target in the test job (FUZZ_RUNS_<name> one target's).
 set -eu
 
 job=${1:-build}
 case "$job" in
 demo|test|build) ;;
 -h|--help)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     exit 0 ;;
 *)
     echo "usage: deploy/setup.sh demo|test|build" >&2
@@ -33,7 +36,8 @@ packages="build-essential autoconf automake libtool pkg-config
   libjansson-dev zlib1g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev
   libmicrohttpd-dev libzstd-dev check python3 python3-numpy ca-certificates
   sqlite3 curl jq
-  protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata python3-onnx"
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata python3-onnx
+  clang libclang-rt-14-dev iproute2"
 # gpudiff-agent sweep's test checks its document against schema/json/sweep.schema.json
 packages="$packages python3-jsonschema"
 
@@ -83,5 +87,9 @@ test)
     # normal build above already compiled them.
     build build-sanitize --enable-asan --enable-ubsan --with-cuda=no
     ASAN_OPTIONS=detect_leaks=1 make -C build-sanitize -j"$jobs" check
+    # Every libFuzzer target (tests/fuzz/fuzz_*.c) for a fixed number of executions from
+    # its checked-in corpus, built with clang in build-fuzz (about 3 minutes in all, the
+    # build included).
+    JOBS=$jobs tests/fuzz/run.sh . build-fuzz "${FUZZ_RUNS:-1500000}"
     ;;
 esac

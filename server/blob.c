@@ -78,7 +78,7 @@ struct srv_blob_enc {
     ZSTD_CCtx *cctx;
     size_t elem_size;
     unsigned char *block; /* raw bytes gathered toward one block */
-    size_t block_len;
+    size_t block_len, block_cap;
     unsigned char *shuffled;
     unsigned char *out;
     size_t out_cap;
@@ -107,9 +107,12 @@ srv_blob_enc_new(size_t elem_size, uint64_t raw_size, int level, srv_blob_sink_f
     e->sink = sink;
     e->user = user;
     e->out_cap = ZSTD_CStreamOutSize();
+    /* A small tensor needs no full block of buffer: uploads waiting to commit hold these. */
+    e->block_cap =
+        raw_size < SRV_BLOB_BLOCK ? (size_t)(raw_size > 0 ? raw_size : 1) : SRV_BLOB_BLOCK;
     e->cctx = ZSTD_createCCtx();
-    e->block = malloc(SRV_BLOB_BLOCK);
-    e->shuffled = malloc(SRV_BLOB_BLOCK);
+    e->block = malloc(e->block_cap);
+    e->shuffled = malloc(e->block_cap);
     e->out = malloc(e->out_cap);
     if (e->cctx == NULL || e->block == NULL || e->shuffled == NULL || e->out == NULL) {
         srv_blob_enc_free(e);
@@ -169,7 +172,9 @@ srv_blob_enc_write(struct srv_blob_enc *e, const void *data, size_t len, struct 
 {
     const unsigned char *p = data;
     while (len > 0) {
-        size_t n = SRV_BLOB_BLOCK - e->block_len;
+        size_t n = e->block_cap - e->block_len;
+        if (n == 0)
+            return gd_err_set(err, GD_EINVAL, "more data than the blob's size");
         if (n > len)
             n = len;
         memcpy(e->block + e->block_len, p, n);

@@ -4,34 +4,51 @@
  * srv_db_layer_load(), holding a database connection for one layer at a time only. Each
  * diff is computed once: its JSON text and per-layer summaries go into the cache in one
  * transaction, requests for a key being computed wait for that computation instead of
- * repeating it, and at most COMPARE_MAX_PARALLEL computations run at once (each holds two
- * or three layers in memory). A worker thread with a queue compares finished runs, and the
- * runs of a model whose baseline was just set, with the baseline, so `finish` and
- * `baseline` answer at once.
+ * repeating it, and at most `threads` computations run at once (each holds two or three
+ * layers in memory), within a time limit and after an estimate of its memory passed the
+ * limit. Requests that need a computation run on the pool here, never on the threads that
+ * serve connections; its queue is bounded. One worker takes the durable jobs of
+ * compare_jobs (a finished run, or a model's runs after a new baseline, against the
+ * baseline), so `finish` and `baseline` answer at once and no comparison is dropped.
  */
+#include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "gpudiff/diff.h"
 #include "gpudiff/run.h"
 #include "compare.h"
 #include "db.h"
+#include "pool.h"
 
-#define QUEUE_MAX            1024
-#define COMPARE_MAX_PARALLEL 2
-/* A new baseline is compared with at most this many of the model's newest runs at once. */
-#define BASELINE_RUNS 1000
-
-enum job_kind { JOB_FINISHED, JOB_BASELINE };
-
-struct job {
-    enum job_kind kind;
-    char arg[160]; /* a run id or a model name */
-};
+/*
+ * What a diff holds besides its layers' tensors, per layer of the runs compared: the
+ * records of both runs as JSON, the engine's struct gd_diff_layer, its JSON object and
+ * text. Measured: a diff of two runs of 10,000 small layers raised the daemon's peak RSS by
+ * 124 MB, 6.2 KB for each of the 20,000 layers.
+ */
+#define DIFF_BYTES_PER_LAYER (6 * 1024 + 256)
+/* The layers compared are held as loaded and converted to float64 on the way. */
+#define DIFF_TENSOR_FACTOR 3
+/* The worker waits this long between passes when a job failed for a reason that passes. */
+#define JOB_RETRY_SECS 5.0
+/* After a diff of this many layers, freed memory is returned to the system (malloc_trim). */
+#define TRIM_LAYERS 1000
+/*
+ * Nice values: the worker's diffs, which nobody waits for, below everything else; the
+ * pool's, which a client waits for, as the threads serving connections.
+ */
+#define POOL_NICE   0
+#define WORKER_NICE 10
 
 /* A key being computed; waiters block on done_cv until it leaves the list. */
 struct inflight {
@@ -41,15 +58,17 @@ struct inflight {
 
 struct srv_compare {
     struct srv_store *store;
-    pthread_t thread;
+    struct srv_compare_opts opts;
+    pthread_t thread; /* the worker of compare_jobs */
+    int worker_started;
     pthread_mutex_t mu;
-    pthread_cond_t work_cv; /* the worker: a job, or stop */
+    pthread_cond_t work_cv; /* the worker: a job may be there, or stop */
     pthread_cond_t done_cv; /* waiters: a computation ended, or a slot is free */
     atomic_int stop;
-    struct job queue[QUEUE_MAX];
-    int head, count;
+    int jobs_wanted; /* a job was queued since the worker last looked */
     struct inflight *inflight;
     int computing;
+    struct srv_pool *pool; /* runs the requests that need a diff computed */
 };
 
 void
@@ -67,6 +86,7 @@ srv_diff_key_default(struct srv_diff_key *key, const char *a, const char *b)
 
 struct stored_run {
     struct srv_compare *svc;
+    double deadline; /* srv_clock() time past which loading more layers fails */
     char id[40];
     json_t *meta, *records;
     struct gd_bundle_layer *layers;
@@ -112,6 +132,10 @@ stored_load(void *user, int index, struct gd_tensor **out, struct gd_err *err)
     struct stored_run *r = user;
     if (atomic_load(&r->svc->stop))
         return gd_err_set(err, GD_ECANCELED, "gpudiffd is stopping");
+    if (srv_clock() > r->deadline)
+        return gd_err_set(err, SRV_EDIFFTIME,
+                          "the diff took longer than --diff-timeout-ms (%.0f ms): it was stopped",
+                          r->svc->opts.timeout * 1e3);
     struct srv_db *db = NULL;
     int rc = srv_store_acquire(r->svc->store, &db, err);
     if (rc != 0)
@@ -183,7 +207,41 @@ find_replay(struct srv_db *db, const struct srv_diff_key *key, char out[40], str
         rc = srv_db_replay_find(db, key->a, key->b, out, err);
     if (rc == 0 && (strcmp(out, key->a) == 0 || strcmp(out, key->b) == 0))
         rc = SRV_ENOTFOUND; /* a replay compared with its own source needs no other */
+    if (rc != 0)
+        out[0] = '\0'; /* the caller passes a replay when out names one */
     return rc == SRV_ENOTFOUND ? 1 : rc;
+}
+
+/*
+ * The memory a diff of key needs, estimated from the runs' sizes before anything is read:
+ * SRV_EDIFFBIG past --diff-max-memory. Unknown runs are left to stored_run_open().
+ */
+static int
+check_size(struct srv_compare *c, struct srv_db *db, const struct srv_diff_key *key,
+           struct gd_err *err)
+{
+    const char *ids[3] = {key->a, key->b, key->truth};
+    int64_t layers = 0, tensors = 0;
+    for (int i = 0; i < 3; i++) {
+        int64_t n = 0, biggest = 0;
+        if (ids[i] == NULL || ids[i][0] == '\0')
+            continue;
+        int rc = srv_db_run_size(db, ids[i], &n, &biggest, err);
+        if (rc == SRV_ENOTFOUND)
+            return 0;
+        if (rc != 0)
+            return rc;
+        layers += n;
+        tensors += biggest;
+    }
+    double need = (double)layers * DIFF_BYTES_PER_LAYER + (double)tensors * DIFF_TENSOR_FACTOR;
+    if (need > (double)c->opts.max_memory)
+        return gd_err_set(err, SRV_EDIFFBIG,
+                          "this diff would need about %.0f MB (%lld layers in all), more than "
+                          "--diff-max-memory (%lld MB) allows",
+                          need / 1048576.0, (long long)layers,
+                          (long long)(c->opts.max_memory >> 20));
+    return 0;
 }
 
 /*
@@ -202,6 +260,7 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
     struct srv_diff_layer_sum *sums = NULL;
     json_t *j = NULL;
     char *json = NULL;
+    int big = 0;
     memset(&ra, 0, sizeof ra);
     memset(&rb, 0, sizeof rb);
     memset(&rt, 0, sizeof rt);
@@ -210,7 +269,9 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
     int rc = srv_store_acquire(c->store, &db, err);
     if (rc != 0)
         return rc;
-    rc = stored_run_open(c, db, key->a, &ra, err);
+    rc = check_size(c, db, key, err);
+    if (rc == 0)
+        rc = stored_run_open(c, db, key->a, &ra, err);
     if (rc == 0)
         rc = stored_run_open(c, db, key->b, &rb, err);
     if (rc == 0 && has_truth)
@@ -223,6 +284,7 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
     db = NULL;
     if (rc != 0)
         goto done;
+    ra.deadline = rb.deadline = rt.deadline = rr.deadline = t0 + c->opts.timeout;
     rc = gd_diff_runs_replay(&ra.view, &rb.view, has_truth ? &rt.view : NULL,
                              replay[0] ? &rr.view : NULL, key->atol, key->rtol, &d, err);
     if (rc != 0)
@@ -259,6 +321,7 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
     SRV_LOG(GD_LOG_DEBUG, NULL, "compared run %s with run %s%s%s in %.3f s (%zu bytes)", key->a,
             key->b, has_truth ? " against " : "", has_truth ? key->truth : "", row.seconds,
             strlen(json));
+    big = d->n_layers >= TRIM_LAYERS;
     if (text != NULL) {
         size_t n = strlen(json);
         char *t = realloc(json, n + 2);
@@ -281,6 +344,9 @@ done:
     stored_run_fini(&rb);
     stored_run_fini(&rt);
     stored_run_fini(&rr);
+    /* Thousands of small blocks were freed: hand the pages back (docs/SERVER.md, "Memory"). */
+    if (big)
+        malloc_trim(0);
     return rc;
 }
 
@@ -312,9 +378,13 @@ inflight_find(struct srv_compare *c, const char *k)
     return p;
 }
 
+/*
+ * background: the worker's diffs, which nobody waits for, leave one of the `threads`
+ * computation slots to requests (when there are two or more).
+ */
 static int
 obtain(struct srv_compare *c, const struct srv_diff_key *key, char **text, size_t *len, int *hit,
-       struct gd_err *err)
+       int background, struct gd_err *err)
 {
     char k[256];
     key_string(key, k);
@@ -340,7 +410,8 @@ obtain(struct srv_compare *c, const struct srv_diff_key *key, char **text, size_
         }
         mine.next = c->inflight;
         c->inflight = &mine;
-        while (c->computing >= COMPARE_MAX_PARALLEL)
+        int slots = background && c->opts.threads > 1 ? c->opts.threads - 1 : c->opts.threads;
+        while (c->computing >= slots)
             pthread_cond_wait(&c->done_cv, &c->mu);
         c->computing++;
         pthread_mutex_unlock(&c->mu);
@@ -369,145 +440,207 @@ int
 srv_compare_json(struct srv_compare *c, const struct srv_diff_key *key, char **text, size_t *len,
                  int *hit, struct gd_err *err)
 {
-    return obtain(c, key, text, len, hit, err);
+    return obtain(c, key, text, len, hit, 0, err);
 }
 
 int
 srv_compare_ensure(struct srv_compare *c, const struct srv_diff_key *key, int *hit,
                    struct gd_err *err)
 {
-    return obtain(c, key, NULL, NULL, hit, err);
+    return obtain(c, key, NULL, NULL, hit, 0, err);
 }
 
-/* ---- the worker ---- */
+/* ---- the request pool (pool.c) ---- */
 
-static void
-enqueue(struct srv_compare *c, enum job_kind kind, const char *arg)
+int
+srv_compare_reserve(struct srv_compare *c, struct gd_err *err)
 {
+    return srv_pool_reserve(c->pool, err);
+}
+
+void
+srv_compare_submit(struct srv_compare *c, struct srv_req *req, void (*run)(struct srv_req *req))
+{
+    srv_pool_submit(c->pool, req, run);
+}
+
+void
+srv_compare_load(struct srv_compare *c, int64_t *queued, int64_t *running, int64_t *queue_max,
+                 int64_t *threads)
+{
+    srv_pool_load(c->pool, queued, running, queue_max, threads);
+}
+
+/* ---- the worker of the durable jobs ---- */
+
+void
+srv_compare_run_finished(struct srv_compare *c, const char *run_id)
+{
+    (void)run_id;
     if (c == NULL)
         return;
     pthread_mutex_lock(&c->mu);
-    if (c->count == QUEUE_MAX) {
-        pthread_mutex_unlock(&c->mu);
-        /* Nothing is lost: a diff that was not made ahead is made when first read. */
-        SRV_LOG(GD_LOG_WARN, NULL, "compare queue full: %s is compared when first read", arg);
-        return;
-    }
-    struct job *j = &c->queue[(c->head + c->count) % QUEUE_MAX];
-    j->kind = kind;
-    snprintf(j->arg, sizeof j->arg, "%s", arg);
-    c->count++;
+    c->jobs_wanted = 1;
     pthread_cond_signal(&c->work_cv);
     pthread_mutex_unlock(&c->mu);
 }
 
 void
-srv_compare_run_finished(struct srv_compare *c, const char *run_id)
-{
-    enqueue(c, JOB_FINISHED, run_id);
-}
-
-void
 srv_compare_baseline_set(struct srv_compare *c, const char *model)
 {
-    enqueue(c, JOB_BASELINE, model);
+    (void)model;
+    srv_compare_run_finished(c, NULL);
 }
 
-static void
-compare_with_baseline(struct srv_compare *c, const char *run, const char *baseline)
+/* 1 when a failure of a job would not be the same on a retry (the job is then dropped). */
+static int
+job_failed_for_good(int rc)
 {
-    struct srv_diff_key key;
-    struct gd_err err = {0};
-    int hit = 0;
-    srv_diff_key_default(&key, run, baseline);
-    double t0 = srv_clock();
-    int rc = srv_compare_ensure(c, &key, &hit, &err);
-    if (rc == 0 && !hit)
-        SRV_LOG(GD_LOG_INFO, NULL, "run %s compared with baseline %s in %.2f s", run, baseline,
-                srv_clock() - t0);
-    else if (rc != 0 && rc != GD_ECANCELED)
-        SRV_LOG(GD_LOG_WARN, NULL, "comparing run %s with baseline %s: %s", run, baseline, err.msg);
+    return rc == SRV_ENOTFOUND || rc == SRV_ECONFLICT || rc == SRV_EGONE || rc == SRV_EDIFFBIG ||
+           rc == SRV_EDIFFTIME || rc == GD_EIO || rc == GD_EFORMAT;
 }
 
-static void
-do_job(struct srv_compare *c, const struct job *job)
+/*
+ * One pass over the jobs in order. Returns 1 when some job failed for a reason that may
+ * pass (the database busy, memory short), so the pass is repeated later.
+ */
+static int
+jobs_pass(struct srv_compare *c)
 {
-    struct srv_db *db = NULL;
-    struct gd_err err = {0};
-    char baseline[40] = "";
-    json_t *runs = NULL;
-    int rc = srv_store_acquire(c->store, &db, &err);
-    if (rc == 0 && job->kind == JOB_FINISHED)
-        rc = srv_db_run_baseline(db, job->arg, baseline, &err);
-    if (rc == 0 && job->kind == JOB_BASELINE)
-        rc = srv_db_model_baseline(db, job->arg, baseline, &err);
-    if (rc == 0 && job->kind == JOB_BASELINE && baseline[0] != '\0')
-        rc = srv_db_model_run_ids(db, job->arg, BASELINE_RUNS, &runs, &err);
-    srv_store_release(c->store, db);
-    if (rc != 0) {
-        SRV_LOG(GD_LOG_WARN, NULL, "compare job for %s: %s", job->arg, err.msg);
-        return;
-    }
-    if (baseline[0] == '\0')
-        return;
-    if (job->kind == JOB_FINISHED) {
-        if (strcmp(job->arg, baseline) != 0)
-            compare_with_baseline(c, job->arg, baseline);
-        return;
-    }
-    size_t i;
-    json_t *id;
-    json_array_foreach(runs, i, id)
-    {
-        if (atomic_load(&c->stop))
+    int64_t after = 0;
+    int again = 0;
+    while (!atomic_load(&c->stop)) {
+        struct srv_db *db = NULL;
+        struct gd_err err = {0};
+        struct srv_job job;
+        int rc = srv_store_acquire(c->store, &db, &err);
+        if (rc == 0)
+            rc = srv_db_job_next(db, after, &job, &err);
+        srv_store_release(c->store, db);
+        if (rc == SRV_ENOTFOUND)
             break;
-        if (strcmp(json_string_value(id), baseline) != 0)
-            compare_with_baseline(c, json_string_value(id), baseline);
+        if (rc != 0) {
+            SRV_LOG(GD_LOG_WARN, NULL, "compare jobs: %s", err.msg);
+            return 1;
+        }
+        after = job.id;
+        if (job.current) {
+            struct srv_diff_key key;
+            int hit = 0;
+            srv_diff_key_default(&key, job.run, job.baseline);
+            double t0 = srv_clock();
+            rc = obtain(c, &key, NULL, NULL, &hit, 1, &err);
+            if (rc == 0 && !hit)
+                SRV_LOG(GD_LOG_INFO, NULL, "run %s compared with baseline %s in %.2f s", job.run,
+                        job.baseline, srv_clock() - t0);
+            if (rc == GD_ECANCELED)
+                break; /* stopping: the job stays for the next start */
+            if (rc != 0 && !job_failed_for_good(rc)) {
+                again = 1;
+                continue;
+            }
+            if (rc != 0)
+                SRV_LOG(GD_LOG_WARN, NULL, "comparing run %s with baseline %s: %s (dropped)",
+                        job.run, job.baseline, err.msg);
+        }
+        rc = srv_store_acquire(c->store, &db, &err);
+        if (rc == 0)
+            rc = srv_db_job_done(db, job.id, &err);
+        srv_store_release(c->store, db);
+        if (rc != 0) {
+            SRV_LOG(GD_LOG_WARN, NULL, "compare jobs: %s", err.msg);
+            again = 1;
+        }
     }
-    json_decref(runs);
+    return again;
+}
+
+/* The worker's diffs are the ones nobody waits for: below the pool's, and the connections'. */
+static void
+lower_priority(int nice)
+{
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0)
+        SRV_LOG(GD_LOG_DEBUG, NULL, "setpriority: %s", strerror(errno));
 }
 
 static void *
 worker(void *arg)
 {
     struct srv_compare *c = arg;
+    lower_priority(WORKER_NICE);
     pthread_mutex_lock(&c->mu);
+    c->jobs_wanted = 1; /* the jobs a previous daemon left */
     while (!atomic_load(&c->stop)) {
-        if (c->count == 0) {
+        if (!c->jobs_wanted) {
             pthread_cond_wait(&c->work_cv, &c->mu);
             continue;
         }
-        struct job job = c->queue[c->head];
-        c->head = (c->head + 1) % QUEUE_MAX;
-        c->count--;
+        c->jobs_wanted = 0;
         pthread_mutex_unlock(&c->mu);
-        do_job(c, &job);
+        int again = jobs_pass(c);
         pthread_mutex_lock(&c->mu);
+        if (again && !c->jobs_wanted && !atomic_load(&c->stop)) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += (time_t)JOB_RETRY_SECS;
+            pthread_cond_timedwait(&c->work_cv, &c->mu, &until);
+            c->jobs_wanted = 1;
+        }
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
 }
 
+static void
+compare_free(struct srv_compare *c)
+{
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->work_cv);
+    pthread_cond_destroy(&c->done_cv);
+    free(c);
+}
+
 int
-srv_compare_start(struct srv_store *store, struct srv_compare **out, struct gd_err *err)
+srv_compare_start(struct srv_store *store, const struct srv_compare_opts *opts,
+                  struct srv_compare **out, struct gd_err *err)
 {
     struct srv_compare *c = calloc(1, sizeof *c);
     if (c == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     c->store = store;
+    c->opts.threads = opts != NULL && opts->threads > 0 ? opts->threads : 2;
+    c->opts.queue = opts != NULL && opts->queue > 0 ? opts->queue : 64;
+    c->opts.timeout = opts != NULL && opts->timeout > 0 ? opts->timeout : 60;
+    c->opts.max_memory = opts != NULL && opts->max_memory > 0 ? opts->max_memory : 1LL << 30;
     atomic_init(&c->stop, 0);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, NULL);
     pthread_cond_init(&c->done_cv, NULL);
-    if (pthread_create(&c->thread, NULL, worker, c) != 0) {
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->work_cv);
-        pthread_cond_destroy(&c->done_cv);
-        free(c);
-        return gd_err_set(err, GD_EIO, "cannot start the compare thread");
+    int rc = srv_pool_start("compare", c->opts.threads, c->opts.queue, POOL_NICE, &c->pool, err);
+    if (rc == 0) {
+        if (pthread_create(&c->thread, NULL, worker, c) != 0)
+            rc = gd_err_set(err, GD_EIO, "cannot start the compare thread");
+        else
+            c->worker_started = 1;
+    }
+    if (rc != 0) {
+        srv_compare_stop(c);
+        return rc;
     }
     *out = c;
     return 0;
+}
+
+void
+srv_compare_quiesce(struct srv_compare *c)
+{
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&c->mu);
+    atomic_store(&c->stop, 1); /* computations end at their next layer */
+    pthread_cond_broadcast(&c->work_cv);
+    pthread_mutex_unlock(&c->mu);
+    srv_pool_quiesce(c->pool);
 }
 
 void
@@ -515,17 +648,9 @@ srv_compare_stop(struct srv_compare *c)
 {
     if (c == NULL)
         return;
-    pthread_mutex_lock(&c->mu);
-    atomic_store(&c->stop, 1);
-    if (c->count > 0)
-        SRV_LOG(GD_LOG_INFO, NULL, "%d queued comparisons dropped (made when first read)",
-                c->count);
-    c->count = 0;
-    pthread_cond_signal(&c->work_cv);
-    pthread_mutex_unlock(&c->mu);
-    pthread_join(c->thread, NULL);
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->work_cv);
-    pthread_cond_destroy(&c->done_cv);
-    free(c);
+    srv_compare_quiesce(c);
+    srv_pool_stop(c->pool);
+    if (c->worker_started)
+        pthread_join(c->thread, NULL);
+    compare_free(c);
 }

@@ -46,28 +46,63 @@ int srv_device_key(json_t *run, struct srv_buf *out);
 struct srv_compare;
 struct srv_store;
 
-/* Starts the worker thread over store. */
-int srv_compare_start(struct srv_store *store, struct srv_compare **out, struct gd_err *err);
+/* What bounds the service; zeros take the defaults of config.c. */
+struct srv_compare_opts {
+    int threads;        /* the pool that runs requests needing a computation */
+    int queue;          /* requests waiting for a pool thread at most (more: 503) */
+    double timeout;     /* seconds one diff may take (more: 503 diff_timeout) */
+    int64_t max_memory; /* bytes one diff may need, estimated first (more: 422) */
+};
 
 /*
- * Stops the worker: the diff it is computing ends at its next layer (GD_ECANCELED, nothing
- * cached), the jobs still queued are dropped (they are computed when first read), and the
- * thread is joined. Accepts NULL.
+ * Starts the pool and the worker that takes the durable compare jobs (compare_jobs) over
+ * store. opts may be NULL.
+ */
+int srv_compare_start(struct srv_store *store, const struct srv_compare_opts *opts,
+                      struct srv_compare **out, struct gd_err *err);
+
+/*
+ * Ends what runs: the diffs being computed end at their next layer (GD_ECANCELED, nothing
+ * cached), the requests queued for the pool run and answer at once with that error, and
+ * then the threads are joined. The durable jobs stay queued for the next start. Accepts
+ * NULL and may be called after srv_compare_quiesce().
  */
 void srv_compare_stop(struct srv_compare *c);
 
-/* Queues the comparison of a run that just finished with its model's baseline. */
+/*
+ * Cancels the computations and waits until no request is queued for or running on the
+ * pool (their connections are resumed with their answers). The service stays usable for
+ * nothing but srv_compare_stop() afterwards. Accepts NULL.
+ */
+void srv_compare_quiesce(struct srv_compare *c);
+
+/* Wakes the worker: a run finished (its job is in compare_jobs already). */
 void srv_compare_run_finished(struct srv_compare *c, const char *run_id);
 
-/* Queues the comparison of the model's complete runs with its new baseline. */
+/* Wakes the worker: a model has a new baseline (its jobs are in compare_jobs already). */
 void srv_compare_baseline_set(struct srv_compare *c, const char *model);
+
+/*
+ * Takes a place in the pool's queue for one request, or fails it with SRV_EQUEUE when
+ * the queue is full. Every successful reserve is followed by one srv_compare_submit().
+ */
+int srv_compare_reserve(struct srv_compare *c, struct gd_err *err);
+
+/* Runs run(req) on a pool thread, in the place reserved. */
+void srv_compare_submit(struct srv_compare *c, struct srv_req *req,
+                        void (*run)(struct srv_req *req));
+
+/* Queued and running requests of the pool, and its limits, for /metrics. */
+void srv_compare_load(struct srv_compare *c, int64_t *queued, int64_t *running, int64_t *queue_max,
+                      int64_t *threads);
 
 /*
  * The diff of key as the JSON text GET /api/v1/diff serves (NUL-terminated, owned by the
  * caller), from the cache or computed now and cached. One computation per key at a time:
  * callers asking for a key being computed wait for it. *hit says which it was (may be NULL).
  * SRV_ENOTFOUND for an unknown run, SRV_ECONFLICT for one still uploading, SRV_EGONE when
- * retention dropped a run's tensors before this was cached.
+ * retention dropped a run's tensors before this was cached, SRV_EDIFFBIG when the diff
+ * would need more memory than the limit, SRV_EDIFFTIME when it took longer than allowed.
  */
 int srv_compare_json(struct srv_compare *c, const struct srv_diff_key *key, char **text,
                      size_t *len, int *hit, struct gd_err *err);

@@ -2,10 +2,13 @@
  * db.c: SQLite connections (WAL, foreign keys, busy timeout), their statement caches, the
  * migrations by PRAGMA user_version, and the pool request handlers borrow connections from.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "compare.h"
 #include "db.h"
@@ -15,6 +18,8 @@
 
 struct srv_db {
     sqlite3 *conn;
+    int busy_ms;
+    int holds_write; /* this connection holds write_mu (a transaction of srv_db_begin) */
     int n_stmts;
     struct {
         const char *sql;
@@ -87,6 +92,16 @@ srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **ou
     struct srv_db *db = calloc(1, sizeof *db);
     if (db == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
+    /*
+     * A new database is made 0600 here, before SQLite would make it 0644; SQLite gives its
+     * -wal and -shm files the database file's mode, so they are 0600 too. It holds tokens'
+     * hashes and every uploaded tensor: nobody else on the machine needs to read it.
+     */
+    if (strcmp(path, ":memory:") != 0 && strncmp(path, "file:", 5) != 0) {
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
+    }
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     int rc = sqlite3_open_v2(path, &db->conn, flags, NULL);
     if (rc != SQLITE_OK) {
@@ -97,6 +112,7 @@ srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **ou
     }
     sqlite3_extended_result_codes(db->conn, 1);
     sqlite3_busy_timeout(db->conn, opts->busy_timeout_ms);
+    db->busy_ms = opts->busy_timeout_ms;
     rc = sqlite3_create_function_v2(db->conn, "gpudiff_device_key", 1,
                                     SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_device_key, NULL,
                                     NULL, NULL);
@@ -115,12 +131,18 @@ srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **ou
      * mmap: a blob read at an offset follows the blob's chain of overflow pages from its
      * start; mapped, each hop is a memory access instead of a pread.
      */
-    char pragmas[320];
+    /*
+     * Both the page cache and the mapping are per connection, and what they hold stays
+     * resident: the settings --db-cache and --db-mmap bound them (docs/SERVER.md, "Memory").
+     */
+    long long cache_kib = opts->cache_size > 0 ? (long long)(opts->cache_size >> 10) : 2000;
+    long long map = opts->mmap_size == 0 ? 256LL << 20 : opts->mmap_size < 0 ? 0 : opts->mmap_size;
+    char pragmas[400];
     snprintf(pragmas, sizeof pragmas,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA foreign_keys=ON; "
              "PRAGMA journal_size_limit=67108864; PRAGMA trusted_schema=OFF; "
-             "PRAGMA mmap_size=1073741824;",
-             opts->sync_full ? "FULL" : "NORMAL");
+             "PRAGMA mmap_size=%lld; PRAGMA cache_size=-%lld;",
+             opts->sync_full ? "FULL" : "NORMAL", map, cache_kib);
     int e = exec(db, pragmas, err);
     if (e != 0) {
         gd_err_prefix(err, "%s: ", path);
@@ -187,10 +209,45 @@ srv_db_bind_text(sqlite3_stmt *st, int i, const char *s)
     return sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
 }
 
+/*
+ * The writers of this process take turns on a mutex before SQLite's write lock. SQLite's
+ * busy handler waits for a lock held by another connection by sleeping in steps of up to
+ * 100 ms, so under many concurrent uploads a writer sleeps long after the lock was free,
+ * holding the thread that serves its connection; a mutex hands over at once, in order.
+ * Other processes (a `gpudiffd token` command) still meet SQLite's own lock and its busy
+ * timeout.
+ */
+static pthread_mutex_t write_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+write_release(struct srv_db *db)
+{
+    if (db->holds_write) {
+        db->holds_write = 0;
+        pthread_mutex_unlock(&write_mu);
+    }
+}
+
 int
 srv_db_begin(struct srv_db *db, struct gd_err *err)
 {
-    return exec(db, "BEGIN IMMEDIATE", err);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += db->busy_ms / 1000;
+    until.tv_nsec += (long)(db->busy_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_mutex_timedlock(&write_mu, &until) != 0)
+        return gd_err_set(err, SRV_EBUSY,
+                          "BEGIN: the database is busy with other writes, retry (waited %d ms)",
+                          db->busy_ms);
+    db->holds_write = 1;
+    int rc = exec(db, "BEGIN IMMEDIATE", err);
+    if (rc != 0)
+        write_release(db);
+    return rc;
 }
 
 int
@@ -199,6 +256,7 @@ srv_db_commit(struct srv_db *db, struct gd_err *err)
     int rc = exec(db, "COMMIT", err);
     if (rc != 0)
         srv_db_rollback(db);
+    write_release(db);
     return rc;
 }
 
@@ -207,6 +265,7 @@ srv_db_rollback(struct srv_db *db)
 {
     if (!sqlite3_get_autocommit(db->conn))
         sqlite3_exec(db->conn, "ROLLBACK", NULL, NULL, NULL);
+    write_release(db);
 }
 
 /* ---- migrations ---- */

@@ -24,7 +24,9 @@
 
 struct srv_db_opts {
     int busy_timeout_ms;
-    int sync_full; /* synchronous=FULL instead of NORMAL */
+    int sync_full;      /* synchronous=FULL instead of NORMAL */
+    int64_t cache_size; /* bytes of page cache per connection; 0: SQLite's 2 MiB */
+    int64_t mmap_size;  /* bytes of the file mapped per connection; 0: 256 MiB, < 0: none */
 };
 
 /*
@@ -169,6 +171,10 @@ struct srv_run_filter {
  */
 int srv_db_runs_list(struct srv_db *db, const struct srv_run_filter *f, json_t **out,
                      struct gd_err *err);
+
+/* A run's layer count and its largest layer's raw size: what comparing it costs. */
+int srv_db_run_size(struct srv_db *db, const char *id, int64_t *n_layers, int64_t *max_layer_bytes,
+                    struct gd_err *err);
 
 /* Number of runs in each state, for /metrics. */
 int srv_db_runs_count(struct srv_db *db, int64_t *uploading, int64_t *complete, struct gd_err *err);
@@ -325,6 +331,37 @@ int srv_db_matrix_get(struct srv_db *db, const char *model, const char *signatur
 int srv_db_matrix_put(struct srv_db *db, const char *model, const char *signature, int n_devices,
                       const char *json, double seconds, int64_t now, struct gd_err *err);
 
+/* ---- the durable queue of comparisons with a baseline (db_jobs.c) ---- */
+
+/* A new baseline is compared with at most this many of the model's newest runs. */
+#define SRV_BASELINE_RUNS 1000
+
+struct srv_job {
+    int64_t id;
+    char run[40], baseline[40];
+    int current; /* baseline is still the model's baseline */
+};
+
+/* Queues run_id against its model's baseline (none: nothing); in the caller's transaction. */
+int srv_db_job_queue_run(struct srv_db *db, const char *run_id, int64_t now, struct gd_err *err);
+
+/*
+ * Queues the newest `limit` complete runs of the model against its new baseline, dropping
+ * the jobs still queued against old_baseline (may be NULL or ""); in the caller's
+ * transaction.
+ */
+int srv_db_job_queue_model(struct srv_db *db, int64_t model_id, const char *old_baseline,
+                           const char *baseline, int64_t limit, int64_t now, struct gd_err *err);
+
+/* The oldest job with an id above `after`; SRV_ENOTFOUND when there is none. */
+int srv_db_job_next(struct srv_db *db, int64_t after, struct srv_job *job, struct gd_err *err);
+
+/* Deletes a job (its diff is cached, or can never be made). */
+int srv_db_job_done(struct srv_db *db, int64_t id, struct gd_err *err);
+
+/* Jobs queued now, for /metrics. */
+int srv_db_jobs_count(struct srv_db *db, int64_t *n, struct gd_err *err);
+
 /* ---- the comparison cache (db_diffs.c) ---- */
 
 struct srv_diff_key; /* compare.h */
@@ -350,6 +387,17 @@ struct srv_diff_row {
  */
 int srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **text, size_t *len,
                      struct gd_err *err);
+
+/*
+ * Where a cached diff's text is, for sending it in pieces: its row and its length in bytes
+ * (without the newline srv_db_diff_json adds). SRV_ENOTFOUND when it is not cached.
+ */
+int srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, int64_t *row,
+                       uint64_t *len, struct gd_err *err);
+
+/* n bytes of the text of diff row at off; GD_EIO when the row is no longer len bytes. */
+int srv_db_diff_read(struct srv_db *db, int64_t row, uint64_t len, uint64_t off, void *buf,
+                     size_t n, struct gd_err *err);
 
 /* Caches a diff with its layer summaries, in one transaction; a row already there stays. */
 int srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key,

@@ -75,6 +75,57 @@ done:
     return rc;
 }
 
+static const char SQL_DIFF_ROW[] =
+    "SELECT id FROM diffs WHERE run_a = ?1 AND run_b = ?2 AND truth = ?3 AND atol = ?4 "
+    "AND rtol = ?5 AND engine_version = ?6";
+
+int
+srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, int64_t *row,
+                   uint64_t *len, struct gd_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = srv_db_prepare(db, SQL_DIFF_ROW, &st, err);
+    if (rc != 0)
+        return rc;
+    bind_key(st, key);
+    int s = sqlite3_step(st);
+    int64_t id = s == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    srv_db_done(st);
+    if (s != SQLITE_ROW)
+        return s == SQLITE_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached")
+                                : srv_db_fail(db, s, "diff lookup", err);
+    /* The text's size in bytes, without reading it (incremental I/O sees TEXT as bytes). */
+    sqlite3_blob *b = NULL;
+    s = sqlite3_blob_open(srv_db_conn(db), "main", "diffs", "json", id, 0, &b);
+    if (s != SQLITE_OK) {
+        sqlite3_blob_close(b);
+        return srv_db_fail(db, s, "diff open", err);
+    }
+    *len = (uint64_t)sqlite3_blob_bytes(b);
+    *row = id;
+    sqlite3_blob_close(b);
+    return 0;
+}
+
+int
+srv_db_diff_read(struct srv_db *db, int64_t row, uint64_t len, uint64_t off, void *buf, size_t n,
+                 struct gd_err *err)
+{
+    sqlite3_blob *b = NULL;
+    int s = sqlite3_blob_open(srv_db_conn(db), "main", "diffs", "json", row, 0, &b);
+    if (s != SQLITE_OK) {
+        sqlite3_blob_close(b);
+        return srv_db_fail(db, s, "diff open", err);
+    }
+    int rc = 0;
+    if ((uint64_t)sqlite3_blob_bytes(b) != len || off > len || n > len - off)
+        rc = gd_err_set(err, GD_EIO, "cached diff %lld changed while it was sent", (long long)row);
+    else if ((s = sqlite3_blob_read(b, buf, (int)n, (int)off)) != SQLITE_OK)
+        rc = srv_db_fail(db, s, "diff read", err);
+    sqlite3_blob_close(b);
+    return rc;
+}
+
 static void
 bind_number(sqlite3_stmt *st, int i, double v)
 {

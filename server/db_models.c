@@ -147,6 +147,10 @@ srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id, in
                         model);
         goto done;
     }
+    char old[40] = "";
+    rc = srv_db_model_baseline(db, model, old, err);
+    if (rc != 0)
+        goto done;
     rc = srv_db_prepare(db, SQL_BASELINE_SET, &st, err);
     if (rc != 0)
         goto done;
@@ -161,7 +165,10 @@ srv_db_baseline_set(struct srv_db *db, const char *model, const char *run_id, in
         rc = srv_db_fail(db, s, "baseline update", err);
         goto done;
     }
-    rc = srv_db_commit(db, err);
+    /* The comparisons of the model's runs with it, queued in the same commit. */
+    rc = srv_db_job_queue_model(db, id, old, run_id, SRV_BASELINE_RUNS, now, err);
+    if (rc == 0)
+        rc = srv_db_commit(db, err);
 done:
     srv_db_rollback(db);
     return rc;

@@ -360,6 +360,9 @@ srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err 
     srv_db_bind_text(st, 1, id);
     sqlite3_bind_int64(st, 2, now);
     rc = step_done(db, st, "run update", err);
+    /* Its comparison with the baseline, queued in the same commit: never lost. */
+    if (rc == 0)
+        rc = srv_db_job_queue_run(db, id, now, err);
     if (rc == 0)
         rc = srv_db_replay_finished(db, id, err); /* a replay: its source's diffs again */
     if (rc == 0)
@@ -389,4 +392,28 @@ srv_db_runs_count(struct srv_db *db, int64_t *uploading, int64_t *complete, stru
     }
     srv_db_done(st);
     return s == SQLITE_DONE ? 0 : step_fail(db, s, "run counts", err);
+}
+
+static const char SQL_RUN_SIZE[] =
+    "SELECT r.n_layers, (SELECT max(raw_size) FROM layers WHERE run_id = r.id) FROM runs r "
+    "WHERE r.id = ?1";
+
+int
+srv_db_run_size(struct srv_db *db, const char *id, int64_t *n_layers, int64_t *max_layer_bytes,
+                struct gd_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = srv_db_prepare(db, SQL_RUN_SIZE, &st, err);
+    if (rc != 0)
+        return rc;
+    srv_db_bind_text(st, 1, id);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) {
+        *n_layers = sqlite3_column_int64(st, 0);
+        *max_layer_bytes = sqlite3_column_int64(st, 1);
+    }
+    srv_db_done(st);
+    if (s == SQLITE_DONE)
+        return gd_err_set(err, SRV_ENOTFOUND, "no run %s", id);
+    return s == SQLITE_ROW ? 0 : srv_db_fail(db, s, "run size", err);
 }

@@ -27,7 +27,7 @@ static const struct {
     {GD_ENOTSUP, 501, "not_supported"},
     {GD_EDEVICE, 500, "device_error"},
     {GD_ERANGE, 400, "out_of_range"},
-    {GD_ECANCELED, 500, "canceled"},
+    {GD_ECANCELED, 503, "canceled"}, /* gpudiffd is stopping: retry */
 };
 
 static int

@@ -1,10 +1,11 @@
 /*
  * http.c: libmicrohttpd set-up (a pool of polling threads, epoll on Linux; no thread per
- * connection) and the life of a request: its struct srv_req made at the first callback,
- * routing, auth and size checks on the headers, the body streamed to its handler piece by
- * piece, the answer, and the clean-up in the completion callback, whatever happened.
+ * connection; connections come from the gate, gate.c) and the life of a request: its
+ * struct srv_req made at the first callback with the head the gate parsed, routing, auth
+ * and size checks on the headers, the body streamed to its handler piece by piece, work
+ * that may take long moved to the compare pool (the connection suspended meanwhile), the
+ * answer, and the clean-up in the completion callback, whatever happened.
  */
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,7 +14,10 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "compare.h"
 #include "db.h"
+#include "gate.h"
+#include "pool.h"
 #include "server.h"
 
 /* Bodies of routes that take none: small ones are tolerated (and ignored). */
@@ -32,28 +36,37 @@ usable_request_id(const char *s)
     return n > 0;
 }
 
+void
+srv_request_id_new(const struct srv_server *srv, const char *client_id, char *out, size_t size)
+{
+    uint64_t n = atomic_fetch_add(&request_counter, 1) + 1;
+    if (client_id != NULL && usable_request_id(client_id))
+        snprintf(out, size, "%s", client_id);
+    else
+        snprintf(out, size, "%08x-%llu", srv->boot_id, (unsigned long long)n);
+}
+
 static struct srv_req *
 req_new(struct srv_server *srv, struct MHD_Connection *conn, const char *url, const char *method)
 {
     struct srv_req *req = calloc(1, sizeof *req);
     if (req == NULL)
         return NULL;
-    req->path = strdup(url);
-    if (req->path == NULL) {
-        free(req);
-        return NULL;
-    }
     req->srv = srv;
     req->conn = conn;
     req->t_start = srv_clock();
     req->metrics_route = SRV_METRICS_UNMATCHED;
-    snprintf(req->method, sizeof req->method, "%s", method);
-    const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
-    uint64_t n = atomic_fetch_add(&request_counter, 1) + 1;
-    if (rid != NULL && usable_request_id(rid))
-        snprintf(req->id, sizeof req->id, "%s", rid);
-    else
-        snprintf(req->id, sizeof req->id, "%08x-%llu", srv->boot_id, (unsigned long long)n);
+    req->gate_conn = srv_gate_conn(conn);
+    if (req->gate_conn != NULL)
+        srv_conn_take_head(req->gate_conn, &req->head);
+    snprintf(req->method, sizeof req->method, "%s", req->head.method ? req->head.method : method);
+    req->path = req->head.path != NULL ? req->head.path : "";
+    srv_request_id_new(srv, srv_head_field(&req->head, "X-Request-Id"), req->id, sizeof req->id);
+    if (req->head.method == NULL)
+        srv_req_fail(req, SRV_EINTERNAL, "the request came in past the gate");
+    else if (strcmp(method, req->head.method) != 0 || strcmp(url, req->head.path) != 0)
+        /* The head the gate parsed is the one libmicrohttpd read: one request per connection. */
+        srv_req_fail(req, SRV_EBADREQ, "the request could not be read the same way twice");
     return req;
 }
 
@@ -65,7 +78,7 @@ req_free(struct srv_req *req)
     srv_buf_fini(&req->body);
     if (req->resp != NULL)
         MHD_destroy_response(req->resp);
-    free(req->path);
+    srv_head_fini(&req->head);
     free(req);
 }
 
@@ -96,34 +109,26 @@ srv_req_fail_err(struct srv_req *req, const struct gd_err *err)
 const char *
 srv_req_query(struct srv_req *req, const char *key)
 {
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+    return srv_head_query(&req->head, key);
 }
 
-struct query_check {
-    const char *const *known;
-    char unknown[48];
-};
-
-static enum MHD_Result
-query_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+const char *
+srv_req_header(struct srv_req *req, const char *name)
 {
-    (void)kind;
-    (void)value;
-    struct query_check *q = cls;
-    for (const char *const *k = q->known; *k != NULL; k++)
-        if (strcmp(key, *k) == 0)
-            return MHD_YES;
-    snprintf(q->unknown, sizeof q->unknown, "%s", key);
-    return MHD_NO;
+    return srv_head_field(&req->head, name);
 }
 
 int
 srv_req_query_check(struct srv_req *req, const char *const *known)
 {
-    struct query_check q = {known, ""};
-    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, query_key, &q);
-    if (q.unknown[0] != '\0')
-        return srv_req_fail(req, SRV_EBADREQ, "unknown query parameter \"%s\"", q.unknown);
+    for (int i = 0; i < req->head.n_query; i++) {
+        const char *key = req->head.query[i].key;
+        const char *const *k = known;
+        while (*k != NULL && strcmp(key, *k) != 0)
+            k++;
+        if (*k == NULL)
+            return srv_req_fail(req, SRV_EBADREQ, "unknown query parameter \"%.40s\"", key);
+    }
     return 0;
 }
 
@@ -154,6 +159,8 @@ srv_reply(struct srv_req *req, unsigned status, struct MHD_Response *resp)
         MHD_destroy_response(req->resp);
     MHD_add_response_header(resp, "X-Request-Id", req->id);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    /* One request per connection: the next one passes through the gate again. */
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     req->resp = resp;
     req->status = status;
     return 0;
@@ -231,6 +238,8 @@ srv_reply_error(struct srv_req *req)
     if (status == 401)
         MHD_add_response_header(req->resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"gpudiffd\"");
+    if (status == 503)
+        MHD_add_response_header(req->resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     return code;
 }
 
@@ -265,22 +274,12 @@ req_begin(struct srv_req *req)
             return rc;
     }
 
-    const char *cl =
-        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    const char *te =
-        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    /* The gate refused chunked bodies and every ambiguous framing already. */
     enum srv_body body = route ? route->body : SRV_BODY_NONE;
-    if (cl != NULL) {
-        char *end;
-        unsigned long long v = strtoull(cl, &end, 10);
-        if (cl[0] < '0' || cl[0] > '9' || *end != '\0')
-            return srv_req_fail(req, SRV_EBADREQ, "bad Content-Length");
-        req->has_length = 1;
-        req->content_length = v;
-    } else if (te != NULL) {
-        /* Without a length a size limit could only be met by cutting the body off. */
+    req->has_length = req->head.has_length;
+    req->content_length = req->head.content_length;
+    if (req->head.chunked)
         return srv_req_fail(req, SRV_ELENGTH, "send a Content-Length (no chunked bodies)");
-    }
     uint64_t limit = body == SRV_BODY_JSON     ? (uint64_t)req->srv->cfg.max_json
                      : body == SRV_BODY_STREAM ? (uint64_t)req->srv->cfg.max_body
                                                : NO_BODY_MAX;
@@ -290,8 +289,7 @@ req_begin(struct srv_req *req)
     if (body == SRV_BODY_STREAM && !req->has_length)
         return srv_req_fail(req, SRV_ELENGTH, "send a Content-Length");
     if (body == SRV_BODY_JSON) {
-        const char *type =
-            MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *type = srv_req_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (type != NULL && !is_json_type(type))
             return srv_req_fail(req, SRV_EMEDIA, "the body must be application/json");
     }
@@ -304,6 +302,10 @@ static void
 req_body(struct srv_req *req, const char *data, size_t len)
 {
     req->body_bytes += len;
+    if (req->gate_conn != NULL)
+        srv_conn_body_bytes(req->gate_conn, len);
+    if (req->body_bytes > req->content_length && req->err.code == 0)
+        srv_req_fail(req, SRV_EBADREQ, "more body than its Content-Length");
     /* After an error the rest of the body is read and dropped (bounded by its length). */
     if (req->err.code != 0 || req->route == NULL)
         return;
@@ -323,20 +325,61 @@ req_body(struct srv_req *req, const char *data, size_t len)
     }
 }
 
+/* The answer, once the handler (or its second half on the compare pool) has run. */
 static void
-req_end(struct srv_req *req)
+req_answer(struct srv_req *req)
 {
-    if (req->err.code == 0) {
-        if (req->route == NULL)
-            srv_static_serve(req);
-        else
-            req->route->end(req);
-    }
     if (req->resp == NULL || req->err.code != 0) {
         if (req->err.code == 0)
             srv_req_fail(req, SRV_EINTERNAL, "the handler made no answer");
         srv_reply_error(req);
     }
+}
+
+/* Runs on a compare-pool thread: the handler again, allowed to compute now. */
+static void
+deferred_run(struct srv_req *req)
+{
+    req->on_pool = 1;
+    if (req->err.code == 0) {
+        int rc = req->route->end(req);
+        if ((rc == SRV_EDEFER || rc == SRV_EDEFERWRITE) && req->err.code == 0)
+            srv_req_fail(req, SRV_EINTERNAL, "the handler deferred twice");
+    }
+    req_answer(req);
+    atomic_store(&req->deferred_done, 1);
+    MHD_resume_connection(req->conn);
+}
+
+/* 1 when the request went to the compare pool (the connection is then suspended). */
+static int
+req_end(struct srv_req *req)
+{
+    if (req->gate_conn != NULL)
+        srv_conn_body_done(req->gate_conn);
+    if (req->err.code == 0) {
+        int rc = req->route == NULL ? srv_static_serve(req) : req->route->end(req);
+        /*
+         * Work that may take long (a diff) or wait (for the write lock): not on a thread that
+         * serves connections. The connection is suspended until a pool thread has the answer.
+         */
+        struct srv_pool *pool = rc == SRV_EDEFERWRITE ? req->srv->writes : NULL;
+        if (req->err.code == 0 && rc == SRV_EDEFER &&
+            srv_compare_reserve(req->srv->compare, &req->err) == 0) {
+            req->deferred = 1;
+            MHD_suspend_connection(req->conn);
+            srv_compare_submit(req->srv->compare, req, deferred_run);
+            return 1;
+        }
+        if (req->err.code == 0 && pool != NULL && srv_pool_reserve(pool, &req->err) == 0) {
+            req->deferred = 1;
+            MHD_suspend_connection(req->conn);
+            srv_pool_submit(pool, req, deferred_run);
+            return 1;
+        }
+    }
+    req_answer(req);
+    return 0;
 }
 
 static enum MHD_Result
@@ -362,19 +405,28 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         if (req == NULL)
             return MHD_NO;
         *con_cls = req;
-        if (req_begin(req) != 0) {
+        if (req->err.code != 0 || req_begin(req) != 0) {
             /* libmicrohttpd then skips the body (no 100 Continue) and closes the connection. */
             srv_reply_error(req);
             return queue(req);
         }
+        if (req->gate_conn != NULL)
+            srv_conn_body_begin(req->gate_conn, req->content_length);
         return MHD_YES;
+    }
+    if (req->deferred) {
+        /* Resumed: the pool thread made the answer. */
+        if (!atomic_load(&req->deferred_done))
+            return MHD_YES;
+        return queue(req);
     }
     if (*upload_data_size > 0) {
         req_body(req, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
-    req_end(req);
+    if (req_end(req))
+        return MHD_YES;
     return queue(req);
 }
 
@@ -417,50 +469,58 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 int
 srv_http_start(struct srv_server *srv, struct gd_err *err)
 {
-    char host[256], port_text[16];
-    int port;
-    int rc = srv_listen_parse(srv->cfg.listen, host, sizeof host, &port, err);
-    if (rc != 0)
+    int rc = srv_pool_start("write", (int)srv->cfg.write_threads, (int)srv->cfg.write_queue, 0,
+                            &srv->writes, err);
+    if (rc == 0)
+        rc = srv_gate_open(srv, &srv->gate, err);
+    if (rc != 0) {
+        srv_pool_stop(srv->writes);
+        srv->writes = NULL;
         return rc;
-    snprintf(port_text, sizeof port_text, "%d", port);
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    int g = getaddrinfo(host, port_text, &hints, &res);
-    if (g != 0)
-        return gd_err_set(err, GD_EINVAL, "--listen %s: %s", srv->cfg.listen, gai_strerror(g));
-    struct sockaddr_storage addr;
-    memcpy(&addr, res->ai_addr, res->ai_addrlen);
-    int v6 = res->ai_family == AF_INET6;
-    freeaddrinfo(res);
-
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
-    if (v6)
-        flags |= MHD_USE_IPv6;
-    srv->mhd = MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, on_request, srv,
-        /* The logger first, so that the other options' messages reach it too. */
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)srv->cfg.timeout,
-        /* Upload pieces arrive in this much per callback: bigger pieces, fewer callbacks. */
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)128 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, srv, MHD_OPTION_END);
+    }
+    /*
+     * No listening socket of its own: connections come from the gate. The connection limit
+     * is the gate's; libmicrohttpd's is only a backstop above it. Its memory pool per
+     * connection holds the head (at most --max-header) and upload pieces of about the rest.
+     */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
+    size_t pool = (size_t)128 * 1024;
+    if (pool < (size_t)srv->cfg.max_header * 4)
+        pool = (size_t)srv->cfg.max_header * 4;
+    srv->mhd =
+        MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                         /* The logger first, so that the other options' messages reach it too. */
+                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_THREAD_POOL_SIZE,
+                         (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_LIMIT,
+                         (unsigned)srv->cfg.max_connections + 64, MHD_OPTION_CONNECTION_TIMEOUT,
+                         (unsigned)srv->cfg.timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                         MHD_OPTION_NOTIFY_CONNECTION, srv_gate_notify, srv->gate, MHD_OPTION_END);
     if (srv->mhd == NULL)
-        return gd_err_set(err, GD_EIO, "cannot serve on %s (in use, or not an address here?)",
-                          srv->cfg.listen);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = info != NULL ? info->port : port;
-    return 0;
+        rc = gd_err_set(err, GD_EIO, "cannot start libmicrohttpd");
+    if (rc == 0)
+        rc = srv_gate_start(srv->gate, err);
+    if (rc != 0)
+        srv_http_stop(srv);
+    return rc;
 }
 
 void
 srv_http_stop(struct srv_server *srv)
 {
+    /*
+     * No new connections; the requests on the compare pool end (canceled) and answer, those
+     * on the write pool finish; then libmicrohttpd sends what is left and stops.
+     */
+    srv_gate_stop(srv->gate);
+    srv_compare_quiesce(srv->compare);
+    srv_pool_quiesce(srv->writes);
     if (srv->mhd != NULL)
         MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
+    srv_gate_free(srv->gate);
+    srv->gate = NULL;
+    srv_pool_stop(srv->writes);
+    srv->writes = NULL;
 }

@@ -3,7 +3,8 @@
 noinst_LTLIBRARIES += libsrv.la
 bin_PROGRAMS += gpudiffd
 
-SERVER_SQL = schema/sql/001_init.sql schema/sql/002_diff_cache.sql
+SERVER_SQL = schema/sql/001_init.sql schema/sql/002_diff_cache.sql \
+	schema/sql/003_compare_jobs.sql
 # web: the matrix cache (issue 13)
 SERVER_SQL += schema/sql/005_matrix_cache.sql
 SERVER_DEPS_CFLAGS = $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) $(ZSTD_CFLAGS)
@@ -23,6 +24,7 @@ libsrv_la_SOURCES = \
 	server/db.c \
 	server/db_blobs.c \
 	server/db_diffs.c \
+	server/db_jobs.c \
 	server/db_layers.c \
 	server/db_matrix.c \
 	server/db_models.c \
@@ -32,9 +34,15 @@ libsrv_la_SOURCES = \
 	server/db_tokens.c \
 	server/device.c \
 	server/errors.c \
+	server/gate.c \
+	server/gate.h \
+	server/head.c \
+	server/head.h \
 	server/http.c \
 	server/log.c \
 	server/metrics.c \
+	server/pool.c \
+	server/pool.h \
 	server/retention.c \
 	server/route_diff.c \
 	server/route_health.c \

@@ -5,11 +5,14 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpudiff/run.h"
@@ -46,7 +49,8 @@ usage(FILE *out)
 static int
 open_db(const struct srv_config *cfg, int migrate, struct srv_db **out)
 {
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
     struct gd_err err;
     int from = 0, to = 0;
     int rc = srv_db_open(cfg->db, &opts, out, &err);
@@ -68,7 +72,8 @@ cmd_migrate(const struct srv_config *cfg, int argc, char **argv)
         fprintf(stderr, "gpudiffd: migrate takes no argument (%s)\n", argv[0]);
         return EXIT_USAGE;
     }
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
     struct srv_db *db = NULL;
     struct gd_err err;
     int from = 0, to = 0;
@@ -202,6 +207,35 @@ dir_of(const char *path, char *out, size_t size)
         snprintf(out, size, "%.*s", (int)(slash - path), path);
 }
 
+/*
+ * Each connection takes a descriptor, and an upload a second one for its spill file: the
+ * soft limit is raised towards the hard one to fit --max-connections (systemd and shells
+ * often start daemons at 1024). Where the hard limit is lower, the connection limit is.
+ */
+static void
+raise_file_limit(struct srv_config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t want = (rlim_t)cfg->max_connections * 2 + 256;
+    if (rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < want) {
+        int64_t fit = ((int64_t)rl.rlim_cur - 256) / 2;
+        if (fit < 16)
+            fit = 16;
+        SRV_LOG(GD_LOG_WARN, NULL,
+                "the descriptor limit is %llu (ulimit -n): --max-connections lowered from %lld "
+                "to %lld",
+                (unsigned long long)rl.rlim_cur, (long long)cfg->max_connections, (long long)fit);
+        cfg->max_connections = fit;
+    }
+}
+
 static int
 cmd_serve(struct srv_config *cfg, int argc, char **argv)
 {
@@ -218,8 +252,29 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     if (getrandom(&srv.boot_id, sizeof srv.boot_id, 0) != (ssize_t)sizeof srv.boot_id)
         srv.boot_id = (uint32_t)getpid();
 
-    SRV_LOG(GD_LOG_INFO, NULL, "gpudiffd %s starting", gd_version());
+    /*
+     * Before any thread exists: every thread would otherwise get an arena of its own, each
+     * keeping what was freed in it. A fixed mmap threshold keeps blocks of 4 MiB or more
+     * (diff texts, run.json bodies, tensors) out of the arenas: they go back to the system
+     * when freed, where glibc's sliding threshold would soon keep them in the heap. (At
+     * 1 MiB each upload's zstd context, about 1.3 MB, was mapped and unmapped again.)
+     */
+    mallopt(M_ARENA_MAX, (int)cfg->malloc_arenas);
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    SRV_LOG(GD_LOG_INFO, NULL, "gpudiffd %s starting (instance %08x, pid %d)", gd_version(),
+            srv.boot_id, (int)getpid());
     srv_config_log(cfg);
+    if (geteuid() == 0) {
+        if (!cfg->allow_root) {
+            SRV_LOG(GD_LOG_ERROR, NULL,
+                    "refusing to serve as root: a daemon that parses what the network sends "
+                    "should hold no more rights than its files need; run it as a user of its "
+                    "own, or pass --allow-root");
+            return EXIT_USAGE;
+        }
+        SRV_LOG(GD_LOG_WARN, NULL, "serving as root (--allow-root)");
+    }
+    raise_file_limit(&srv.cfg);
     if (cfg->web_root[0] != '\0' && realpath(cfg->web_root, srv.web_root) == NULL) {
         SRV_LOG(GD_LOG_ERROR, NULL, "--web-root %s: %s", cfg->web_root, strerror(errno));
         return EXIT_USAGE;
@@ -242,7 +297,8 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
     if (srv_store_open(cfg->db, &opts, &srv.store, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
         return 1;
@@ -258,6 +314,12 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     }
     srv_store_release(srv.store, db);
     SRV_LOG(GD_LOG_INFO, NULL, "database %s at schema version %d", cfg->db, to);
+    struct stat st;
+    if (stat(cfg->db, &st) == 0 && (st.st_mode & 077) != 0)
+        SRV_LOG(GD_LOG_WARN, NULL,
+                "%s is readable or writable by others (mode %04o): chmod 600 it and its -wal "
+                "and -shm files (gpudiffd makes new databases 0600)",
+                cfg->db, (unsigned)(st.st_mode & 07777));
     SRV_LOG(GD_LOG_INFO, NULL, "tokens: %lld viewer, %lld agent, %lld admin%s",
             (long long)tokens[SRV_ROLE_VIEWER], (long long)tokens[SRV_ROLE_AGENT],
             (long long)tokens[SRV_ROLE_ADMIN],
@@ -267,8 +329,11 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     SRV_LOG(GD_LOG_INFO, NULL, "retention: %s",
             cfg->retention_days > 0 ? "on (tensors of older runs are dropped daily)" : "off");
 
+    struct srv_compare_opts copts = {(int)cfg->compare_threads, (int)cfg->compare_queue,
+                                     (double)cfg->diff_timeout_ms / 1000.0, cfg->diff_max_memory};
     if (srv_retention_start(srv.store, cfg->retention_days, &retention, &err) != 0 ||
-        srv_compare_start(srv.store, &srv.compare, &err) != 0 || srv_http_start(&srv, &err) != 0) {
+        srv_compare_start(srv.store, &copts, &srv.compare, &err) != 0 ||
+        srv_http_start(&srv, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
         goto done;
     }
@@ -280,7 +345,10 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
 
     int sig = 0;
     sigwait(&stop, &sig);
-    SRV_LOG(GD_LOG_INFO, NULL, "signal %d: stopping (requests in progress are finished)", sig);
+    SRV_LOG(GD_LOG_INFO, NULL,
+            "signal %d: stopping (requests in progress are finished; diffs being computed "
+            "stop at their next layer and answer 503)",
+            sig);
     rc = 0;
 done:
     /* Requests first (they may queue comparisons), then the worker, then the database. */

@@ -3,21 +3,27 @@
  * exposition of GET /metrics. Labels come from fixed lists (route patterns, statuses), so
  * no client can grow the number of series.
  */
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "compare.h"
 #include "db.h"
+#include "gate.h"
+#include "pool.h"
 #include "server.h"
 
 #define MAX_ROUTES 32
 /* Route slots: the table's routes, then static files, then requests that matched nothing. */
 #define SLOT_STATIC    MAX_ROUTES
 #define SLOT_UNMATCHED (MAX_ROUTES + 1)
+#define SLOT_REFUSED   (MAX_ROUTES + 2)
+#define N_SLOTS        (MAX_ROUTES + 3)
 
-static const unsigned statuses[] = {0,   200, 201, 204, 304, 400, 401, 403, 404,
-                                    405, 409, 410, 411, 413, 415, 500, 501, 503};
+static const unsigned statuses[] = {0,   200, 201, 204, 304, 400, 401, 403, 404, 405, 408, 409,
+                                    410, 411, 413, 414, 415, 422, 431, 500, 501, 503, 505};
 #define N_STATUS     (sizeof statuses / sizeof statuses[0])
 #define STATUS_OTHER N_STATUS
 
@@ -29,7 +35,7 @@ struct histogram {
     _Atomic uint64_t sum_us;
 };
 
-static _Atomic uint64_t requests[MAX_ROUTES + 2][N_STATUS + 1];
+static _Atomic uint64_t requests[N_SLOTS][N_STATUS + 1];
 static struct histogram request_seconds;
 static struct histogram compare_seconds;
 static _Atomic uint64_t counters[SRV_M_COUNTER_COUNT];
@@ -53,6 +59,17 @@ static const struct {
                          "Diffs read from the cache (requests and the compare worker)."},
     [SRV_M_DIFF_MISSES] = {"gpudiffd_diff_cache_misses_total",
                            "Diffs computed because the cache lacked them."},
+    [SRV_M_CONN_REFUSED_LIMIT] = {"gpudiffd_connections_refused_limit_total",
+                                  "Connections refused because --max-connections were open."},
+    [SRV_M_CONN_REFUSED_PER_IP] = {"gpudiffd_connections_refused_per_ip_total",
+                                   "Connections refused because their address had "
+                                   "--max-connections-per-ip open."},
+    [SRV_M_TIMEOUT_HEAD] = {"gpudiffd_connections_header_timeouts_total",
+                            "Connections closed without a whole request head in "
+                            "--header-timeout."},
+    [SRV_M_TIMEOUT_BODY] = {"gpudiffd_connections_body_timeouts_total",
+                            "Connections cut because their body came slower than "
+                            "--body-min-rate."},
 };
 
 static void
@@ -69,6 +86,7 @@ void
 srv_metrics_request(int route, unsigned status, double seconds)
 {
     int slot = route == SRV_METRICS_STATIC        ? SLOT_STATIC
+               : route == SRV_METRICS_REFUSED     ? SLOT_REFUSED
                : route < 0 || route >= MAX_ROUTES ? SLOT_UNMATCHED
                                                   : route;
     size_t s = STATUS_OTHER;
@@ -121,7 +139,7 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
     int rc = srv_buf_printf(out, "# HELP gpudiffd_http_requests_total HTTP requests answered, "
                                  "by route pattern, method and status (0: no answer sent).\n"
                                  "# TYPE gpudiffd_http_requests_total counter\n");
-    for (int r = 0; rc == 0 && r < MAX_ROUTES + 2; r++) {
+    for (int r = 0; rc == 0 && r < N_SLOTS; r++) {
         const char *route, *method;
         if (r < srv_route_count) {
             route = srv_routes[r].pattern;
@@ -131,6 +149,9 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
             method = "GET";
         } else if (r == SLOT_UNMATCHED) {
             route = "unmatched";
+            method = "any";
+        } else if (r == SLOT_REFUSED) {
+            route = "refused";
             method = "any";
         } else {
             continue;
@@ -167,9 +188,12 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
         return gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
 
     int64_t uploading, complete, blobs, raw, stored;
+    int64_t jobs = 0;
     rc = srv_db_runs_count(db, &uploading, &complete, err);
     if (rc == 0)
         rc = srv_db_blob_totals(db, &blobs, &raw, &stored, err);
+    if (rc == 0)
+        rc = srv_db_jobs_count(db, &jobs, err);
     if (rc != 0)
         return rc;
     rc = srv_buf_printf(out,
@@ -184,8 +208,110 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
                         "stored (shuffled and compressed).\n"
                         "# TYPE gpudiffd_blob_bytes gauge\n"
                         "gpudiffd_blob_bytes{form=\"raw\"} %lld\n"
-                        "gpudiffd_blob_bytes{form=\"stored\"} %lld\n",
+                        "gpudiffd_blob_bytes{form=\"stored\"} %lld\n"
+                        "# HELP gpudiffd_compare_jobs Comparisons with a baseline queued "
+                        "(compare_jobs).\n"
+                        "# TYPE gpudiffd_compare_jobs gauge\n"
+                        "gpudiffd_compare_jobs %lld\n",
                         (long long)uploading, (long long)complete, (long long)blobs, (long long)raw,
-                        (long long)stored);
+                        (long long)stored, (long long)jobs);
     return rc == 0 ? 0 : gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
+}
+
+/* RssAnon and RssFile of this process, in bytes (0 when /proc is not there). */
+static void
+process_rss(int64_t *anon, int64_t *file)
+{
+    *anon = *file = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        long long kb;
+        if (sscanf(line, "RssAnon: %lld", &kb) == 1)
+            *anon = kb * 1024;
+        else if (sscanf(line, "RssFile: %lld", &kb) == 1)
+            *file = kb * 1024;
+    }
+    if (f != NULL)
+        fclose(f);
+}
+
+/*
+ * Where the memory is (docs/SERVER.md, "Memory"): the process's resident set, what the C
+ * allocator holds in use and free (glibc keeps freed memory for reuse until it is trimmed),
+ * and SQLite's own allocations (page caches, statements).
+ */
+static int
+render_memory(struct srv_buf *out)
+{
+    int64_t anon, file;
+    process_rss(&anon, &file);
+    struct mallinfo2 mi = mallinfo2();
+    return srv_buf_printf(
+        out,
+        "# HELP gpudiffd_resident_bytes Resident memory: anonymous (heap, stacks) and "
+        "file-backed (the binary, libraries, the mapped database).\n"
+        "# TYPE gpudiffd_resident_bytes gauge\n"
+        "gpudiffd_resident_bytes{kind=\"anon\"} %lld\n"
+        "gpudiffd_resident_bytes{kind=\"file\"} %lld\n"
+        "# HELP gpudiffd_malloc_bytes The C allocator's memory: in use, and free but kept.\n"
+        "# TYPE gpudiffd_malloc_bytes gauge\n"
+        "gpudiffd_malloc_bytes{state=\"in_use\"} %llu\n"
+        "gpudiffd_malloc_bytes{state=\"free\"} %llu\n"
+        "# HELP gpudiffd_sqlite_memory_bytes Memory SQLite has allocated (its page caches "
+        "and statements), now and at most since the start.\n"
+        "# TYPE gpudiffd_sqlite_memory_bytes gauge\n"
+        "gpudiffd_sqlite_memory_bytes{stat=\"used\"} %lld\n"
+        "gpudiffd_sqlite_memory_bytes{stat=\"highwater\"} %lld\n",
+        (long long)anon, (long long)file, (unsigned long long)(mi.uordblks + mi.hblkhd),
+        (unsigned long long)mi.fordblks, (long long)sqlite3_memory_used(),
+        (long long)sqlite3_memory_highwater(0));
+}
+
+int
+srv_metrics_render_limits(const struct srv_server *srv, struct srv_buf *out)
+{
+    if (render_memory(out) != 0)
+        return GD_ENOMEM;
+    int64_t waiting = 0, served = 0, queued = 0, running = 0, queue_max = 0, threads = 0;
+    int64_t w_queued = 0, w_running = 0, w_queue_max = 0, w_threads = 0;
+    if (srv->gate != NULL)
+        srv_gate_counts(srv->gate, &waiting, &served);
+    if (srv->compare != NULL)
+        srv_compare_load(srv->compare, &queued, &running, &queue_max, &threads);
+    if (srv->writes != NULL)
+        srv_pool_load(srv->writes, &w_queued, &w_running, &w_queue_max, &w_threads);
+    return srv_buf_printf(
+        out,
+        "# HELP gpudiffd_connections Open connections: waiting for their request head at the "
+        "gate, or served.\n"
+        "# TYPE gpudiffd_connections gauge\n"
+        "gpudiffd_connections{state=\"head\"} %lld\n"
+        "gpudiffd_connections{state=\"served\"} %lld\n"
+        "# HELP gpudiffd_connection_limit The connection limits (--max-connections, "
+        "--max-connections-per-ip).\n"
+        "# TYPE gpudiffd_connection_limit gauge\n"
+        "gpudiffd_connection_limit{scope=\"total\"} %lld\n"
+        "gpudiffd_connection_limit{scope=\"per_ip\"} %lld\n"
+        "# HELP gpudiffd_compare_requests Requests on the compare pool: waiting, running.\n"
+        "# TYPE gpudiffd_compare_requests gauge\n"
+        "gpudiffd_compare_requests{state=\"queued\"} %lld\n"
+        "gpudiffd_compare_requests{state=\"running\"} %lld\n"
+        "# HELP gpudiffd_compare_limit The compare pool's limits (--compare-queue, "
+        "--compare-threads).\n"
+        "# TYPE gpudiffd_compare_limit gauge\n"
+        "gpudiffd_compare_limit{scope=\"queue\"} %lld\n"
+        "gpudiffd_compare_limit{scope=\"threads\"} %lld\n"
+        "# HELP gpudiffd_write_requests Requests on the write pool: waiting, running.\n"
+        "# TYPE gpudiffd_write_requests gauge\n"
+        "gpudiffd_write_requests{state=\"queued\"} %lld\n"
+        "gpudiffd_write_requests{state=\"running\"} %lld\n"
+        "# HELP gpudiffd_write_limit The write pool's limits (--write-queue, --write-threads).\n"
+        "# TYPE gpudiffd_write_limit gauge\n"
+        "gpudiffd_write_limit{scope=\"queue\"} %lld\n"
+        "gpudiffd_write_limit{scope=\"threads\"} %lld\n",
+        (long long)waiting, (long long)served, (long long)srv->cfg.max_connections,
+        (long long)srv->cfg.max_connections_per_ip, (long long)queued, (long long)running,
+        (long long)queue_max, (long long)threads, (long long)w_queued, (long long)w_running,
+        (long long)w_queue_max, (long long)w_threads);
 }

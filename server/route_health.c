@@ -1,4 +1,5 @@
 /* route_health.c: GET /healthz (the database answers) and GET /metrics (Prometheus). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gpudiff/run.h"
@@ -17,9 +18,13 @@ srv_health_get(struct srv_req *req)
     srv_req_db_release(req, db);
     if (rc != 0)
         return srv_req_fail_err(req, &err);
+    /* The instance: random per start, in the start-up log too, so a client can tell which
+     * daemon answers (another one may hold the port). */
+    char instance[16];
+    snprintf(instance, sizeof instance, "%08x", req->srv->boot_id);
     return srv_reply_json(req, 200,
-                          json_pack("{s:s,s:s,s:i}", "status", "ok", "version", gd_version(),
-                                    "schema_version", version));
+                          json_pack("{s:s,s:s,s:i,s:s}", "status", "ok", "version", gd_version(),
+                                    "schema_version", version, "instance", instance));
 }
 
 int
@@ -32,6 +37,8 @@ srv_metrics_get(struct srv_req *req)
     struct gd_err err;
     int rc = srv_metrics_render(db, &text, &err);
     srv_req_db_release(req, db);
+    if (rc == 0 && srv_metrics_render_limits(req->srv, &text) != 0)
+        rc = gd_err_set(&err, GD_ENOMEM, "out of memory for /metrics");
     if (rc != 0) {
         srv_buf_fini(&text);
         return srv_req_fail_err(req, &err);

@@ -44,6 +44,9 @@ struct layer_put {
     int store; /* 0: the data is already stored; only verify it */
     int spill_fd;
     struct srv_blob_enc *enc;
+    int finished;         /* the body is checked and compressed: only the commit is left */
+    char sha[65];         /* of the data, once finished */
+    uint64_t stored_size; /* compressed, once finished */
 };
 
 static void
@@ -272,28 +275,41 @@ int
 srv_layer_put_end(struct srv_req *req)
 {
     struct layer_put *u = req->ctx;
-    if (!u->head_done)
-        return srv_req_fail(req, SRV_EBADBODY, "the body is not a .npy (%llu bytes)",
-                            (unsigned long long)req->body_bytes);
-    if (u->data_got != u->spec.raw_size)
-        return srv_req_fail(req, SRV_EBADBODY, "the body holds %llu bytes of data, not %llu",
-                            (unsigned long long)u->data_got, (unsigned long long)u->spec.raw_size);
-    char sha[65];
     struct gd_err err;
-    u->hash_live = 0;
-    int rc = gd_sha256_final(&u->hash, sha, &err);
-    if (rc != 0)
-        return srv_req_fail_err(req, &err);
-    if (strcmp(sha, u->spec.sha256) != 0)
-        return srv_req_fail(req, SRV_EHASH,
-                            "the data's SHA-256 is %s; layers[%d].sha256 of the run says %s", sha,
-                            u->index, u->spec.sha256);
-    uint64_t stored_size = 0;
-    struct srv_blob_spill spill;
-    if (u->store) {
-        rc = srv_blob_enc_finish(u->enc, &stored_size, &err);
+    int rc;
+    if (!u->finished) {
+        if (!u->head_done)
+            return srv_req_fail(req, SRV_EBADBODY, "the body is not a .npy (%llu bytes)",
+                                (unsigned long long)req->body_bytes);
+        if (u->data_got != u->spec.raw_size)
+            return srv_req_fail(req, SRV_EBADBODY, "the body holds %llu bytes of data, not %llu",
+                                (unsigned long long)u->data_got,
+                                (unsigned long long)u->spec.raw_size);
+        u->hash_live = 0;
+        rc = gd_sha256_final(&u->hash, u->sha, &err);
         if (rc != 0)
             return srv_req_fail_err(req, &err);
+        if (strcmp(u->sha, u->spec.sha256) != 0)
+            return srv_req_fail(req, SRV_EHASH,
+                                "the data's SHA-256 is %s; layers[%d].sha256 of the run says %s",
+                                u->sha, u->index, u->spec.sha256);
+        /* The compressor's buffers go before the wait for a write thread. */
+        if (u->store) {
+            rc = srv_blob_enc_finish(u->enc, &u->stored_size, &err);
+            if (rc != 0)
+                return srv_req_fail_err(req, &err);
+            srv_blob_enc_free(u->enc);
+            u->enc = NULL;
+        }
+        u->finished = 1;
+        /* The commit waits for the write lock: on the write pool, not a connection's thread. */
+        if (!req->on_pool)
+            return SRV_EDEFERWRITE;
+    }
+    const char *sha = u->sha;
+    uint64_t stored_size = u->stored_size;
+    struct srv_blob_spill spill;
+    if (u->store) {
         spill.fd = u->spill_fd;
         spill.dtype = gd_dtype_name(u->spec.dtype);
         spill.elem_size = (int)gd_dtype_size(u->spec.dtype);

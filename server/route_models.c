@@ -108,7 +108,8 @@ srv_models_baseline(struct srv_req *req)
 /*
  * The summary of one layer (NULL: the last) of the diff of key, computed if not cached.
  * SRV_EGONE (with req untouched) when it is not cached and cannot be made any more because
- * retention dropped a run's tensors; any other error fails req.
+ * retention dropped a run's tensors; SRV_EDEFER (req untouched) when it is not cached and
+ * the request is not on the compare pool; any other error fails req.
  */
 static int
 diff_summary(struct srv_req *req, const struct srv_diff_key *key, const char *layer,
@@ -125,6 +126,9 @@ diff_summary(struct srv_req *req, const struct srv_diff_key *key, const char *la
             srv_metrics_add(SRV_M_DIFF_HITS, 1);
         if (rc != SRV_ENOTFOUND || attempt > 0)
             return rc == 0 ? 0 : srv_req_fail_err(req, &err);
+        /* Not cached: computing it is for the compare pool, not a connection's thread. */
+        if (!req->on_pool)
+            return SRV_EDEFER;
         rc = srv_compare_ensure(req->srv->compare, key, NULL, &err);
         if (rc == SRV_EGONE)
             return rc;

@@ -40,6 +40,9 @@ check_run_id(struct srv_req *req, const char *id)
 int
 srv_runs_create(struct srv_req *req)
 {
+    /* Parsing and storing: on the write pool, not a connection's thread. */
+    if (!req->on_pool)
+        return SRV_EDEFERWRITE;
     struct srv_run_doc doc;
     struct gd_err err;
     int rc = srv_run_doc_parse(req->body.data ? req->body.data : "", req->body.len,
@@ -263,6 +266,8 @@ srv_runs_finish(struct srv_req *req)
     static const char *const known[] = {NULL};
     if (srv_req_query_check(req, known) != 0 || check_run_id(req, req->params[0]) != 0)
         return req->err.code;
+    if (!req->on_pool)
+        return SRV_EDEFERWRITE;
     struct srv_db *db = srv_req_db(req);
     if (db == NULL)
         return req->err.code;

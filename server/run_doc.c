@@ -12,6 +12,17 @@
 
 #define MAX_TEXT     1024 /* free-text fields: env values, labels, paths */
 #define MAX_MAP_KEYS 256  /* entries of env, knobs, labels */
+/*
+ * Top-level keys run.schema.json does not name are kept (a newer agent may send fields
+ * this daemon does not know yet), but only a few and small ones: they are stored with the
+ * run and served back with it.
+ */
+#define MAX_UNKNOWN_KEYS  16
+#define MAX_UNKNOWN_BYTES (64 * 1024) /* each, as compact JSON */
+
+static const char *const known_keys[] = {
+    "format",  "version", "id",    "created_at", "duration_us", "model", "input",
+    "backend", "env",     "knobs", "labels",     "layers",      NULL};
 
 static int
 bad(struct gd_err *err, const char *path, const char *what)
@@ -312,6 +323,47 @@ check_layer(json_t *rec, int i, uint64_t max_bytes, struct srv_layer_doc *l, str
     return check_stats(rec, path, err);
 }
 
+/* Counts json_dumpb's output without keeping it. */
+static int
+count_bytes(const char *buffer, size_t size, void *data)
+{
+    (void)buffer;
+    size_t *n = data;
+    *n += size;
+    return *n > MAX_UNKNOWN_BYTES ? -1 : 0;
+}
+
+static int
+check_unknown_keys(json_t *root, struct gd_err *err)
+{
+    int n_unknown = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(root, k, v)
+    {
+        const char *const *known = known_keys;
+        while (*known != NULL && strcmp(*known, k) != 0)
+            known++;
+        if (*known != NULL)
+            continue;
+        char p[80];
+        snprintf(p, sizeof p, "%.64s", k);
+        if (++n_unknown > MAX_UNKNOWN_KEYS)
+            return gd_err_set(err, SRV_EBADREQ,
+                              "more than %d top-level keys that run.schema.json does not name "
+                              "(\"%s\" is one)",
+                              MAX_UNKNOWN_KEYS, p);
+        size_t n = 0;
+        if (json_dump_callback(v, count_bytes, &n, JSON_COMPACT | JSON_ENCODE_ANY) != 0 ||
+            n > MAX_UNKNOWN_BYTES)
+            return gd_err_set(err, SRV_EBADREQ,
+                              "%s: a key run.schema.json does not name may hold at most %d "
+                              "bytes of JSON",
+                              p, MAX_UNKNOWN_BYTES);
+    }
+    return 0;
+}
+
 static int
 check_top(json_t *root, struct srv_run_doc *doc, struct gd_err *err)
 {
@@ -346,6 +398,10 @@ check_top(json_t *root, struct srv_run_doc *doc, struct gd_err *err)
         rc = check_knobs(root, err);
     if (rc == 0)
         rc = check_string_map(root, "labels", "", err);
+    if (rc != 0)
+        return rc;
+    if (rc == 0)
+        rc = check_unknown_keys(root, err);
     if (rc != 0)
         return rc;
     json_t *env = json_object_get(root, "env");
@@ -383,7 +439,7 @@ srv_run_doc_parse(const char *text, size_t len, uint64_t max_layer_bytes, struct
     json_error_t jerr;
     int rc = 0;
     char *canon = NULL;
-    json_t *meta = NULL;
+    json_t *meta = NULL, *names = NULL;
     doc.root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (doc.root == NULL) {
         rc = gd_err_set(err, SRV_EBADJSON, "line %d, column %d: %s", jerr.line, jerr.column,
@@ -408,7 +464,8 @@ srv_run_doc_parse(const char *text, size_t len, uint64_t max_layer_bytes, struct
     }
     doc.n_layers = (int)json_array_size(layers);
     doc.layers = calloc(doc.n_layers > 0 ? (size_t)doc.n_layers : 1, sizeof *doc.layers);
-    if (doc.layers == NULL) {
+    names = json_object();
+    if (doc.layers == NULL || names == NULL) {
         rc = gd_err_set(err, GD_ENOMEM, "out of memory for %d layers", doc.n_layers);
         goto done;
     }
@@ -418,6 +475,19 @@ srv_run_doc_parse(const char *text, size_t len, uint64_t max_layer_bytes, struct
         rc = check_layer(rec, i, max_layer_bytes, l, err);
         if (rc != 0)
             goto done;
+        /* A name is a layer's identity: a diff pairs the layers of two runs by it. */
+        json_t *first = json_object_get(names, l->name);
+        if (first != NULL) {
+            rc = gd_err_set(err, SRV_EBADREQ,
+                            "layers[%d].name: \"%.200s\" is the name of layers[%d] already "
+                            "(names are unique within a run)",
+                            i, l->name, (int)json_integer_value(first));
+            goto done;
+        }
+        if (json_object_set_new(names, l->name, json_integer(i)) != 0) {
+            rc = gd_err_set(err, GD_ENOMEM, "out of memory");
+            goto done;
+        }
         l->record = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
         l->shape_json = json_dumps(json_object_get(rec, "shape"), JSON_COMPACT);
         if (l->record == NULL || l->shape_json == NULL) {
@@ -447,6 +517,7 @@ srv_run_doc_parse(const char *text, size_t len, uint64_t max_layer_bytes, struct
 done:
     free(canon);
     json_decref(meta);
+    json_decref(names);
     if (rc != 0) {
         srv_run_doc_fini(&doc);
         return rc;

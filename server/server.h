@@ -7,6 +7,7 @@
 #define GPUDIFF_SERVER_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -15,6 +16,7 @@
 
 #include "gpudiff/error.h"
 #include "gpudiff/log.h"
+#include "head.h"
 
 struct srv_db;
 struct srv_store;
@@ -44,7 +46,17 @@ struct srv_compare;
     XX(ETOOBIG, -113, 413, "body_too_large")                                                       \
     XX(EMEDIA, -114, 415, "unsupported_media_type")                                                \
     XX(EBUSY, -115, 503, "busy")                                                                   \
-    XX(EINTERNAL, -116, 500, "internal")
+    XX(EINTERNAL, -116, 500, "internal")                                                           \
+    XX(EURI, -117, 414, "uri_too_long")                                                            \
+    XX(EHEADERS, -118, 431, "headers_too_large")                                                   \
+    XX(EVERSION, -119, 505, "http_version_not_supported")                                          \
+    XX(ETIMEOUT, -120, 408, "request_timeout")                                                     \
+    XX(ECONNLIMIT, -121, 503, "too_many_connections")                                              \
+    XX(EDIFFBIG, -122, 422, "diff_too_large")                                                      \
+    XX(EDIFFTIME, -123, 503, "diff_timeout")                                                       \
+    XX(EQUEUE, -124, 503, "queue_full")                                                            \
+    XX(EDEFER, -125, 500, "internal")      /* a handler asks to run again on the compare pool */   \
+    XX(EDEFERWRITE, -126, 500, "internal") /* ... on the write pool */
 
 enum srv_errno {
 #define SRV__ERR_ENUM(name, value, status, code) SRV_##name = (value),
@@ -85,7 +97,7 @@ enum srv_setting_type {
 };
 
 #define SRV_PATH_MAX     1024
-#define SRV_SETTINGS_MAX 32
+#define SRV_SETTINGS_MAX 48
 
 struct srv_config {
     char listen[256];
@@ -96,12 +108,27 @@ struct srv_config {
     int64_t max_json;
     int64_t threads;
     int64_t max_connections;
+    int64_t max_connections_per_ip;
     int64_t timeout;
+    int64_t header_timeout;
+    int64_t body_timeout;
+    int64_t body_min_rate;
+    int64_t max_header;
+    int64_t compare_threads;
+    int64_t compare_queue;
+    int64_t diff_timeout_ms;
+    int64_t diff_max_memory;
+    int64_t write_threads;
+    int64_t write_queue;
     int64_t require_auth_read;
+    int64_t allow_root;
     int64_t retention_days;
     int64_t compress_level;
     int64_t busy_timeout_ms;
-    int64_t db_sync;                      /* 0 normal, 1 full */
+    int64_t db_sync; /* 0 normal, 1 full */
+    int64_t db_cache;
+    int64_t db_mmap;
+    int64_t malloc_arenas;
     int64_t log_level;                    /* enum gd_log_level */
     unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
 };
@@ -194,6 +221,13 @@ void srv_time_format(int64_t t, char out[32]);
 /* A decimal integer of digits only (no sign, no spaces) within min..max; -1 otherwise. */
 int srv_parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
 
+/*
+ * A number in JSON's grammar without a sign (decimal digits, an optional fraction and
+ * exponent: no spaces, no '+', no hex, no inf or nan) that is finite as a double; -1
+ * otherwise. What the OpenAPI file calls a number in a query string.
+ */
+int srv_parse_decimal(const char *text, double *out);
+
 /* 1 when s is a lowercase UUID v4 as run.json's id pattern has it. */
 int srv_is_uuid(const char *s);
 
@@ -217,7 +251,7 @@ int srv_is_name(const char *s, size_t max, const char *extra);
  */
 int srv_is_text(const char *s, size_t max);
 
-#define SRV_MODEL_NAME_MAX 128
+#define SRV_MODEL_NAME_MAX  128
 #define SRV_MODEL_NAME_RULE "1 to 128 bytes of UTF-8 text without control characters"
 
 /* A growable byte buffer. */
@@ -232,10 +266,15 @@ void srv_buf_fini(struct srv_buf *b);
 
 /* ---- the server ---- */
 
+struct srv_gate;
+struct srv_pool;
+
 struct srv_server {
     struct srv_config cfg;
     struct srv_store *store;
     struct srv_compare *compare; /* the comparison service (compare.h) */
+    struct srv_gate *gate;       /* the front door: accepts, reads heads (gate.h) */
+    struct srv_pool *writes;     /* runs the handlers that write (pool.h) */
     struct MHD_Daemon *mhd;
     char web_root[PATH_MAX];  /* realpath of cfg.web_root; "" serves no files */
     char spill_dir[PATH_MAX]; /* where uploads are compressed before their commit */
@@ -243,9 +282,16 @@ struct srv_server {
     uint32_t boot_id;         /* random, starts every request id */
 };
 
-/* Starts libmicrohttpd on cfg.listen. */
+/* Starts libmicrohttpd behind the gate, which listens on cfg.listen. */
 int srv_http_start(struct srv_server *srv, struct gd_err *err);
 void srv_http_stop(struct srv_server *srv);
+
+/*
+ * A request id: client_id when it is 1 to 40 characters of A-Z a-z 0-9 . _ - (so logs can
+ * be joined), else "<boot id>-<counter>".
+ */
+void srv_request_id_new(const struct srv_server *srv, const char *client_id, char *out,
+                        size_t size);
 
 /* ---- requests and routes ---- */
 
@@ -255,6 +301,7 @@ void srv_http_stop(struct srv_server *srv);
 enum srv_body { SRV_BODY_NONE, SRV_BODY_JSON, SRV_BODY_STREAM };
 
 struct srv_route;
+struct srv_conn;
 
 /*
  * One request: made in the first libmicrohttpd callback, freed in the completion callback.
@@ -263,9 +310,11 @@ struct srv_route;
 struct srv_req {
     struct srv_server *srv;
     struct MHD_Connection *conn;
+    struct srv_conn *gate_conn; /* the gate's record of the connection */
+    struct srv_head head;       /* the request head as the gate parsed it (owned) */
     char id[48];
     char method[16];
-    char *path;                    /* owned */
+    const char *path;              /* percent-decoded, in head */
     const struct srv_route *route; /* NULL: static files, or nothing matched */
     int metrics_route;             /* index for srv_metrics_request() */
     int n_params;
@@ -283,6 +332,9 @@ struct srv_req {
     struct MHD_Response *resp; /* the answer, once made */
     unsigned status;
     double t_start;
+    int on_pool;               /* the handler runs on the compare pool: it may compute */
+    int deferred;              /* the connection is suspended while the pool works */
+    _Atomic int deferred_done; /* the pool made the answer */
 };
 
 /*
@@ -319,8 +371,11 @@ int srv_req_fail(struct srv_req *req, int code, const char *fmt, ...)
 /* Copies an error from a struct gd_err into req (the first one wins). */
 int srv_req_fail_err(struct srv_req *req, const struct gd_err *err);
 
-/* A query-string value, or NULL. */
+/* A query-string value (percent-decoded), or NULL. */
 const char *srv_req_query(struct srv_req *req, const char *key);
+
+/* A request header's value, or NULL. */
+const char *srv_req_header(struct srv_req *req, const char *name);
 
 /* Fails with SRV_EBADREQ when the query has a key outside the NULL-terminated list. */
 int srv_req_query_check(struct srv_req *req, const char *const *known);
@@ -376,14 +431,19 @@ enum srv_counter {
     SRV_M_LAYERS_STORED,
     SRV_M_RUNS_CREATED,
     SRV_M_RUNS_FINISHED,
-    SRV_M_DIFF_HITS,   /* diffs served from the cache */
-    SRV_M_DIFF_MISSES, /* diffs computed because the cache lacked them */
+    SRV_M_DIFF_HITS,           /* diffs served from the cache */
+    SRV_M_DIFF_MISSES,         /* diffs computed because the cache lacked them */
+    SRV_M_CONN_REFUSED_LIMIT,  /* connections refused: --max-connections were open */
+    SRV_M_CONN_REFUSED_PER_IP, /* connections refused: their address had its share open */
+    SRV_M_TIMEOUT_HEAD,        /* connections closed: no whole head in --header-timeout */
+    SRV_M_TIMEOUT_BODY,        /* connections cut: a body slower than --body-min-rate */
     SRV_M_COUNTER_COUNT
 };
 
 /* metrics_route for requests that matched no route, and for static files. */
 #define SRV_METRICS_UNMATCHED (-1)
 #define SRV_METRICS_STATIC    (-2)
+#define SRV_METRICS_REFUSED   (-3) /* answered by the gate: the head broke a rule */
 
 void srv_metrics_request(int route, unsigned status, double seconds);
 void srv_metrics_add(enum srv_counter c, uint64_t n);
@@ -393,6 +453,9 @@ void srv_metrics_observe_compare(double seconds);
 
 /* The Prometheus text exposition; the gauges are read from db. */
 int srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err);
+
+/* The limits of srv's settings and how full they are (connections, compare pool). */
+int srv_metrics_render_limits(const struct srv_server *srv, struct srv_buf *out);
 
 /* ---- tokens (auth.c) ---- */
 

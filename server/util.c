@@ -1,5 +1,6 @@
 /* util.c: clocks, RFC 3339 times, the checks on ids, hashes and names, a growable buffer. */
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,6 +252,46 @@ srv_parse_int(const char *text, int64_t min, int64_t max, int64_t *out)
         v = v * 10 + (*p - '0');
     }
     if (v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int
+srv_parse_decimal(const char *text, double *out)
+{
+    /* JSON's number grammar without the sign: (0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+    const char *p = text;
+    if (p == NULL || strlen(p) > 64)
+        return -1;
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        while (*p >= '0' && *p <= '9')
+            p++;
+    else
+        return -1;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p != '\0')
+        return -1;
+    /* The C locale's strtod reads exactly this grammar the same way. */
+    double v = strtod(text, NULL);
+    if (!isfinite(v))
         return -1;
     *out = v;
     return 0;

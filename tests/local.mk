@@ -117,7 +117,7 @@ tests_engine_check_op_resize_LDADD = $(TEST_LIBS)
 # ---- server: linked against libsrv.la, gpudiffd less its main.c ----
 SERVER_CHECKS = tests/server/check_blob tests/server/check_config tests/server/check_auth \
 	tests/server/check_db tests/server/check_device tests/server/check_db_diffs \
-	tests/server/check_compare
+	tests/server/check_compare tests/server/check_head tests/server/check_run_doc
 check_PROGRAMS += $(SERVER_CHECKS)
 TESTS += $(SERVER_CHECKS)
 SERVER_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS) \
@@ -145,6 +145,12 @@ tests_server_check_db_diffs_LDADD = $(SERVER_TEST_LIBS)
 tests_server_check_compare_SOURCES = tests/server/check_compare.c $(DB_FIXTURE)
 tests_server_check_compare_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_compare_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_head_SOURCES = tests/server/check_head.c
+tests_server_check_head_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_head_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_run_doc_SOURCES = tests/server/check_run_doc.c
+tests_server_check_run_doc_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_run_doc_LDADD = $(SERVER_TEST_LIBS)
 
 # ---- agent: upload.c is compiled into its test (the agent has no library of its own) ----
 check_PROGRAMS += tests/agent/check_upload
@@ -171,8 +177,23 @@ TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 	$(INTEGRATION_TESTS)
 
-# libFuzzer targets, built by hand with clang (see the top of each file).
-EXTRA_DIST += tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_npz.c tests/fuzz/npy.dict tests/fuzz/npz.dict
+# libFuzzer targets: every tests/fuzz/fuzz_*.c, linked against libsrv and the engine of a
+# build configured with CC=clang and -fsanitize=fuzzer-no-link (tests/fuzz/run.sh makes that
+# build, runs `make fuzz-targets` in it, then each target over tests/fuzz/corpus/NAME/).
+EXTRA_DIST += tests/fuzz tests/fuzz/run.sh
+FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/server $(SERVER_DEPS_CFLAGS)
+fuzz-targets: libsrv.la $(GD_ENGINE_LIBS)
+	@$(MKDIR_P) tests/fuzz
+	@for f in $(top_srcdir)/tests/fuzz/fuzz_*.c; do \
+	    name=`basename $$f .c`; \
+	    echo "  FUZZ     tests/fuzz/$$name"; \
+	    $(CC) $(DEFS) $(FUZZ_CPPFLAGS) $(CPPFLAGS) $(AM_CFLAGS) $(CFLAGS) -c $$f \
+	        -o tests/fuzz/$$name.o || exit 1; \
+	    $(LIBTOOL) --silent --tag=CC --mode=link $(CC) $(AM_CFLAGS) $(CFLAGS) \
+	        -fsanitize=fuzzer $(AM_LDFLAGS) $(LDFLAGS) -o tests/fuzz/$$name \
+	        tests/fuzz/$$name.o libsrv.la $(GD_ENGINE_LIBS) $(LIBS) || exit 1; \
+	done
+.PHONY: fuzz-targets
 
 # ---- benchmarks: programs, not tests (`make bench` builds them) ----
 EXTRA_DIST += tests/bench/bench_util.h
@@ -205,6 +226,11 @@ tests_bench_bench_ingest_LDADD = libsrv.la $(GD_ENGINE_LIBS) $(CURL_LIBS)
 tests_bench_bench_diff_latency_SOURCES = tests/bench/bench_diff_latency.c $(BENCH_SERVER_SOURCES)
 tests_bench_bench_diff_latency_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
 tests_bench_bench_diff_latency_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS)
+# gpudiffd under 64 uploading clients: healthz, cached and uncached diff latency, RSS (srv).
+EXTRA_PROGRAMS += tests/bench/bench_load
+tests_bench_bench_load_SOURCES = tests/bench/bench_load.c $(BENCH_SERVER_SOURCES)
+tests_bench_bench_load_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
+tests_bench_bench_load_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lpthread
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench
 
@@ -225,6 +251,13 @@ tests_server_check_db_runs_list_LDADD = $(SERVER_TEST_LIBS)
 tests_server_check_db_matrix_SOURCES = tests/server/check_db_matrix.c $(DB_FIXTURE)
 tests_server_check_db_matrix_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_db_matrix_LDADD = $(SERVER_TEST_LIBS)
+# gpudiffd under hostile clients (srv): request kinds one by one, and the demo's port check.
+SERVER_HOSTILE = tests/integration/server_hostile.sh tests/integration/server_hostile_conn.sh \
+	tests/integration/server_hostile_work.sh tests/integration/demo_port.sh
+TESTS += $(SERVER_HOSTILE)
+EXTRA_DIST += $(SERVER_HOSTILE) tests/integration/hostile.py \
+	tests/integration/hostile_requests.py tests/integration/hostile_conns.py \
+	tests/integration/hostile_work.py
 
 # ---- the dashboard in headless Chromium (tests/web/README.md) ----
 WEB_TESTS = tests/web/dashboard.sh
@@ -235,6 +268,8 @@ EXTRA_DIST += $(WEB_TESTS) tests/web/dashboard.test.mjs tests/web/package.json \
 TESTS += tests/web/vendor.sh tests/integration/server_web_api.sh
 EXTRA_DIST += tests/web/harness.mjs tests/web/scale_steps.mjs tests/web/make_fleet.py \
 	tests/web/vendor.sh tests/integration/server_web_api.sh tests/bench/web_views.mjs
+# web2: the steps of the diagnosis's fields (truth, partial data, replay) and of sweeps
+EXTRA_DIST += tests/web/truth_steps.mjs
 
 # ---- cuda: TF32 errors in the range of a 10-bit mantissa (skipped without a GPU) ----
 if HAVE_CHECK
@@ -401,3 +436,17 @@ EXTRA_PROGRAMS += tests/bench/bench_half
 tests_bench_bench_half_SOURCES = tests/bench/bench_half.c
 tests_bench_bench_half_LDADD = $(GD_ENGINE_LIBS)
 bench: tests/bench/bench_half$(EXEEXT)
+# ---- cudnn (issue 17): the graph API's fixed choices, and the GPU script ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_conv_config
+TESTS += tests/engine/check_conv_config
+tests_engine_check_conv_config_SOURCES = tests/engine/check_conv_config.c
+tests_engine_check_conv_config_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_conv_config_LDADD = $(TEST_LIBS)
+endif
+EXTRA_DIST += tests/bench/gpu_cudnn.sh tests/bench/gpu_cudnn.py tests/bench/bench_model.h
+if HAVE_CUDA
+EXTRA_PROGRAMS += tests/bench/bench_gpu_matrix
+tests_bench_bench_gpu_matrix_SOURCES = tests/bench/bench_gpu_matrix.c
+tests_bench_bench_gpu_matrix_LDADD = $(GD_ENGINE_LIBS)
+endif

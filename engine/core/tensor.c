@@ -72,23 +72,23 @@ gd_shape_check(int ndim, const int64_t *shape, size_t elem_size, struct gd_err *
     if (ndim < 0 || ndim > GD_MAX_DIMS)
         return gd_err_set(err, GD_ESHAPE, "%d dimensions (at most %d are supported)", ndim,
                           GD_MAX_DIMS);
-    /* Bound the byte count so later size arithmetic cannot overflow. */
+    /*
+     * Bound the byte count so later size arithmetic cannot overflow. A zero dimension makes
+     * the tensor empty but not the others small: their product is bounded too, wherever the
+     * zero stands, as numpy does ([0, 2^63-1, 2^63-1] is refused, not an empty tensor).
+     */
     const uint64_t limit = (uint64_t)SIZE_MAX / 2;
     uint64_t bytes = elem_size ? elem_size : 1;
-    int zero = 0;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return gd_err_set(err, GD_ESHAPE, "dimension %d is negative (%lld)", i,
                               (long long)shape[i]);
-        if (shape[i] == 0) {
-            zero = 1;
+        if (shape[i] == 0)
             continue;
-        }
-        if (!zero && (uint64_t)shape[i] > limit / bytes)
+        if ((uint64_t)shape[i] > limit / bytes)
             return gd_err_set(err, GD_ERANGE, "shape too large (over %llu bytes)",
                               (unsigned long long)limit);
-        if (!zero)
-            bytes *= (uint64_t)shape[i];
+        bytes *= (uint64_t)shape[i];
     }
     return 0;
 }

@@ -206,7 +206,7 @@ done:
  */
 static int
 prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
-        const int64_t key[16], struct gd_err *err)
+        const int64_t key[19], struct gd_err *err)
 {
     if (!nd->ready || memcmp(key, nd->key, sizeof nd->key) != 0) {
         nd->ready = 0;
@@ -249,7 +249,7 @@ gd__cuda_gemm(struct gd_op_call *c, struct gd_err *err)
     int64_t m = c->out[0]->shape[0], n = c->out[0]->shape[1];
     int64_t k = p->trans_a ? a->shape[0] : a->shape[1];
     enum gd_dtype dt = c->out[0]->dtype;
-    int64_t key[16] = {m, n, k, p->trans_a, p->trans_b, 1, 0, 0, dt};
+    int64_t key[19] = {m, n, k, p->trans_a, p->trans_b, 1, 0, 0, dt}; /* nd->key's length */
     rc = one_dtype(c, err);
     if (rc == 0)
         rc = prepare(c, ctx, nd, key, err);
@@ -356,23 +356,28 @@ gd__cuda_matmul(struct gd_op_call *c, struct gd_err *err)
     int64_t sa = mm_run_stride(&mb, mb.sa) * m * k, sb = mm_run_stride(&mb, mb.sb) * k * n;
     enum gd_dtype dt = y->dtype;
     size_t es = gd_dtype_size(dt);
-    /* A's matrices one after another and B shared by the run (x @ W of a linear layer): one
-     * product of inner * m rows, as PyTorch folds the batch of a 2-D weight into the rows;
-     * each output element is the same sum, and no stride-0 batch is asked of cuBLASLt */
-    int64_t rows = m, inner = mb.inner, kind_sa = sa, kind_sb = sb;
-    if (inner > 1 && sb == 0 && sa == m * k) {
-        rows = m * inner;
-        inner = 1;
-        kind_sa = 0;
+    /* B shared by every batch and A not broadcast along any: A's batches and rows are one
+     * (batches x M) x K matrix and Y's one (batches x M) x N, so the product is one GEMM of
+     * that many rows, as torch.matmul folds them (a linear layer of a transformer), rather
+     * than a batch of small ones: each output element is the same sum, and no stride-0
+     * batch is asked of cuBLASLt (the H200 has no half algorithm for one). */
+    int fold = mb.nb > 0;
+    for (int i = 0; i < mb.nb; i++)
+        fold &= mb.sb[i] == 0 && (mb.sa[i] != 0 || mb.shape[i] == 1);
+    if (fold) {
+        m *= mb.inner * mb.outer;
+        mb.inner = mb.outer = 1;
+        mb.split = 0;
+        sa = sb = 0;
     }
-    int64_t key[16] = {rows, n, k, 0, 0, inner, kind_sa, kind_sb, dt};
+    int64_t key[19] = {m, n, k, 0, 0, mb.inner, sa, sb, dt}; /* nd->key's length */
     int64_t loop = 1; /* products per strided run when cuBLASLt has no batched algorithm */
     rc = one_dtype(c, err);
     if (rc == 0)
         rc = prepare(c, ctx, nd, key, err);
-    if (rc == GD_ENOTSUP && inner > 1) {
+    if (rc == GD_ENOTSUP && mb.inner > 1) {
         /* no batched algorithm for this form: each matrix of the run on its own */
-        loop = inner;
+        loop = mb.inner;
         key[5] = 1;
         key[6] = key[7] = 0;
         rc = prepare(c, ctx, nd, key, err);

@@ -68,7 +68,7 @@ direct(const char *bundle_dir, const char *db_path, int level, uint64_t *raw_tot
 {
     struct gd_bundle *b = NULL;
     struct srv_db *db = NULL;
-    struct srv_db_opts opts = {5000, 0};
+    struct srv_db_opts opts = {.busy_timeout_ms = 5000};
     struct membuf out = {0};
     int rc = gd_bundle_open(bundle_dir, &b, err);
     if (rc == 0)

@@ -42,6 +42,11 @@ bench_daemon_start(const char *gpudiffd, const char *dir, const char *name,
     d->token[strcspn(d->token, "\n")] = '\0';
     const char *argv[32] = {gpudiffd, "--db", d->db, "--listen", "127.0.0.1:0"};
     int argc = 5;
+    /* Benchmarks run as root on the test machines; an older gpudiffd has no such flag. */
+    char help[1024];
+    snprintf(help, sizeof help, "%s --help | grep -q -- --allow-root", gpudiffd);
+    if (geteuid() == 0 && system(help) == 0)
+        argv[argc++] = "--allow-root";
     for (int i = 0; extra != NULL && extra[i] != NULL && argc < 30; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;

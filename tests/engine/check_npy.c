@@ -401,20 +401,33 @@ START_TEST(test_header_limits)
     unsigned char buf[256];
     size_t len = 0;
     struct gd_err err = {0};
-    /* The longest valid shape: 8 dimensions, all but a zero one at the int64 maximum. */
+    /*
+     * A zero dimension does not excuse the others: 8 dimensions, all but a zero one at the
+     * int64 maximum, are refused (numpy refuses them too), wherever the zero stands.
+     */
     int64_t longest[GD_MAX_DIMS];
     for (int i = 0; i < GD_MAX_DIMS; i++)
         longest[i] = INT64_MAX;
     longest[0] = 0;
     int rc = gd_npy_header_write(GD_F64, GD_MAX_DIMS, longest, buf, sizeof buf, &len, &err);
+    ck_assert_msg(rc == GD_ERANGE, "[0, 2^63-1, ...] was accepted: %d", rc);
+    longest[0] = INT64_MAX;
+    longest[GD_MAX_DIMS - 1] = 0;
+    rc = gd_npy_header_write(GD_F64, GD_MAX_DIMS, longest, buf, sizeof buf, &len, &err);
+    ck_assert_msg(rc == GD_ERANGE, "[2^63-1, ..., 0] was accepted: %d", rc);
+    /* The longest valid shape: one dimension as large as it may be, seven zeros. */
+    for (int i = 0; i < GD_MAX_DIMS; i++)
+        longest[i] = 0;
+    longest[0] = (int64_t)(SIZE_MAX / 2 / 8);
+    rc = gd_npy_header_write(GD_F64, GD_MAX_DIMS, longest, buf, sizeof buf, &len, &err);
     CHECK_OK(rc, err, "longest header");
     ck_assert_msg(len <= 256 && len % 64 == 0, "longest header is %zu bytes", len);
     struct gd_npy_header hdr;
     rc = gd_npy_header_parse(buf, len, "longest", &hdr, &err);
     CHECK_OK(rc, err, "longest header parsed back");
     ck_assert_int_eq(hdr.ndim, GD_MAX_DIMS);
-    ck_assert_msg(hdr.shape[7] == INT64_MAX && hdr.data_len == 0, "shape[7] %lld, data %zu",
-                  (long long)hdr.shape[7], hdr.data_len);
+    ck_assert_msg(hdr.shape[0] == (int64_t)(SIZE_MAX / 2 / 8) && hdr.data_len == 0,
+                  "shape[0] %lld, data %zu", (long long)hdr.shape[0], hdr.data_len);
 
     rc = gd_npy_header_write(GD_F32, 2, shape_2x3, buf, 100, &len, &err);
     ck_assert_msg(rc == GD_ERANGE, "small buffer: rc %d (%s)", rc, err.msg);

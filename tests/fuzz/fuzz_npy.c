@@ -1,15 +1,9 @@
 /*
  * fuzz_npy.c: libFuzzer entry point over gd_npy_parse() and gd_npy_header_parse().
  *
- * Not part of the automake build. From the top of the source tree, with clang 14 or later:
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *       -Iengine/include engine/core/error.c engine/core/tensor.c engine/io/file.c \
- *       engine/io/npy.c engine/io/npy_write.c engine/io/npz.c engine/io/safetensors.c \
- *       engine/io/array.c tests/fuzz/fuzz_npy.c \
- *       $(pkg-config --cflags --libs jansson zlib) -lm -o fuzz_npy
- *   mkdir -p corpus_npy && ./fuzz_npy -max_total_time=60 -dict=tests/fuzz/npy.dict \
- *       corpus_npy tests/fixtures/io
+ * tests/fuzz/run.sh builds it (with clang, ASan, UBSan and libFuzzer, against the
+ * engine of a build of its own) and runs it from tests/fuzz/corpus/npy/ with
+ * tests/fuzz/npy.dict.
  *
  * Besides the sanitizers' findings it aborts when a parsed image breaks what the API
  * promises: a tensor whose size disagrees with its header, or a shape that the writer

@@ -2,15 +2,9 @@
  * fuzz_npz.c: libFuzzer entry point over the .npz reader: the input becomes a file, which
  * is opened with gd_npz_open() and every member loaded.
  *
- * Not part of the automake build. From the top of the source tree, with clang 14 or later:
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *       -Iengine/include engine/core/error.c engine/core/tensor.c engine/io/file.c \
- *       engine/io/npy.c engine/io/npy_write.c engine/io/npz.c engine/io/safetensors.c \
- *       engine/io/array.c tests/fuzz/fuzz_npz.c \
- *       $(pkg-config --cflags --libs jansson zlib) -lm -o fuzz_npz
- *   mkdir -p corpus_npz && ./fuzz_npz -max_total_time=60 -max_len=65536 \
- *       -dict=tests/fuzz/npz.dict corpus_npz tests/fixtures/io
+ * tests/fuzz/run.sh builds it (with clang, ASan, UBSan and libFuzzer, against the
+ * engine of a build of its own) and runs it from tests/fuzz/corpus/npz/ with
+ * tests/fuzz/npz.dict.
  *
  * The file is a memfd reached through /proc/self/fd, so no disk is touched. The same run
  * feeds gd_array_load(), which also covers the safetensors reader when the bytes look

@@ -2,7 +2,8 @@
 # env.sh: a daemon on 127.0.0.1 on a free port with a fresh SQLite file in $TMP (stopped on
 # exit, its log shown when the script fails), tokens, curl helpers, the seed case bundle.
 
-GPUDIFFD="$GD_BUILDDIR/gpudiffd"
+# GPUDIFFD may name another binary (an older build, to show what a test caught).
+GPUDIFFD=${GPUDIFFD:-"$GD_BUILDDIR/gpudiffd"}
 DB="$TMP/gpudiff.db"
 SERVER_PID=""
 SERVER_LOG=""
@@ -13,17 +14,39 @@ command -v curl >/dev/null || skip "curl is not installed (deploy/setup.sh insta
 command -v sqlite3 >/dev/null || skip "the sqlite3 shell is not installed (deploy/setup.sh)"
 command -v jq >/dev/null || skip "jq is not installed (deploy/setup.sh installs it)"
 
+# server_sanitized: 1 when no daemon log of this script holds a sanitizer's report. In the
+# ASan+UBSan build (make check of --enable-asan --enable-ubsan) every daemon a script starts
+# is sanitized: a finding aborts it or, for a leak, makes it exit non-zero at SIGTERM, and
+# its report lands in its log; this makes any of them fail the script, whatever came after.
+server_sanitized() {
+    bad=0
+    for log in "$TMP"/gpudiffd.*.log; do
+        [ -f "$log" ] || continue
+        if grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$log"; then
+            echo "FAIL: a sanitizer report in $log:" >&2
+            grep -E -A12 "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$log" |
+                head -n 40 >&2
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+
 server_cleanup() {
     status=$?
     if [ -n "$SERVER_PID" ]; then
         kill -TERM "$SERVER_PID" 2>/dev/null || true
         wait "$SERVER_PID" 2>/dev/null || true
     fi
+    if [ "$status" != 77 ] && ! server_sanitized; then
+        status=1
+    fi
     if [ "$status" != 0 ] && [ "$status" != 77 ] && [ -n "$SERVER_LOG" ]; then
         echo "---- last lines of $SERVER_LOG ----" >&2
         tail -n 40 "$SERVER_LOG" >&2 || true
     fi
     rm -rf "$TMP"
+    exit "$status"
 }
 trap server_cleanup EXIT
 
@@ -31,7 +54,14 @@ trap server_cleanup EXIT
 server_start() {
     server_starts=$((server_starts + 1))
     SERVER_LOG="$TMP/gpudiffd.$server_starts.log"
-    "$GPUDIFFD" --db "$DB" --listen 127.0.0.1:0 --log-level debug "$@" 2>"$SERVER_LOG" &
+    # CI runs as root, which gpudiffd refuses without --allow-root (a $GPUDIFFD older than
+    # the flag serves as root without it).
+    root_flag=""
+    if [ "$(id -u)" = 0 ] && "$GPUDIFFD" --help | grep -q -- --allow-root; then
+        root_flag=--allow-root
+    fi
+    "$GPUDIFFD" --db "$DB" --listen 127.0.0.1:0 --log-level debug $root_flag "$@" \
+        2>"$SERVER_LOG" &
     SERVER_PID=$!
     port=""
     tries=0

@@ -99,7 +99,7 @@ START_TEST(tokens_in_db)
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    struct srv_db_opts opts = {1000, 0};
+    struct srv_db_opts opts = {.busy_timeout_ms = 1000};
     struct srv_db *db = NULL;
     struct gd_err err;
     ck_assert_int_eq(srv_db_open(path, &opts, &db, &err), 0);

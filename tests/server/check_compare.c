@@ -4,7 +4,8 @@
  * verdicts of an identical and a different layer, the first divergent one); the second
  * request is a cache hit with the same text; unknown, unfinished and trimmed runs give 404,
  * 409 and 410 and cache nothing; eight threads asking for one new diff compute it once; the
- * worker compares a finished run with the baseline without being asked, and stops cleanly.
+ * worker compares a finished run with the baseline without being asked, takes the jobs a
+ * stopped service left in compare_jobs, and stops cleanly.
  */
 #include <check.h>
 #include <math.h>
@@ -21,6 +22,12 @@
 #include "db.h"
 #include "db_fixture.h"
 #include "run_doc.h"
+
+/*
+ * The worker runs on its own thread: waits for it poll every 10 ms and give up only after
+ * 120 s, to end a hung test. A sanitized build on a busy 2-core machine takes seconds.
+ */
+#define WAIT_TICKS 12000
 
 static char db_path[64];
 static struct srv_store *store;
@@ -103,7 +110,7 @@ static void
 setup(void)
 {
     dbf_temp(db_path, sizeof db_path, "check_compare");
-    struct srv_db_opts opts = {5000, 0};
+    struct srv_db_opts opts = {.busy_timeout_ms = 5000};
     struct gd_err err;
     ck_assert_msg(srv_store_open(db_path, &opts, &store, &err) == 0, "%s", err.msg);
     struct srv_db *db = NULL;
@@ -124,15 +131,13 @@ teardown(void)
 }
 
 static int64_t
-diffs_cached(void)
+count_rows(const char *sql)
 {
     struct srv_db *db = NULL;
     struct gd_err err;
     ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
     sqlite3_stmt *st = NULL;
-    ck_assert_int_eq(
-        sqlite3_prepare_v2(srv_db_conn(db), "SELECT count(*) FROM diffs", -1, &st, NULL),
-        SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(srv_db_conn(db), sql, -1, &st, NULL), SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
     int64_t n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -140,11 +145,23 @@ diffs_cached(void)
     return n;
 }
 
+static int64_t
+diffs_cached(void)
+{
+    return count_rows("SELECT count(*) FROM diffs");
+}
+
+static int64_t
+jobs_queued(void)
+{
+    return count_rows("SELECT count(*) FROM compare_jobs");
+}
+
 START_TEST(a_diff_and_its_cache)
 {
     struct srv_compare *c = NULL;
     struct gd_err err;
-    ck_assert_int_eq(srv_compare_start(store, &c, &err), 0);
+    ck_assert_int_eq(srv_compare_start(store, NULL, &c, &err), 0);
     struct srv_diff_key key;
     srv_diff_key_default(&key, RUN_A, RUN_B);
     char *text = NULL, *again = NULL;
@@ -200,7 +217,7 @@ START_TEST(runs_that_cannot_be_compared)
 {
     struct srv_compare *c = NULL;
     struct gd_err err;
-    ck_assert_int_eq(srv_compare_start(store, &c, &err), 0);
+    ck_assert_int_eq(srv_compare_start(store, NULL, &c, &err), 0);
     static const float out_c[4] = {0, 0, 0, 0};
     add_run(RUN_C, "2026-01-03T00:00:00Z", out_c, 0);
     struct srv_diff_key key;
@@ -252,7 +269,7 @@ START_TEST(one_computation_for_many_askers)
 {
     struct srv_compare *c = NULL;
     struct gd_err err;
-    ck_assert_int_eq(srv_compare_start(store, &c, &err), 0);
+    ck_assert_int_eq(srv_compare_start(store, NULL, &c, &err), 0);
     struct srv_buf before = {0}, after = {0};
     struct srv_db *db = NULL;
     ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
@@ -309,7 +326,7 @@ START_TEST(worker_compares_with_the_baseline)
 {
     struct srv_compare *c = NULL;
     struct gd_err err;
-    ck_assert_int_eq(srv_compare_start(store, &c, &err), 0);
+    ck_assert_int_eq(srv_compare_start(store, NULL, &c, &err), 0);
     struct srv_db *db = NULL;
     ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
     ck_assert_int_eq(srv_db_baseline_set(db, "m", RUN_B, 0, 30, &err), 0);
@@ -323,7 +340,7 @@ START_TEST(worker_compares_with_the_baseline)
     srv_diff_key_default(&key, RUN_C, RUN_B);
     struct srv_diff_summary sum;
     int rc = SRV_ENOTFOUND;
-    for (int i = 0; i < 500 && rc == SRV_ENOTFOUND; i++) {
+    for (int i = 0; i < WAIT_TICKS && rc == SRV_ENOTFOUND; i++) {
         ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
         rc = srv_db_diff_summary(db, &key, "out", &sum, &err);
         srv_store_release(store, db);
@@ -332,7 +349,10 @@ START_TEST(worker_compares_with_the_baseline)
     }
     ck_assert_msg(rc == 0, "the worker did not compare C with the baseline: %s", err.msg);
     ck_assert(sum.max_abs == 0.25);
-    ck_assert_int_eq(diffs_cached(), 1);
+    /* Setting B as the baseline queued A against it too (A was complete). */
+    for (int i = 0; i < WAIT_TICKS && diffs_cached() < 2; i++)
+        usleep(10000);
+    ck_assert_int_eq(diffs_cached(), 2);
 
     /* A new baseline: the model's other complete runs are compared with it. */
     ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
@@ -341,9 +361,10 @@ START_TEST(worker_compares_with_the_baseline)
     srv_compare_baseline_set(c, "m");
     srv_diff_key_default(&key, RUN_B, RUN_A);
     rc = SRV_ENOTFOUND;
-    for (int i = 0; i < 500 && diffs_cached() < 3; i++)
+    for (int i = 0; i < WAIT_TICKS && diffs_cached() < 4; i++)
         usleep(10000);
-    ck_assert_int_eq(diffs_cached(), 3);
+    ck_assert_int_eq(diffs_cached(), 4);
+    ck_assert_int_eq(jobs_queued(), 0);
     ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
     ck_assert_int_eq(srv_db_diff_summary(db, &key, NULL, &sum, &err), 0);
     srv_diff_key_default(&key, RUN_C, RUN_A);
@@ -354,11 +375,34 @@ START_TEST(worker_compares_with_the_baseline)
 }
 END_TEST
 
+START_TEST(jobs_outlive_the_service)
+{
+    /* Jobs written while no service runs (a daemon killed before it compared them)... */
+    struct gd_err err;
+    struct srv_db *db = NULL;
+    static const float out_c[4] = {0.5f, 1.0f, 2.0f, 4.0f};
+    add_run(RUN_C, "2026-01-03T00:00:00Z", out_c, 1);
+    ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
+    ck_assert_int_eq(srv_db_baseline_set(db, "m", RUN_A, 0, 30, &err), 0);
+    srv_store_release(store, db);
+    ck_assert_int_eq(jobs_queued(), 2);
+    ck_assert_int_eq(diffs_cached(), 0);
+    /* ...are done by the next one, unasked. */
+    struct srv_compare *c = NULL;
+    ck_assert_int_eq(srv_compare_start(store, NULL, &c, &err), 0);
+    for (int i = 0; i < WAIT_TICKS && jobs_queued() > 0; i++)
+        usleep(10000);
+    ck_assert_int_eq(jobs_queued(), 0);
+    ck_assert_int_eq(diffs_cached(), 2);
+    srv_compare_stop(c);
+}
+END_TEST
+
 START_TEST(stop_with_work_queued)
 {
     struct srv_compare *c = NULL;
     struct gd_err err;
-    ck_assert_int_eq(srv_compare_start(store, &c, &err), 0);
+    ck_assert_int_eq(srv_compare_start(store, NULL, &c, &err), 0);
     struct srv_db *db = NULL;
     ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
     ck_assert_int_eq(srv_db_baseline_set(db, "m", RUN_A, 0, 30, &err), 0);
@@ -378,11 +422,12 @@ main(void)
     Suite *s = suite_create("compare");
     TCase *tc = tcase_create("service");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
+    tcase_set_timeout(tc, 600);
     tcase_add_test(tc, a_diff_and_its_cache);
     tcase_add_test(tc, runs_that_cannot_be_compared);
     tcase_add_test(tc, one_computation_for_many_askers);
     tcase_add_test(tc, worker_compares_with_the_baseline);
+    tcase_add_test(tc, jobs_outlive_the_service);
     tcase_add_test(tc, stop_with_work_queued);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -97,7 +97,7 @@ START_TEST(file_parsed)
     ck_assert_int_eq(c.log_level, GD_LOG_DEBUG);
     ck_assert_str_eq(c.listen, "[::1]:9000");
     ck_assert_int_eq(c.from[1], SRV_FROM_FILE); /* db */
-    ck_assert_int_eq(c.timeout, 60);            /* untouched */
+    ck_assert_int_eq(c.timeout, 30);            /* untouched */
 }
 END_TEST
 

@@ -62,8 +62,8 @@ START_TEST(migrate_from_empty)
     char *tables = query_text(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM "
                                   "sqlite_master WHERE type = 'table' AND name NOT LIKE "
                                   "'sqlite_%' ORDER BY name)");
-    ck_assert_str_eq(tables, "baselines,blobs,diff_layers,diffs,layers,matrix_cache,models,runs,"
-                             "sweep_runs,sweeps,tokens");
+    ck_assert_str_eq(tables, "baselines,blobs,compare_jobs,diff_layers,diffs,layers,matrix_cache,"
+                             "models,runs,sweep_runs,sweeps,tokens");
     free(tables);
 
     /* Again: nothing to do, nothing changed. */
@@ -127,7 +127,7 @@ END_TEST
 START_TEST(checkpoints_in_the_background)
 {
     dbf_temp(db_path, sizeof db_path, "check_db");
-    struct srv_db_opts opts = {1000, 0};
+    struct srv_db_opts opts = {.busy_timeout_ms = 1000};
     struct srv_store *store = NULL;
     struct srv_db *db = NULL;
     struct gd_err err;

@@ -31,7 +31,7 @@ struct srv_db *
 dbf_open(char *path, size_t size, const char *prefix, int sync_full, int migrate)
 {
     dbf_temp(path, size, prefix);
-    struct srv_db_opts opts = {1000, sync_full};
+    struct srv_db_opts opts = {.busy_timeout_ms = 1000, .sync_full = sync_full};
     struct srv_db *db = NULL;
     struct gd_err err;
     ck_assert_msg(srv_db_open(path, &opts, &db, &err) == 0, "%s", err.msg);
