@@ -409,3 +409,10 @@ TESTS += $(DIFF_INTEGRATION)
 EXTRA_DIST += $(DIFF_INTEGRATION)
 # The replay's benchmark and the GPU checks of the comparison (docs/PERFORMANCE.md, "Replay").
 EXTRA_DIST += tests/bench/bench_replay.sh tests/bench/gpu_diag.sh tests/bench/gpu_diag_resnet.py
+
+# ---- fp: fingerprints (hash against BLAKE3's vectors, statistics, sample, JSON) ----
+check_PROGRAMS += tests/engine/check_fingerprint
+TESTS += tests/engine/check_fingerprint
+tests_engine_check_fingerprint_SOURCES = tests/engine/check_fingerprint.c
+tests_engine_check_fingerprint_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_fingerprint_LDADD = $(TEST_LIBS)

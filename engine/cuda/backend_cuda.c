@@ -261,6 +261,7 @@ cuda_close(void *vctx)
         cudaEventDestroy(ctx->timer_stop);
     if (ctx->workspace)
         cudaFree(ctx->workspace);
+    gd__cuda_fp_free(ctx);
     if (ctx->ring)
         cudaFreeHost(ctx->ring);
     if (ctx->lt)
@@ -496,6 +497,7 @@ deliver_oldest(struct gd__cuda_ctx *ctx, int wait, struct gd_err *err)
         p->req.time_us = 0;
     p->req.algo = p->algo;
     p->req.math = p->math;
+    p->req.fp = p->fp_raw ? gd__cuda_fp_finish(ctx, p->fp_raw, &p->host) : NULL;
     rc = p->deliver(p->session, &p->req, &p->host, err);
     event_put(ctx, p->done);
     ctx->ring_used -= p->ring_len;
@@ -590,6 +592,9 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
     int rc = 0;
     ctx->capturing = 1;
     size_t bytes = gd_tensor_nbytes(t);
+    /* fp: the ring slot holds the tensor when asked for, then the fingerprint's result */
+    size_t tensor_bytes = req->want_tensor ? (bytes + 255) / 256 * 256 : 0;
+    size_t slot_bytes = tensor_bytes + (req->want_fingerprint ? gd__cuda_fp_ring_bytes() : 0);
     if (ctx->pending_n == ctx->pending_cap) {
         int cap = ctx->pending_cap ? ctx->pending_cap * 2 : 64;
         struct gd__cuda_pending *p = malloc((size_t)cap * sizeof *p);
@@ -603,7 +608,7 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
         ctx->pending_first = 0;
     }
     size_t off = 0;
-    int len = ring_reserve(ctx, bytes, &off, err);
+    int len = ring_reserve(ctx, slot_bytes, &off, err);
     if (len < 0)
         return len;
     struct gd__cuda_pending *p =
@@ -613,7 +618,8 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
     snprintf(p->algo, sizeof p->algo, "%s", req->algo ? req->algo : "");
     snprintf(p->math, sizeof p->math, "%s", req->math ? req->math : "");
     p->host = *t;
-    p->host.data = ctx->ring + off;
+    p->host.data = req->want_tensor ? ctx->ring + off : NULL;
+    p->fp_raw = req->want_fingerprint ? ctx->ring + off + tensor_bytes : NULL;
     p->host.device = 0;
     p->host.owns_data = 0;
     p->ring_off = off;
@@ -625,7 +631,11 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
         return rc;
     /* The copy waits for the node (its end event), then runs beside the next nodes. */
     GD_CUDA_TRY(cudaStreamWaitEvent(ctx->copy, ctx->node_end[req->node_index], 0));
-    GD_CUDA_TRY(cudaMemcpyAsync(p->host.data, t->data, bytes, cudaMemcpyDeviceToHost, ctx->copy));
+    if (p->fp_raw != NULL && (rc = gd__cuda_fp_enqueue(ctx, t, p->fp_raw, err)) != 0)
+        goto done;
+    if (req->want_tensor)
+        GD_CUDA_TRY(cudaMemcpyAsync(p->host.data, t->data, bytes, cudaMemcpyDeviceToHost,
+                                    ctx->copy));
     GD_CUDA_TRY(cudaEventRecord(p->done, ctx->copy));
     ctx->pending_n++;
     /* Hand over whatever has already arrived, without waiting. */
