@@ -186,7 +186,8 @@ GD_ENGINE_LIBS += $(PROTOBUF_C_LIBS)
 libgpudiff_la_SOURCES += \
 	engine/include/gpudiff/fingerprint.h \
 	engine/core/fp_rules.h \
-	engine/core/fingerprint.c
+	engine/core/fingerprint.c \
+	engine/compare/sampled.c
 if HAVE_CUDA
 FP_CUDA_SOURCES = engine/cuda/fingerprint.cu
 libgd_cuda_kernels_a_SOURCES += $(FP_CUDA_SOURCES) engine/cuda/fingerprint.h
