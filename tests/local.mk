@@ -416,3 +416,10 @@ TESTS += tests/engine/check_fingerprint
 tests_engine_check_fingerprint_SOURCES = tests/engine/check_fingerprint.c
 tests_engine_check_fingerprint_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_fingerprint_LDADD = $(TEST_LIBS)
+# fp_verify: a bundle's recorded fingerprints against the host's from its tensor files (the
+# CUDA kernels on real captures, tests/bench/gpu_fp.sh).
+EXTRA_PROGRAMS += tests/bench/fp_verify
+tests_bench_fp_verify_SOURCES = tests/bench/fp_verify.c
+tests_bench_fp_verify_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+tests_bench_fp_verify_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
+EXTRA_DIST += tests/bench/gpu_fp.sh
