@@ -11,6 +11,7 @@
 #include "gpudiff/graph.h"
 #include "gpudiff/run.h"
 #include "agent.h"
+#include "inputs.h"
 #include "upload.h"
 
 struct agt_run_opts {
