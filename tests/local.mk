@@ -423,3 +423,6 @@ tests_bench_fp_verify_SOURCES = tests/bench/fp_verify.c
 tests_bench_fp_verify_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 tests_bench_fp_verify_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
 EXTRA_DIST += tests/bench/gpu_fp.sh
+# fp: 500 layers as fingerprints, three asked for, fetched and diffed in full.
+TESTS += tests/integration/server_fingerprints.sh
+EXTRA_DIST += tests/integration/server_fingerprints.sh
