@@ -23,7 +23,9 @@
 
 static const char *const known_keys[] = {
     "format",  "version", "id",    "created_at", "duration_us", "model", "input",
-    "backend", "env",     "knobs", "labels",     "layers",      NULL};
+    "backend", "env",     "knobs", "labels",     "layers",
+    "capture", "rerun", /* fp */
+    NULL};
 
 static int
 bad(struct gd_err *err, const char *path, const char *what)
