@@ -34,6 +34,7 @@ agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_en
     if (strcmp(backend != NULL ? backend : "cpu", "cuda") == 0) {
         json_object_set_new(j, "conv_algo",
                             json_string(k->conv_algo[0] ? k->conv_algo : "heuristic"));
+        json_object_set_new(j, "conv_api", json_string(k->conv_api[0] ? k->conv_api : "graph"));
         json_object_set_new(j, "tf32", json_boolean(k->tf32 == 1));
         json_object_set_new(j, "math_mode",
                             json_string(k->math_mode[0] ? k->math_mode : "default"));

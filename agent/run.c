@@ -73,9 +73,15 @@ run_usage(FILE *out)
             "  --conv-algo HOW     cuda: how each convolution's algorithm is chosen: heuristic\n"
             "                      (cuDNN's first heuristic choice; default), autotune (the\n"
             "                      fastest measured), deterministic (cuDNN's first heuristic\n"
-            "                      choice among its deterministic algorithms, not timed:\n"
-            "                      repeated runs on one GPU and cuDNN give the same bits) or\n"
-            "                      fixed:N (cuDNN algorithm id N)\n"
+            "                      choice among its deterministic ones, not timed: repeated\n"
+            "                      runs on one GPU and cuDNN give the same bits) or\n"
+            "                      fixed:CHOICE: with --conv-api graph an engine config,\n"
+            "                      engN or engN_kTYPE=VALUE... (eng0, eng34_k2=1_k13=0: the\n"
+            "                      engine's index and knob choices, as the layer records show\n"
+            "                      them), with --conv-api legacy a cuDNN algorithm id N\n"
+            "  --conv-api API      cuda: graph (cuDNN's graph API, engine configs, as PyTorch;\n"
+            "                      default) or legacy (cudnnConvolutionForward and algorithm\n"
+            "                      ids, as Paddle and TensorFlow); recorded in run.json\n"
             "  --tf32 on|off       cuda: let convolutions and GEMMs round float32 inputs to TF32\n"
             "                      on tensor cores (default off)\n"
             "  --math-mode MODE    cuda: cuBLAS math: default or pedantic (no reduced precision\n"
@@ -123,7 +129,7 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
 {
     enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
            O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS,
-           O_CAPTURE };
+           O_CAPTURE, O_CONV_API };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -135,6 +141,7 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         {"emulate", required_argument, NULL, O_EMULATE},
         {"label", required_argument, NULL, O_LABEL},
         {"conv-algo", required_argument, NULL, O_CONV_ALGO},
+        {"conv-api", required_argument, NULL, O_CONV_API},
         {"tf32", required_argument, NULL, O_TF32},
         {"math-mode", required_argument, NULL, O_MATH_MODE},
         {"workspace-limit", required_argument, NULL, O_WORKSPACE},
@@ -221,6 +228,14 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         }
         case O_CONV_ALGO:
             snprintf(o->knobs.conv_algo, sizeof o->knobs.conv_algo, "%s", optarg);
+            break;
+        case O_CONV_API:
+            if (strcmp(optarg, "graph") != 0 && strcmp(optarg, "legacy") != 0) {
+                fprintf(stderr, "gpudiff-agent run: --conv-api takes graph or legacy, not %s\n",
+                        optarg);
+                return -1;
+            }
+            snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", optarg);
             break;
         case O_TF32:
             if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {

@@ -59,6 +59,8 @@ libgpudiff_la_SOURCES = \
 	engine/core/infer_shape.c \
 	engine/core/infer_window.c \
 	engine/core/knobs.c \
+	engine/core/conv_config.c \
+	engine/core/conv_config.h \
 	engine/core/move.c \
 	engine/core/move.h \
 	engine/core/log.c \
@@ -143,7 +145,7 @@ CUDA_KERNEL_SOURCES = \
 noinst_LIBRARIES += libgd_cuda_kernels.a
 libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh engine/cuda/index.cuh
 noinst_LTLIBRARIES += libgd_cuda.la
-libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c
+libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c engine/cuda/conv_graph.c
 libgd_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
 libgpudiff_la_LIBADD += libgd_cuda.la
 endif

@@ -261,6 +261,8 @@ find_replay(struct srv_db *db, const struct srv_diff_key *key, char out[40], str
         rc = srv_db_replay_find(db, key->a, key->b, out, err);
     if (rc == 0 && (strcmp(out, key->a) == 0 || strcmp(out, key->b) == 0))
         rc = SRV_ENOTFOUND; /* a replay compared with its own source needs no other */
+    if (rc != 0)
+        out[0] = '\0'; /* the caller passes a replay when out names one */
     return rc == SRV_ENOTFOUND ? 1 : rc;
 }
 

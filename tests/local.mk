@@ -268,6 +268,8 @@ EXTRA_DIST += $(WEB_TESTS) tests/web/dashboard.test.mjs tests/web/package.json \
 TESTS += tests/web/vendor.sh tests/integration/server_web_api.sh
 EXTRA_DIST += tests/web/harness.mjs tests/web/scale_steps.mjs tests/web/make_fleet.py \
 	tests/web/vendor.sh tests/integration/server_web_api.sh tests/bench/web_views.mjs
+# web2: the steps of the diagnosis's fields (truth, partial data, replay) and of sweeps
+EXTRA_DIST += tests/web/truth_steps.mjs
 
 # ---- cuda: TF32 errors in the range of a 10-bit mantissa (skipped without a GPU) ----
 if HAVE_CHECK
@@ -426,3 +428,18 @@ EXTRA_DIST += tests/bench/gpu_fp.sh
 # fp: 500 layers as fingerprints, three asked for, fetched and diffed in full.
 TESTS += tests/integration/server_fingerprints.sh
 EXTRA_DIST += tests/integration/server_fingerprints.sh
+
+# ---- cudnn (issue 17): the graph API's fixed choices, and the GPU script ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_conv_config
+TESTS += tests/engine/check_conv_config
+tests_engine_check_conv_config_SOURCES = tests/engine/check_conv_config.c
+tests_engine_check_conv_config_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_conv_config_LDADD = $(TEST_LIBS)
+endif
+EXTRA_DIST += tests/bench/gpu_cudnn.sh tests/bench/gpu_cudnn.py tests/bench/bench_model.h
+if HAVE_CUDA
+EXTRA_PROGRAMS += tests/bench/bench_gpu_matrix
+tests_bench_bench_gpu_matrix_SOURCES = tests/bench/bench_gpu_matrix.c
+tests_bench_bench_gpu_matrix_LDADD = $(GD_ENGINE_LIBS)
+endif

@@ -38,7 +38,7 @@ struct gd_op_call {
     struct gd_tensor *out[GD__MAX_OP_OUTPUTS];
     void *ctx;                       /* the backend's session context */
     const struct gd_knobs *knobs;
-    char algo[64];                   /* the op writes which algorithm it used, if any */
+    char algo[128];                  /* the op writes which algorithm it used, if any */
     char math[16];                   /* and the math mode (fp32, tf32, ...) */
     double time_us;                  /* a device time measured by the op; < 0 if none */
 };
@@ -108,6 +108,18 @@ struct gd__backend {
     /* Optional (NULL: no algorithm choices): gd_session_algo_offers() for one node. */
     int (*algo_offers)(void *ctx, int node_index, struct gd_algo_offer *out, int max, int *n,
                        struct gd_err *err);
+    /*
+     * Optional (NULL: every gd_session_forward() runs its nodes): replaying a recording of
+     * the forward. forward_begin is called after the timer starts, with the generation of
+     * the staged inputs (the session changes it whenever they or the batch size change):
+     * 1 when the backend launched its recording of that generation (the session skips the
+     * nodes), 0 when the nodes are to run (the backend may be recording them), < 0 on error.
+     * forward_end is called after they ran with their status rc: it ends and launches a
+     * recording; *rerun set means the recording failed and was dropped, and the session
+     * runs the nodes again, unrecorded. The recording is the same work on the same buffers.
+     */
+    int (*forward_begin)(void *ctx, uint64_t generation, struct gd_err *err);
+    int (*forward_end)(void *ctx, int rc, int *rerun, struct gd_err *err);
 };
 
 /* The backends built in, NULL-terminated; defined in backend.c. */

@@ -43,6 +43,7 @@ struct gd_session {
     int n_staged;
     struct gd_tensor *staged;
     int resident;
+    uint64_t stage_generation;  /* changes with the staged inputs and the batch size */
     /* gd_session_run_end_to_end(): the graph outputs copied back while `fetching` */
     int fetching;
     struct gd_tensor **fetched; /* per graph output, host, every row; NULL until fetched */
@@ -166,18 +167,16 @@ upload_value(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
     return rc;
 }
 
-/* Every name in knobs.conv_pins ("NODE=ID,...") must be a convolution of g. */
+/* Every name in knobs.conv_pins ("NODE=CHOICE,...") must be a convolution of g; the
+ * backend checks each CHOICE against its conv API (an id, an engine config). */
 static int
 check_conv_pins(const struct gd_graph *g, const char *pins, struct gd_err *err)
 {
     for (const char *p = pins; *p != '\0';) {
         size_t len = strcspn(p, ","), name_len = 0;
         const char *eq = memchr(p, '=', len);
-        char *end = NULL;
-        long id = eq != NULL ? strtol(eq + 1, &end, 10) : -1;
-        if (eq == NULL || eq == p || end != p + len || end == eq + 1 || id < 0)
-            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=ID (ID >= 0)",
-                              (int)len, p);
+        if (eq == NULL || eq == p || eq + 1 == p + len)
+            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=CHOICE", (int)len, p);
         name_len = (size_t)(eq - p);
         int found = 0;
         for (int ni = 0; ni < g->n_nodes && !found; ni++) {
@@ -732,6 +731,7 @@ gd_session_stage(struct gd_session *s, int n_inputs, const struct gd_tensor *con
         return gd_err_set(err, GD_EINVAL, "the model takes %d inputs, %d given", g->n_inputs,
                           n_inputs);
     staged_release(s);
+    s->stage_generation++;
     s->staged = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *s->staged);
     if (s->staged == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory for the staged inputs");
@@ -760,7 +760,26 @@ gd_session_forward(struct gd_session *s, double *us, struct gd_err *err)
         return rc;
     double t0 = gd__now_us();
     s->resident = 1;
-    rc = gd_session_run(s, s->n_staged, inputs, NULL, NULL, err);
+    int replayed = 0;
+    if (s->be->forward_begin != NULL) {
+        replayed = s->be->forward_begin(s->ctx, s->stage_generation, err);
+        rc = replayed < 0 ? replayed : 0;
+    }
+    if (rc == 0 && replayed == 0) {
+        rc = gd_session_run(s, s->n_staged, inputs, NULL, NULL, err);
+        int rerun = 0;
+        if (s->be->forward_end != NULL) {
+            struct gd_err end_err = {0};
+            int erc = s->be->forward_end(s->ctx, rc, &rerun, &end_err);
+            if (rerun) /* the recording failed: the same forward, unrecorded */
+                rc = gd_session_run(s, s->n_staged, inputs, NULL, NULL, err);
+            else if (rc == 0 && erc != 0) {
+                if (err != NULL)
+                    *err = end_err;
+                rc = erc;
+            }
+        }
+    }
     s->resident = 0;
     double wall = gd__now_us() - t0, device = wall;
     if (s->be->timer_stop != NULL) {
@@ -856,6 +875,7 @@ gd_session_set_batch(struct gd_session *s, int64_t batch, struct gd_err *err)
     if (s->knobs.batch != batch) {
         s->knobs.batch = batch;
         s->inferred_rows = -1;
+        s->stage_generation++;
     }
     return 0;
 }

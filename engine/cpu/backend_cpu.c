@@ -45,7 +45,8 @@ static int
 cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd_err *err)
 {
     if (knobs->conv_algo[0] != '\0' || knobs->tf32 >= 0 || knobs->math_mode[0] != '\0' ||
-        knobs->workspace_limit >= 0 || knobs->conv_pins[0] != '\0')
+        knobs->workspace_limit >= 0 || knobs->conv_pins[0] != '\0' ||
+        knobs->conv_api[0] != '\0')
         return gd_err_set(err, GD_ENOTSUP,
                           "the CPU backends have no convolution algorithms, TF32, math modes "
                           "or workspaces: those knobs are for cuda");

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/conv_config.h"
 #include "cuda.h"
 
 /* ---- statuses ---- */
@@ -65,23 +66,28 @@ check_knobs(const struct gd_knobs *k, struct gd_err *err)
     if (k->emulate != GD_EMULATE_NONE)
         return gd_err_set(err, GD_ENOTSUP, "--emulate is for the cpu backend; on cuda use "
                           "--tf32 on, which is the real thing");
+    const char *api = k->conv_api[0] != '\0' ? k->conv_api : "graph";
+    if (strcmp(api, "graph") != 0 && strcmp(api, "legacy") != 0)
+        return gd_err_set(err, GD_EINVAL, "conv API %s is not graph or legacy", k->conv_api);
     const char *a = k->conv_algo;
     if (a[0] != '\0' && strcmp(a, "heuristic") != 0 && strcmp(a, "autotune") != 0 &&
         strcmp(a, "deterministic") != 0) {
-        char *end;
-        long id = strncmp(a, "fixed:", 6) == 0 ? strtol(a + 6, &end, 10) : -1;
-        if (strncmp(a, "fixed:", 6) != 0 || a[6] == '\0' || *end != '\0' || id < 0)
+        if (strncmp(a, "fixed:", 6) != 0)
             return gd_err_set(err, GD_EINVAL, "conv algorithm %s is not heuristic, autotune, "
-                              "deterministic or fixed:N", a);
+                              "deterministic or fixed:CHOICE", a);
+        if (gd__conv_choice_check(api, a + 6, strlen(a + 6), "conv algorithm fixed:", err) != 0)
+            return err != NULL ? err->code : GD_EINVAL;
     }
     for (const char *p = k->conv_pins; *p != '\0';) {
-        /* NODE=ID entries; the session checked the names against the graph */
+        /* NODE=CHOICE entries; the session checked the names against the graph */
         size_t len = strcspn(p, ",");
         const char *eq = memchr(p, '=', len);
-        char *end = NULL;
-        long id = eq != NULL ? strtol(eq + 1, &end, 10) : -1;
-        if (eq == NULL || eq == p || end != p + len || end == eq + 1 || id < 0)
-            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=ID", (int)len, p);
+        if (eq == NULL || eq == p || eq + 1 == p + len)
+            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=CHOICE", (int)len, p);
+        char what[96];
+        snprintf(what, sizeof what, "conv pin %.*s=", (int)(eq - p), p);
+        if (gd__conv_choice_check(api, eq + 1, (size_t)(p + len - eq - 1), what, err) != 0)
+            return err != NULL ? err->code : GD_EINVAL;
         p += len;
         if (*p == ',')
             p++;
@@ -151,6 +157,8 @@ fill_env(struct gd__cuda_ctx *ctx, struct gd_env *env, struct gd_err *err)
     gd_env_set(env, "compute_dtype", "float32");
     gd_env_set(env, "tf32", "%s", ctx->tf32 ? "on" : "off");
     gd_env_set(env, "conv_algo", "%s", ctx->knobs.conv_algo[0] ? ctx->knobs.conv_algo : "heuristic");
+    gd_env_set(env, "conv_api", "%s", ctx->graph_api ? "graph" : "legacy");
+    gd_env_set(env, "cuda_graphs", "%s", ctx->graphs_off ? "off" : "on");
     gd_env_set(env, "math_mode", "%s", ctx->knobs.math_mode[0] ? ctx->knobs.math_mode : "default");
     if (ctx->knobs.conv_pins[0] != '\0')
         gd_env_set(env, "conv_pins", "%s", ctx->knobs.conv_pins);
@@ -161,6 +169,23 @@ done:
 /* ---- context ---- */
 
 static void cuda_close(void *vctx);
+
+/* Destroys the forward's recording and the host copies it reads. */
+static void
+recording_drop(struct gd__cuda_ctx *ctx)
+{
+    if (ctx->graph_exec != NULL) {
+        /* a launch may still read the pinned copies */
+        cudaStreamSynchronize(ctx->compute);
+        cudaGraphExecDestroy(ctx->graph_exec);
+    }
+    ctx->graph_exec = NULL;
+    for (int i = 0; i < ctx->graph_host_n; i++)
+        cudaFreeHost(ctx->graph_host[i]);
+    free(ctx->graph_host);
+    ctx->graph_host = NULL;
+    ctx->graph_host_n = ctx->graph_host_cap = 0;
+}
 
 static int
 cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct gd_err *err)
@@ -177,9 +202,12 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     ctx->knobs = *knobs;
     ctx->tf32 = knobs->tf32 == 1;
+    ctx->graph_api = strcmp(knobs->conv_api, "legacy") != 0;
     ctx->workspace_limit = knobs->workspace_limit >= 0 ? (size_t)knobs->workspace_limit : SIZE_MAX;
     const char *sync = getenv("GPUDIFF_CUDA_SYNC");
     ctx->sync_each_op = sync != NULL && strcmp(sync, "1") == 0;
+    const char *graphs = getenv("GPUDIFF_CUDA_GRAPHS");
+    ctx->graphs_off = ctx->sync_each_op || (graphs != NULL && strcmp(graphs, "0") == 0);
     const char *dev = getenv("GPUDIFF_CUDA_DEVICE");
     ctx->device = dev != NULL ? atoi(dev) : 0;
     if (ctx->device < 0 || ctx->device >= count) {
@@ -217,6 +245,7 @@ done:
 static void
 node_fini(struct gd__cuda_node *n)
 {
+    gd__cuda_graph_node_fini(n);
     if (n->x_desc)
         cudnnDestroyTensorDescriptor(n->x_desc);
     if (n->y_desc)
@@ -253,6 +282,8 @@ cuda_close(void *vctx)
         cudaEventDestroy(ctx->node_start[i]);
         cudaEventDestroy(ctx->node_end[i]);
     }
+    gd__cuda_graph_fini(ctx);
+    recording_drop(ctx);
     for (int i = 0; i < ctx->event_pool_n; i++)
         cudaEventDestroy(ctx->event_pool[i]);
     if (ctx->timer_start)
@@ -331,6 +362,12 @@ gd__cuda_workspace(struct gd__cuda_ctx *ctx, size_t bytes, struct gd_err *err)
     int rc = 0;
     if (bytes <= ctx->workspace_size)
         return 0;
+    /* A recording holds the workspace's address: it cannot change under one, and a new one
+     * makes the recording stale (its forward then runs unrecorded, and is recorded again). */
+    if (ctx->recording)
+        return gd_err_set(err, GD_EDEVICE, "the workspace cannot grow while a forward is "
+                          "recorded");
+    recording_drop(ctx);
     if (ctx->workspace != NULL)
         GD_CUDA_TRY(cudaFreeAsync(ctx->workspace, ctx->compute));
     ctx->workspace = NULL;
@@ -401,6 +438,25 @@ cuda_upload(void *vctx, struct gd_tensor *dst, const struct gd_tensor *src, stru
     int rc = 0;
     if (gd_tensor_nbytes(dst) != gd_tensor_nbytes(src) || dst->dtype != src->dtype)
         return gd_err_set(err, GD_EINVAL, "upload between tensors of different size or dtype");
+    if (ctx->recording) {
+        /* A recording cannot read pageable memory: the bytes go to pinned memory kept with
+         * it, and every replay copies those same bytes. */
+        void *pinned = NULL;
+        size_t n = gd_tensor_nbytes(src);
+        if (ctx->graph_host_n == ctx->graph_host_cap) {
+            int cap = ctx->graph_host_cap ? ctx->graph_host_cap * 2 : 16;
+            void **grown = realloc(ctx->graph_host, (size_t)cap * sizeof *grown);
+            if (grown == NULL)
+                return gd_err_set(err, GD_ENOMEM, "out of memory");
+            ctx->graph_host = grown;
+            ctx->graph_host_cap = cap;
+        }
+        GD_CUDA_TRY(cudaHostAlloc(&pinned, n ? n : 1, cudaHostAllocDefault));
+        ctx->graph_host[ctx->graph_host_n++] = pinned;
+        memcpy(pinned, src->data, n);
+        GD_CUDA_TRY(cudaMemcpyAsync(dst->data, pinned, n, cudaMemcpyHostToDevice, ctx->compute));
+        return 0;
+    }
     GD_CUDA_TRY(cudaMemcpyAsync(dst->data, src->data, gd_tensor_nbytes(src),
                                 cudaMemcpyHostToDevice, ctx->compute));
     /* The source is pageable host memory the caller may free at once. */
@@ -415,6 +471,10 @@ static int
 cuda_op_begin(void *vctx, int node_index, int timing, struct gd_err *err)
 {
     struct gd__cuda_ctx *ctx = vctx;
+    /* Nodes running outside a recording may set up anew (other shapes, descriptors): a
+     * recording made before is not replayed after them. */
+    if (ctx->graph_exec != NULL && !ctx->recording)
+        recording_drop(ctx);
     int rc = nodes_ensure(ctx, node_index + 1, err);
     if (rc != 0)
         return rc;
@@ -653,6 +713,8 @@ cuda_flush(void *vctx, struct gd_err *err)
 {
     struct gd__cuda_ctx *ctx = vctx;
     int rc = 0;
+    if (ctx->recording) /* nothing was captured to the host; the launch comes after */
+        return 0;
     GD_CUDA_TRY(cudaStreamSynchronize(ctx->compute));
     rc = drain(ctx, err);
     if (rc < 0)
@@ -726,19 +788,98 @@ cuda_algo_offers(void *vctx, int node_index, struct gd_algo_offer *out, int max,
 }
 
 int
-gd__cuda_conv_pin(const struct gd__cuda_ctx *ctx, const char *name)
+gd__cuda_conv_pin(const struct gd__cuda_ctx *ctx, const char *name, char *out, size_t size)
 {
     size_t name_len = strlen(name);
     for (const char *p = ctx->knobs.conv_pins; *p != '\0';) {
         size_t len = strcspn(p, ",");
         const char *eq = memchr(p, '=', len);
-        if (eq != NULL && (size_t)(eq - p) == name_len && strncmp(p, name, name_len) == 0)
-            return atoi(eq + 1);
+        if (eq != NULL && (size_t)(eq - p) == name_len && strncmp(p, name, name_len) == 0) {
+            snprintf(out, size, "%.*s", (int)(p + len - eq - 1), eq + 1);
+            return 1;
+        }
         p += len;
         if (*p == ',')
             p++;
     }
-    return -1;
+    if (size > 0)
+        out[0] = '\0';
+    return 0;
+}
+
+/* ---- gd_session_forward's recording ---- */
+
+/*
+ * The first forward of a generation runs its nodes; the second runs them under stream
+ * capture (the choices were all made in the first, so nothing is timed or synchronized in
+ * it) and launches the CUDA graph made of them; later ones launch that graph. The graph is
+ * the same kernels, copies and allocations on the same buffers in the same order, so it
+ * computes the same bits; it saves the host's work per node (launches, allocations).
+ */
+static int
+cuda_forward_begin(void *vctx, uint64_t generation, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    if (ctx->graphs_off)
+        return 0;
+    if (ctx->graph_exec != NULL && ctx->graph_gen == generation) {
+        GD_CUDA_TRY(cudaGraphLaunch(ctx->graph_exec, ctx->compute));
+        return 1;
+    }
+    if (ctx->graph_exec != NULL) {
+        /* of other inputs: it may not run any more, and they need the stream idle */
+        GD_CUDA_TRY(cudaStreamSynchronize(ctx->compute));
+        recording_drop(ctx);
+    }
+    if (ctx->have_seen && ctx->seen_gen == generation) {
+        if (cudaStreamBeginCapture(ctx->compute, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+            cudaGetLastError();
+            ctx->graphs_off = 1;
+            return 0;
+        }
+        ctx->recording = 1;
+        ctx->graph_gen = generation;
+        return 0;
+    }
+    ctx->have_seen = 1;
+    ctx->seen_gen = generation;
+done:
+    return rc;
+}
+
+static int
+cuda_forward_end(void *vctx, int run_rc, int *rerun, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    *rerun = 0;
+    if (!ctx->recording)
+        return 0;
+    ctx->recording = 0;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t s = cudaStreamEndCapture(ctx->compute, &graph);
+    if (run_rc == 0 && s == cudaSuccess && graph != NULL)
+        s = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph != NULL)
+        cudaGraphDestroy(graph);
+    if (run_rc != 0 || s != cudaSuccess || exec == NULL) {
+        /* Something in the forward cannot be recorded (an op that waits for the device, a
+         * copy from pageable memory): a capture's failure is not sticky, so clear it, and
+         * run every forward of this session node by node. */
+        cudaGetLastError();
+        if (exec != NULL)
+            cudaGraphExecDestroy(exec);
+        recording_drop(ctx);
+        ctx->graphs_off = 1;
+        *rerun = 1;
+        return 0;
+    }
+    ctx->graph_exec = exec;
+    GD_CUDA_TRY(cudaGraphLaunch(exec, ctx->compute));
+done:
+    return rc;
 }
 
 /* ---- the op table: NULL where the backend has no such op ---- */
@@ -773,4 +914,6 @@ const struct gd__backend gd__backend_cuda = {
     .timer_stop = cuda_timer_stop,
     .download = cuda_download,
     .algo_offers = cuda_algo_offers,
+    .forward_begin = cuda_forward_begin,
+    .forward_end = cuda_forward_end,
 };

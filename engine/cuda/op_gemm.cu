@@ -161,7 +161,7 @@ done:
  */
 static int
 prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
-        const int64_t key[16], struct gd_err *err)
+        const int64_t key[19], struct gd_err *err)
 {
     if (!nd->ready || memcmp(key, nd->key, sizeof nd->key) != 0) {
         nd->ready = 0;
@@ -187,7 +187,7 @@ gd__cuda_gemm(struct gd_op_call *c, struct gd_err *err)
     const struct gd_tensor *a = c->in[0], *ct = c->n_in > 2 ? c->in[2] : NULL;
     int64_t m = c->out[0]->shape[0], n = c->out[0]->shape[1];
     int64_t k = p->trans_a ? a->shape[0] : a->shape[1];
-    int64_t key[16] = {m, n, k, p->trans_a, p->trans_b, 1, 0, 0};
+    int64_t key[19] = {m, n, k, p->trans_a, p->trans_b, 1, 0, 0}; /* nd->key's length */
     rc = prepare(c, ctx, nd, key, err);
     if (rc != 0)
         return rc;
@@ -286,7 +286,20 @@ gd__cuda_matmul(struct gd_op_call *c, struct gd_err *err)
         return gd_err_set(err, GD_ENOTSUP, "MatMul of %lld batches on cuda (cuBLASLt takes at "
                           "most %d)", (long long)mb.inner, INT32_MAX);
     int64_t sa = mm_run_stride(&mb, mb.sa) * m * k, sb = mm_run_stride(&mb, mb.sb) * k * n;
-    int64_t key[16] = {m, n, k, 0, 0, mb.inner, sa, sb};
+    /* B shared by every batch and A not broadcast along any: A's batches and rows are one
+     * (batches x M) x K matrix and Y's one (batches x M) x N, so the product is one GEMM of
+     * that many rows, as torch.matmul folds them (a linear layer of a transformer), rather
+     * than a batch of small ones. */
+    int fold = mb.nb > 0;
+    for (int i = 0; i < mb.nb; i++)
+        fold &= mb.sb[i] == 0 && (mb.sa[i] != 0 || mb.shape[i] == 1);
+    if (fold) {
+        m *= mb.inner * mb.outer;
+        mb.inner = mb.outer = 1;
+        mb.split = 0;
+        sa = sb = 0;
+    }
+    int64_t key[19] = {m, n, k, 0, 0, mb.inner, sa, sb}; /* nd->key's length */
     rc = prepare(c, ctx, nd, key, err);
     if (rc != 0)
         return rc;

@@ -201,6 +201,7 @@ START_TEST(escapes_and_queries)
                         "Host: x\r\n\r\n", &lists, &lists_err) == 0, "%s", lists_err.msg);
     ck_assert_int_eq(lists.n_query, 4);
     ck_assert_str_eq(srv_head_query(&lists, "knob"), "tf32=true");
+    srv_head_fini(&lists);
     char many[4096];
     size_t n = (size_t)snprintf(many, sizeof many, "GET /a?");
     for (int i = 0; i <= SRV_HEAD_QUERY_MAX; i++)

@@ -32,14 +32,20 @@ struct gd_knobs {
     unsigned emulate_classes;    /* GD_CLASS_* bits the emulation applies to */
     int64_t batch;               /* run dim 0 in slices of this size; 0 = whole input */
     int threads;                 /* cpu worker threads; 0 = one per online core */
-    char conv_algo[32];          /* cuda: heuristic, autotune, deterministic, fixed:N; "" unset */
+    /* cuda: heuristic, autotune, deterministic, or fixed:CHOICE (a legacy algorithm id N
+     * under conv_api legacy, an engine config engN[_kT=V...] under graph); "" unset */
+    char conv_algo[96];
     int tf32;                    /* cuda: 0 off, 1 on; -1 unset */
     char math_mode[32];          /* cuda: cuBLAS math mode; "" unset */
     int64_t workspace_limit;     /* cuda: bytes; -1 unset */
-    /* cuda: "NODE=ID[,NODE=ID...]": these Conv/ConvTranspose nodes run cuDNN algorithm ID,
-     * the others as conv_algo says; "" none. gd_session_new refuses a name that is not a
-     * convolution of the graph. */
+    /* cuda: "NODE=CHOICE[,NODE=CHOICE...]": these Conv/ConvTranspose nodes run that choice
+     * (what fixed: takes: an algorithm id under conv_api legacy, an engine config under
+     * graph), the others as conv_algo says; "" none. gd_session_new refuses a name that is
+     * not a convolution of the graph. */
     char conv_pins[1024];
+    /* cuda: "graph" (cuDNN's backend descriptor API: engine configs), "legacy"
+     * (cudnnConvolutionForward and algorithm ids); "" unset, which is graph */
+    char conv_api[16];
 };
 
 /* Fills knobs with "unset" everywhere (emulate_classes preset to GD_CLASS_GEMM). */
@@ -194,10 +200,15 @@ int gd_session_set_batch(struct gd_session *s, int64_t batch, struct gd_err *err
 
 /* One algorithm a backend offers for a node's shapes. */
 struct gd_algo_offer {
-    int id;                      /* cuDNN's id: what conv_algo fixed:N and conv_pins name */
-    char name[32];               /* "implicit_gemm", "winograd", "algo_1", ... */
+    int id;                      /* legacy: cuDNN's algorithm id; graph: the engine's index */
+    char name[32];               /* legacy: "implicit_gemm", "winograd", ...; graph: "eng3" */
+    char config[80];             /* what conv_algo fixed: and conv_pins take to run it: the
+                                  * id as digits (legacy), the engine config (graph) */
+    char notes[48];              /* graph: cuDNN's notes on it, "tc,nondet" (docs/
+                                  * CUDA_KERNELS.md); "" none or legacy */
     int deterministic;           /* 1: the library says it gives the same bits every run */
-    int64_t workspace;           /* bytes of scratch memory it needs */
+    int64_t workspace;           /* bytes of scratch memory it needs; -1 not known (graph:
+                                  * known once its plan is built) */
     char math[16];               /* "fp32" or "tf32" */
     double time_us;              /* measured (conv_algo autotune); < 0 when not measured */
     int chosen;                  /* 1 for the one the node ran with */

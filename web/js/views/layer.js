@@ -9,6 +9,7 @@ import {ulpHistogram, valueHistograms, scatterAB} from '../charts.js';
 import {parseNpy, valueAt, ulpDistance, unravel} from '../npy.js';
 import {NEAR, nearest, countWithin} from '../nearstep.js';
 import {copyLinkButton, domTableExports, svgExport} from '../share.js';
+import {sideDistance, ownWords, startOf} from '../diff_facts.js';
 
 const AUTO_LOAD_BYTES = 64 << 20; // larger tensors load on request
 const WINDOW = 8; // values shown either side of the largest difference
@@ -58,7 +59,8 @@ function metricsList(l, d) {
         ['RMS', fmtNum(l.rms)],
         ['max relative', fmtNum(l.max_rel)],
         ['max ULP', fmtInt(l.max_ulp)],
-        ['effective bits', `${fmtNum(l.bits)} (${l.arithmetic || '?'})`],
+        ['effective bits', l.sparse ? 'none read: a sparse difference'
+            : fmtNum(l.bits) + (l.arithmetic ? ` (${l.arithmetic})` : '')],
         ['outside atol + rtol·|b|', `${fmtInt(l.mismatches)} of ${fmtInt(l.count)}`],
         ['rows that differ', fmtInt(l.mismatch_rows)],
         ['cosine', l.cosine == null ? '–' : String(l.cosine)],
@@ -70,9 +72,26 @@ function metricsList(l, d) {
     if (l.discontinuous)
         rows.push(['flipped outputs', fmtInt(l.flipped)],
                   ['inputs near a step', `${fmtInt(l.near_boundary)} within ${fmtNum(l.boundary_distance)}`]);
-    if (l.truth)
-        rows.push(['error vs truth', `a ${fmtNum(l.truth.err_a)}, b ${fmtNum(l.truth.err_b)}: ` +
-                   `${l.truth.closer === 'even' ? 'even' : 'run ' + l.truth.closer + ' is closer'}`]);
+    if (l.sparse)
+        rows.push(['values that differ', `${fmtInt(l.values_differ)} of ${fmtInt(l.count)} (sparse)`]);
+    if (l.conditioning)
+        rows.push(['conditioning', `smallest |x| ${fmtNum(l.conditioning.x_min)}; ` +
+                   `${fmtInt(l.conditioning.near_pole)} input${l.conditioning.near_pole === 1 ? '' : 's'} ` +
+                   'within the input\'s difference of 0; ' +
+                   `relative change up to ${fmtNum(l.conditioning.cond)}; growth ×${fmtNum(l.growth)}`]);
+    if (l.reason)
+        rows.push(['why', l.reason]);
+    if (l.truth) {
+        const r = l.truth.right;
+        rows.push(['right against the truth', r === 'both' ? 'both' : r === 'neither' ? 'neither'
+                   : r ? 'run ' + r : 'not known'],
+                  ['run a vs truth', sideDistance(l, 'a')], ['run b vs truth', sideDistance(l, 'b')]);
+        if (l.truth.closer === 'a' || l.truth.closer === 'b')
+            rows.push(['closer to the truth', `run ${l.truth.closer}` +
+                       (r === l.truth.closer || r === 'both' ? '' : ', and still not right')]);
+    }
+    if (l.own)
+        rows.push(['own error (replay)', `${ownWords(l)}; its bound ${fmtNum(l.own.bound)}, ${l.own.verdict}`]);
     if (l.algo && (l.algo.a || l.algo.b))
         rows.push(['algorithm', `a: ${l.algo.a || '–'}; b: ${l.algo.b || '–'}`]);
     return h('dl', {class: 'metrics', id: 'layer-metrics'},
@@ -290,9 +309,12 @@ export async function render(root, ctx) {
         return;
     }
     const recA = ra.layers[l.index_a], recB = rb.layers[l.index_b];
+    const st = startOf(d);
     title.append(` (${l.op || '?'}) `, verdictBadge(l.verdict),
-                 l.first_divergent ? h('span', {class: 'mark first'}, 'first divergent') : '',
-                 l.amplifier ? h('span', {class: 'mark amp'}, 'amplifier') : '');
+                 st && st.layer === l ? h('span', {class: 'mark first' + (st.known ? '' : ' observed')},
+                                          st.known ? 'first divergent' : 'first observed') : '',
+                 l.amplifier ? h('span', {class: 'mark amp'}, 'amplifier') : '',
+                 d.cause === l.name ? h('span', {class: 'mark cause'}, 'cause') : '');
     if (l.verdict === 'incomparable') {
         root.append(message('info', l.note || 'These layers cannot be compared.'));
         return;
