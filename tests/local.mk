@@ -314,7 +314,8 @@ tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/swee
 tests_agent_check_sweep_grid_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_sweep_grid_LDADD = $(TEST_LIBS)
 endif
-SWEEP_INTEGRATION = tests/integration/sweep_seed.sh tests/integration/server_sweep.sh
+SWEEP_INTEGRATION = tests/integration/sweep_seed.sh tests/integration/server_sweep.sh \
+	tests/integration/sweep_h200_report.sh
 TESTS += $(SWEEP_INTEGRATION)
 EXTRA_DIST += $(SWEEP_INTEGRATION)
 if HAVE_CHECK
