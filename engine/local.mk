@@ -188,3 +188,17 @@ libgpudiff_la_CPPFLAGS += $(PROTOBUF_C_CFLAGS) -I$(top_builddir)/engine/io
 # On the programs' link line rather than in libgpudiff's LIBADD: it may be the static archive
 # (configure.ac), which libtool warns about inside a library.
 GD_ENGINE_LIBS += $(PROTOBUF_C_LIBS)
+
+# ---- fp: layer fingerprints (hash, statistics, sample) on the host and on cuda ----
+libgpudiff_la_SOURCES += \
+	engine/include/gpudiff/fingerprint.h \
+	engine/core/fp_rules.h \
+	engine/core/fingerprint.c \
+	engine/compare/sampled.c
+if HAVE_CUDA
+FP_CUDA_SOURCES = engine/cuda/fingerprint.cu
+libgd_cuda_kernels_a_SOURCES += $(FP_CUDA_SOURCES) engine/cuda/fingerprint.h
+libgd_cuda_la_SOURCES += engine/cuda/capture_fp.c engine/cuda/fingerprint.h
+$(FP_CUDA_SOURCES:.cu=.o): engine/core/fp_rules.h engine/cuda/fingerprint.h engine/cuda/cuda.h
+EXTRA_DIST += $(FP_CUDA_SOURCES)
+endif

@@ -79,3 +79,7 @@ libsrv_la_SOURCES += \
 	server/sweep_doc.c \
 	server/db_sweeps.c \
 	server/route_sweeps.c
+
+# ---- fp: layer requests (fingerprints first, tensors on demand) ----
+SERVER_SQL += schema/sql/006_layer_requests.sql
+libsrv_la_SOURCES += server/db_requests.c server/route_requests.c

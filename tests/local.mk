@@ -437,6 +437,23 @@ EXTRA_PROGRAMS += tests/bench/bench_half
 tests_bench_bench_half_SOURCES = tests/bench/bench_half.c
 tests_bench_bench_half_LDADD = $(GD_ENGINE_LIBS)
 bench: tests/bench/bench_half$(EXEEXT)
+# ---- fp: fingerprints (hash against BLAKE3's vectors, statistics, sample, JSON) ----
+check_PROGRAMS += tests/engine/check_fingerprint
+TESTS += tests/engine/check_fingerprint
+tests_engine_check_fingerprint_SOURCES = tests/engine/check_fingerprint.c
+tests_engine_check_fingerprint_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_fingerprint_LDADD = $(TEST_LIBS)
+# fp_verify: a bundle's recorded fingerprints against the host's from its tensor files (the
+# CUDA kernels on real captures, tests/bench/gpu_fp.sh).
+EXTRA_PROGRAMS += tests/bench/fp_verify
+tests_bench_fp_verify_SOURCES = tests/bench/fp_verify.c
+tests_bench_fp_verify_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+tests_bench_fp_verify_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
+EXTRA_DIST += tests/bench/gpu_fp.sh
+# fp: 500 layers as fingerprints, three asked for, fetched and diffed in full.
+TESTS += tests/integration/server_fingerprints.sh
+EXTRA_DIST += tests/integration/server_fingerprints.sh
+
 # ---- cudnn (issue 17): the graph API's fixed choices, and the GPU script ----
 if HAVE_CHECK
 check_PROGRAMS += tests/engine/check_conv_config

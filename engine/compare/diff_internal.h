@@ -105,6 +105,15 @@ void gd__verdicts(struct gd__work *w);
 /* verdict.c: first divergent, first observed and the precision labels. */
 void gd__starts(struct gd__work *w);
 
+/* measure.c (fp): a pair where a side has only its fingerprint, measured on the samples and
+ * bounded by the statistics (gd_diff_layer.sampled). */
+int gd__measure_sampled(struct gd_diff_layer *dl, const struct gd_bundle_layer *la,
+                        const struct gd_bundle_layer *lb, double atol, double rtol,
+                        struct gd_err *err);
+
+/* sampled.c (fp): marks the sampled layers worth fetching tensors for. */
+void gd__fetch_wanted(struct gd__work *w);
+
 /* boundary.c: steps of discontinuous layers; poles of ill-conditioned ones (which may turn
  * a divergent layer into an amplified one). */
 int gd__boundaries(struct gd__work *w, struct gd_err *err);

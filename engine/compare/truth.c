@@ -53,8 +53,8 @@ gd__truth_layer(struct gd__work *w, int i, struct gd_tensor *ta, struct gd_tenso
 {
     struct gd_diff_layer *dl = &w->d->layers[i];
     int it = gd__find_layer(w->truth, dl->name);
-    if (it < 0)
-        return 0;
+    if (it < 0 || w->truth->layers[it].tensor_absent)
+        return 0; /* fp: a truth held as a fingerprint is not one to measure against */
     struct gd_tensor *tt = NULL;
     if (w->truth->load(w->truth->user, it, &tt, err) != 0)
         return gd_err_prefix(err, "layer %s against the truth: ", dl->name);

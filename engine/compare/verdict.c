@@ -100,7 +100,12 @@ judge(struct gd__work *w, int i)
          * carry the large errors, the zeros it drops the nil ones. So the median a copy may
          * reach is its input's largest error, not its input's median.
          */
-        if (is_quiet(in->verdict)) {
+        if (is_quiet(in->verdict) && in->sampled) {
+            /* fp: noise seen in a sample may hide more: carry what noise could be */
+            carry_abs = fmax(carry_abs, in->envelope * in->scale);
+            carry = fmax(carry, in->envelope);
+            carry_median = fmax(carry_median, dl->copies ? in->envelope : in->envelope_median);
+        } else if (is_quiet(in->verdict)) {
             carry_abs = fmax(carry_abs, in->m.abs_max);
             carry = fmax(carry, in->err);
             carry_median = fmax(carry_median, dl->copies ? in->err : in->err_median);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "gpudiff/error.h"
+#include "gpudiff/fingerprint.h"
 #include "gpudiff/graph.h"
 #include "gpudiff/ops.h"
 #include "gpudiff/run.h"
@@ -60,6 +61,10 @@ struct gd__capture_req {
     int64_t piece_offset;
     int piece_ndim;
     int64_t piece_shape[GD_MAX_DIMS];
+    /* fp: what the session asks of this capture, and the fingerprint the backend made */
+    int want_tensor;                 /* the bytes reach deliver (else host->data is NULL) */
+    int want_fingerprint;            /* the backend computes a fingerprint where t lies */
+    const struct gd_fingerprint *fp; /* set by the backend when it delivers; NULL if none */
 };
 typedef int (*gd__deliver_fn)(void *session, const struct gd__capture_req *req,
                               const struct gd_tensor *host, struct gd_err *err);

@@ -47,6 +47,10 @@ struct gd_session {
     /* gd_session_run_end_to_end(): the graph outputs copied back while `fetching` */
     int fetching;
     struct gd_tensor **fetched; /* per graph output, host, every row; NULL until fetched */
+    /* fp: what runs capture (gd_session_set_capture); sel.only points at sel_only */
+    struct gd_capture_sel sel;
+    unsigned char *sel_only;
+    int n_layers;
 };
 
 const char *
@@ -139,6 +143,7 @@ gd_session_free(struct gd_session *s)
     free(s->shapes);
     free(s->params);
     free(s->first_layer);
+    free(s->sel_only);
     free(s);
 }
 
@@ -310,6 +315,8 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
         s->first_layer[ni] = layer;
         layer += g->nodes[ni].n_outputs;
     }
+    s->n_layers = layer;
+    s->sel = (struct gd_capture_sel){.fingerprints = 0, .tensors = 1, .last_layer = -1};
     if (check_conv_pins(g, knobs->conv_pins, err) != 0 ||
         be->open(&s->knobs, &s->env, &s->ctx, err) != 0)
         goto fail;
@@ -361,6 +368,7 @@ deliver(void *session, const struct gd__capture_req *req, const struct gd_tensor
         .piece_offset = req->piece_offset,
         .piece_ndim = req->piece_ndim,
         .piece_shape = req->piece_shape,
+        .fingerprint = req->fp,
     };
     return s->capture(s->user, &layer, err);
 }
@@ -534,6 +542,45 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
 
 static int fetch_outputs(struct gd_session *s, const struct gd_node *n, struct gd_err *err);
 
+/* ---- fp: what a run captures of each layer ---- */
+
+/* Fills req's wants for layer li; 0 when the layer is not to be delivered at all. */
+static int
+capture_wanted(const struct gd_session *s, int li, struct gd__capture_req *req)
+{
+    req->want_fingerprint = s->sel.fingerprints;
+    req->want_tensor = s->sel.tensors || (li < s->sel.n_only && s->sel.only[li]);
+    if (s->sel.last_layer >= 0 && li > s->sel.last_layer)
+        req->want_tensor = 0;
+    return req->want_tensor || req->want_fingerprint;
+}
+
+int
+gd_session_set_capture(struct gd_session *s, const struct gd_capture_sel *sel,
+                       struct gd_err *err)
+{
+    if (sel->n_only < 0 || sel->last_layer < -1 || (sel->n_only > 0 && sel->only == NULL))
+        return gd_err_set(err, GD_EINVAL, "capture selection: bad layer count or last layer");
+    unsigned char *only = NULL;
+    if (sel->n_only > 0) {
+        only = malloc((size_t)sel->n_only);
+        if (only == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory");
+        memcpy(only, sel->only, (size_t)sel->n_only);
+    }
+    free(s->sel_only);
+    s->sel_only = only;
+    s->sel = *sel;
+    s->sel.only = only;
+    return 0;
+}
+
+int
+gd_session_n_layers(const struct gd_session *s)
+{
+    return s->n_layers;
+}
+
 static int
 run_nodes(struct gd_session *s, struct gd_err *err)
 {
@@ -573,7 +620,8 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             struct gd__capture_req req = {.node_index = ni, .output_slot = k,
                                           .time_us = call.time_us >= 0 ? call.time_us : elapsed,
                                           .algo = call.algo, .math = call.math};
-            rc = s->be->capture(s->ctx, call.out[k], &req, deliver, s, err);
+            if (capture_wanted(s, s->first_layer[ni] + k, &req))
+                rc = s->be->capture(s->ctx, call.out[k], &req, deliver, s, err);
         }
         if (rc == 0 && s->fetching)
             rc = fetch_outputs(s, n, err);
@@ -593,6 +641,9 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             if (g->values[v].last_use < 0)
                 release_value(s, v);
         }
+        if (s->capture != NULL && s->sel.last_layer >= 0 &&
+            s->first_layer[ni] + n->n_outputs > s->sel.last_layer)
+            break; /* what was asked for is made: the values left are released by the run */
     }
     return s->be->flush(s->ctx, err);
 }
@@ -622,6 +673,9 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
             total = inputs[i]->shape[0];
         }
     }
+    if (capture != NULL && s->sel.fingerprints && s->knobs.batch > 0)
+        return gd_err_set(err, GD_ENOTSUP, "a fingerprint covers a whole layer and --batch "
+                          "delivers layers in slices: capture full tensors with --batch");
     int64_t step = s->knobs.batch > 0 ? s->knobs.batch : 0;
     if (step == 0)
         total = n_inputs > 0 && inputs[0]->ndim > 0 ? inputs[0]->shape[0] : 1;

@@ -306,6 +306,7 @@ cuda_close(void *vctx)
         cudaEventDestroy(ctx->timer_stop);
     if (ctx->workspace)
         cudaFree(ctx->workspace);
+    gd__cuda_fp_free(ctx);
     if (ctx->ring)
         cudaFreeHost(ctx->ring);
     if (ctx->lt)
@@ -571,6 +572,17 @@ deliver_oldest(struct gd__cuda_ctx *ctx, int wait, struct gd_err *err)
         p->req.time_us = 0;
     p->req.algo = p->algo;
     p->req.math = p->math;
+    if (p->fp_raw != NULL) {
+        /* the fingerprint covers the whole output, whose first piece carries it */
+        struct gd_tensor whole = p->host;
+        if (p->req.piece_ndim > 0) {
+            whole.ndim = p->req.piece_ndim;
+            memcpy(whole.shape, p->req.piece_shape, sizeof whole.shape);
+        }
+        p->req.fp = gd__cuda_fp_finish(ctx, p->fp_raw, &whole);
+    } else {
+        p->req.fp = NULL;
+    }
     rc = p->deliver(p->session, &p->req, &p->host, err);
     event_put(ctx, p->done);
     ctx->ring_used -= p->ring_len;
@@ -663,7 +675,8 @@ done:
 }
 
 /* Queues the copy of elements [first, first + count) of t (all of it when `piece` is 0)
- * into the ring, and delivers what has arrived. */
+ * into the ring when the session asked for the tensor, and with the first piece the
+ * fingerprint of the whole of t when it asked for that (fp); delivers what has arrived. */
 static int
 capture_piece(struct gd__cuda_ctx *ctx, const struct gd_tensor *t,
               const struct gd__capture_req *req, gd__deliver_fn deliver, void *session,
@@ -671,7 +684,11 @@ capture_piece(struct gd__cuda_ctx *ctx, const struct gd_tensor *t,
 {
     int rc = 0;
     size_t es = gd_dtype_size(t->dtype);
-    size_t bytes = piece ? (size_t)count * es : gd_tensor_nbytes(t);
+    size_t bytes = !req->want_tensor ? 0 : piece ? (size_t)count * es : gd_tensor_nbytes(t);
+    int with_fp = req->want_fingerprint && first == 0;
+    /* the ring slot holds the tensor's bytes, then the fingerprint kernels' result */
+    size_t tensor_bytes = (bytes + 255) / 256 * 256;
+    size_t slot_bytes = tensor_bytes + (with_fp ? gd__cuda_fp_ring_bytes() : 0);
     if (ctx->pending_n == ctx->pending_cap) {
         int cap = ctx->pending_cap ? ctx->pending_cap * 2 : 64;
         struct gd__cuda_pending *p = malloc((size_t)cap * sizeof *p);
@@ -685,7 +702,7 @@ capture_piece(struct gd__cuda_ctx *ctx, const struct gd_tensor *t,
         ctx->pending_first = 0;
     }
     size_t off = 0, len = 0;
-    rc = ring_reserve(ctx, bytes, &off, &len, err);
+    rc = ring_reserve(ctx, slot_bytes, &off, &len, err);
     if (rc < 0)
         return rc;
     struct gd__cuda_pending *p =
@@ -704,7 +721,8 @@ capture_piece(struct gd__cuda_ctx *ctx, const struct gd_tensor *t,
         p->host.ndim = 1;
         p->host.shape[0] = count;
     }
-    p->host.data = ctx->ring + off;
+    p->host.data = req->want_tensor ? ctx->ring + off : NULL;
+    p->fp_raw = with_fp ? ctx->ring + off + tensor_bytes : NULL;
     p->host.device = 0;
     p->host.owns_data = 0;
     p->ring_off = off;
@@ -716,8 +734,11 @@ capture_piece(struct gd__cuda_ctx *ctx, const struct gd_tensor *t,
         return rc;
     /* The copy waits for the node (its end event), then runs beside the next nodes. */
     GD_CUDA_TRY(cudaStreamWaitEvent(ctx->copy, ctx->node_end[req->node_index], 0));
-    GD_CUDA_TRY(cudaMemcpyAsync(p->host.data, (const char *)t->data + (size_t)first * es, bytes,
-                                cudaMemcpyDeviceToHost, ctx->copy));
+    if (p->fp_raw != NULL && (rc = gd__cuda_fp_enqueue(ctx, t, p->fp_raw, err)) != 0)
+        goto done;
+    if (req->want_tensor)
+        GD_CUDA_TRY(cudaMemcpyAsync(p->host.data, (const char *)t->data + (size_t)first * es,
+                                    bytes, cudaMemcpyDeviceToHost, ctx->copy));
     GD_CUDA_TRY(cudaEventRecord(p->done, ctx->copy));
     ctx->pending_n++;
     /* Hand over whatever has already arrived, without waiting. */
@@ -738,7 +759,9 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
     ctx->capturing = 1;
     size_t bytes = gd_tensor_nbytes(t);
     size_t limit = ctx->knobs.capture_limit > 0 ? (size_t)ctx->knobs.capture_limit : 0;
-    if (limit == 0 || bytes <= limit)
+    size_t fp_bytes = req->want_fingerprint ? gd__cuda_fp_ring_bytes() : 0;
+    /* a fingerprint alone is a few kilobytes: never in pieces */
+    if (limit == 0 || !req->want_tensor || bytes + fp_bytes <= limit)
         return capture_piece(ctx, t, req, deliver, session, 0, 0, 0, err);
     /* Too large for the limit: pieces of at most half the ring each, so one can be copied
      * while the one before is written */

@@ -72,6 +72,7 @@ struct gd__cuda_pending {
     cudaEvent_t start, end;         /* the node's compute, for its time */
     gd__deliver_fn deliver;
     void *session;
+    void *fp_raw;                   /* fp: where the fingerprint's raw result lands; NULL none */
 };
 
 struct gd__cuda_ctx {
@@ -110,7 +111,23 @@ struct gd__cuda_ctx {
     int graph_host_n, graph_host_cap;
     struct gd__conv_plan **plans;   /* graph API: plans by geometry, shared by the nodes */
     int n_plans, plans_cap;
+    struct gd__cuda_fp *fp;         /* fp: fingerprint buffers (capture_fp.c); NULL until used */
 };
+
+/* ---- fp: fingerprints of captured layers, computed on the copy stream (capture_fp.c) ---- */
+
+/* Pinned ring bytes a fingerprint's result takes. */
+size_t gd__cuda_fp_ring_bytes(void);
+/* Enqueues on ctx->copy (which already waits for the node) the fingerprint of t, its raw
+ * result copied to host_raw (pinned). */
+int gd__cuda_fp_enqueue(struct gd__cuda_ctx *ctx, const struct gd_tensor *t, void *host_raw,
+                        struct gd_err *err);
+/* The fingerprint of t from the raw result at host_raw (copy finished); borrowed from ctx
+ * until the next call. */
+const struct gd_fingerprint *gd__cuda_fp_finish(struct gd__cuda_ctx *ctx, const void *host_raw,
+                                                const struct gd_tensor *t);
+/* Frees the buffers (streams synchronized). */
+void gd__cuda_fp_free(struct gd__cuda_ctx *ctx);
 
 /* Maps a status to 0 or GD_EDEVICE with "what: library message (file:line)". */
 int gd__cuda_status_rt(cudaError_t s, const char *what, const char *file, int line,

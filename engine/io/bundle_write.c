@@ -35,6 +35,8 @@ struct layer_out {
     double time_us;
     int timed;                  /* some slice came with a time */
     json_t *rec;                /* the run.json record; owned */
+    int has_file;               /* fp: 0 when only a fingerprint was captured */
+    struct gd_fingerprint *fp;  /* fp: delivered with the layer, or made at commit; owned */
 };
 
 struct gd_bundle_writer {
@@ -43,6 +45,7 @@ struct gd_bundle_writer {
     int replace;
     int committed;
     int n;                      /* layers array length (highest index + 1) */
+    int fingerprints;           /* fp: commit fingerprints layers delivered without one */
     struct layer_out *layers;
     json_t *layers_json;        /* built at commit */
 };
@@ -252,6 +255,9 @@ layer_slot(struct gd_bundle_writer *w, int index, struct gd_err *err)
     return &w->layers[index];
 }
 
+static int layer_record(struct layer_out *lo, const struct gd_graph *g,
+                        const struct gd_layer *layer, const int64_t *shape);
+
 /* Starts a layer: its file with the header of the whole shape, its hash and record. */
 static int
 layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_graph *g,
@@ -263,6 +269,9 @@ layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_gr
     if (t->ndim > 0)
         shape[0] = layer->batch_total;
     lo->rows_total = t->ndim > 0 ? layer->batch_total : 1;
+    lo->has_file = t->data != NULL;
+    if (!lo->has_file)
+        return layer_record(lo, g, layer, shape);
     file_name(layer->index, layer->name, lo->file, sizeof lo->file);
     unsigned char header[512];
     size_t hlen;
@@ -282,6 +291,15 @@ layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_gr
     rc = gd_sha256_init(&lo->hash, err);
     if (rc != 0)
         return rc;
+    return layer_record(lo, g, layer, shape);
+}
+
+/* The layer's run.json record, less what finish_layers() adds. */
+static int
+layer_record(struct layer_out *lo, const struct gd_graph *g, const struct gd_layer *layer,
+             const int64_t *shape)
+{
+    const struct gd_tensor *t = layer->value;
     lo->used = 1;
     lo->stats.min = lo->stats.max = NAN;
     json_t *jshape = json_array();
@@ -295,7 +313,8 @@ layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_gr
                                                                     : ""));
     json_object_set_new(lo->rec, "dtype", json_string(gd_dtype_name(t->dtype)));
     json_object_set_new(lo->rec, "shape", jshape);
-    json_object_set_new(lo->rec, "file", json_string(lo->file));
+    if (lo->has_file)
+        json_object_set_new(lo->rec, "file", json_string(lo->file));
     if (layer->algo && layer->algo[0])
         json_object_set_new(lo->rec, "algo", json_string(layer->algo));
     if (layer->math && layer->math[0])
@@ -360,6 +379,25 @@ gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
     if (lo->rows_done + rows > lo->rows_total ||
         (piece && layer->piece_offset + gd_tensor_numel(t) > gd_tensor_numel(out)))
         return gd_err_set(err, GD_EINVAL, "layer %s: more rows than its shape", layer->name);
+    if ((t->data != NULL) != lo->has_file)
+        return gd_err_set(err, GD_EINVAL, "layer %s: slices with and without data", layer->name);
+    if (layer->fingerprint != NULL) {
+        /* a fingerprint covers the whole layer: never a slice of it */
+        if (layer->batch_offset != 0 || rows != lo->rows_total || lo->fp != NULL)
+            return gd_err_set(err, GD_EINVAL, "layer %s: a fingerprint of a slice", layer->name);
+        lo->fp = malloc(sizeof *lo->fp);
+        if (lo->fp == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory");
+        memcpy(lo->fp, layer->fingerprint, sizeof *lo->fp);
+    }
+    if (!lo->has_file) {
+        lo->rows_done += rows;
+        if (layer->time_us >= 0) {
+            lo->time_us += layer->time_us;
+            lo->timed = 1;
+        }
+        return 0;
+    }
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", w->tmp, lo->file);
     int fd = open(path, O_WRONLY | O_APPEND);
@@ -410,6 +448,38 @@ json_finite(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* fp: the layer's fingerprint into its record, made from its file when it came without one
+ * and the writer was asked for them. */
+static int
+finish_fingerprint(struct gd_bundle_writer *w, struct layer_out *lo, struct gd_err *err)
+{
+    if (lo->fp == NULL && lo->has_file && w->fingerprints) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", w->tmp, lo->file);
+        struct gd_tensor *t = NULL;
+        int rc = gd_npy_load(path, &t, err);
+        if (rc != 0)
+            return rc;
+        lo->fp = malloc(sizeof *lo->fp);
+        rc = lo->fp == NULL ? gd_err_set(err, GD_ENOMEM, "out of memory")
+                            : gd_fingerprint_compute(t, lo->fp, err);
+        gd_tensor_free(t);
+        if (rc != 0)
+            return rc;
+    }
+    if (lo->fp == NULL && !lo->has_file)
+        return gd_err_set(err, GD_EINVAL, "neither a tensor nor a fingerprint");
+    if (lo->fp != NULL && json_object_get(lo->rec, "fingerprint") == NULL)
+        json_object_set_new(lo->rec, "fingerprint", gd_fingerprint_to_json(lo->fp));
+    return 0;
+}
+
+void
+gd_bundle_writer_set_fingerprints(struct gd_bundle_writer *w, int on)
+{
+    w->fingerprints = on;
+}
+
 /* Completes every layer record: hash, stats, time. */
 static int
 finish_layers(struct gd_bundle_writer *w, struct gd_err *err)
@@ -423,7 +493,24 @@ finish_layers(struct gd_bundle_writer *w, struct gd_err *err)
         if (lo->rows_done != lo->rows_total)
             return gd_err_set(err, GD_EINVAL, "layer %d has %lld of %lld rows", i,
                               (long long)lo->rows_done, (long long)lo->rows_total);
-        if (json_object_get(lo->rec, "sha256") == NULL) {
+        if (json_object_get(lo->rec, "time_us") == NULL) {
+            int rc = finish_fingerprint(w, lo, err);
+            if (rc != 0)
+                return gd_err_prefix(err, "layer %d: ", i);
+        }
+        if (!lo->has_file && json_object_get(lo->rec, "time_us") == NULL) {
+            const struct gd_fingerprint *f = lo->fp;
+            json_t *js = json_object();
+            json_object_set_new(js, "min", json_finite(f->min));
+            json_object_set_new(js, "max", json_finite(f->max));
+            json_object_set_new(js, "mean", json_finite(gd_fingerprint_mean(f)));
+            json_object_set_new(js, "nan", json_integer(f->nan_count));
+            json_object_set_new(js, "inf", json_integer(f->inf_count));
+            json_object_set_new(lo->rec, "time_us", lo->timed ? json_real(lo->time_us)
+                                                              : json_null());
+            json_object_set_new(lo->rec, "stats", js);
+        }
+        if (lo->has_file && json_object_get(lo->rec, "sha256") == NULL) {
             char hex[GD_SHA256_HEX_LEN + 1];
             int rc = gd_sha256_final(&lo->hash, hex, err);
             if (rc != 0)
@@ -471,6 +558,8 @@ gd_bundle_writer_commit(struct gd_bundle_writer *w, json_t *meta, struct gd_err 
         return gd_err_set(err, GD_EIO, "cannot write %s", path);
     /* Everything reaches the disk before the folder appears under its name. */
     for (int i = 0; i < w->n; i++) {
+        if (!w->layers[i].has_file)
+            continue;
         snprintf(path, sizeof path, "%s/%s", w->tmp, w->layers[i].file);
         if (fsync_path(path, 0) != 0)
             return gd_err_set(err, GD_EIO, "%s: %s", path, strerror(errno));
@@ -515,6 +604,7 @@ gd_bundle_writer_free(struct gd_bundle_writer *w)
     for (int i = 0; i < w->n; i++) {
         gd_sha256_fini(&w->layers[i].hash);
         json_decref(w->layers[i].rec);
+        free(w->layers[i].fp);
     }
     json_decref(w->layers_json);
     free(w->layers);

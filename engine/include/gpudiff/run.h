@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "gpudiff/fingerprint.h"
 #include "gpudiff/graph.h"
 #include "gpudiff/tensor.h"
 
@@ -122,6 +123,10 @@ struct gd_layer {
     int64_t piece_offset;
     int piece_ndim;
     const int64_t *piece_shape;
+    /* With gd_session_set_capture(): value->data is NULL when the tensor was not asked for
+     * (dtype and shape are still set), and fingerprint is the layer's (NULL when not asked),
+     * computed by the backend where the tensor lies. */
+    const struct gd_fingerprint *fingerprint;
 };
 
 /* Returning non-zero stops the run with that code. */
@@ -157,6 +162,29 @@ const char *gd_session_backend(const struct gd_session *s);
  */
 int gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
                    gd_capture_fn capture, void *user, struct gd_err *err);
+
+/*
+ * What the capture callback gets (fp). Without a call to gd_session_set_capture() every
+ * layer's tensor and no fingerprint. A layer asked for neither is not delivered at all.
+ */
+struct gd_capture_sel {
+    int fingerprints;            /* 1: every layer's fingerprint */
+    int tensors;                 /* 1: every layer's tensor; 0: those `only` marks */
+    const unsigned char *only;   /* per layer index (n_only entries): 1 = its tensor; copied */
+    int n_only;
+    int last_layer;              /* >= 0: stop after the node that makes this layer; -1 run all */
+};
+
+/*
+ * Sets what the following runs capture. A fingerprint covers a whole layer, so a run with
+ * fingerprints and knobs.batch > 0 (slices) is refused with GD_ENOTSUP by gd_session_run().
+ * GD_EINVAL for a negative n_only or last_layer below -1.
+ */
+int gd_session_set_capture(struct gd_session *s, const struct gd_capture_sel *sel,
+                           struct gd_err *err);
+
+/* Number of layers (node outputs) a run of this session's graph delivers at most. */
+int gd_session_n_layers(const struct gd_session *s);
 
 /* ---- timing without capture, batch sizes, algorithm choices (gpudiff-agent sweep) ---- */
 

@@ -13,6 +13,13 @@ const FOLD_MIN = 4; // identical stretches of at least this many layers are fold
 
 // The ULP histogram as a tiny bar chart: bin 0 (equal) then 1, 2, 4, ... ULP apart, heights
 // on a log scale of counts. Decorative beside the numbers; its title says the same in words.
+
+// fp: a verdict judged from fingerprints (a side without its tensor) says so.
+function sampledMark(l) {
+    return h('span', {class: 'mark sampled', title: `judged from fingerprints: ${fmtInt(l.samples)} ` +
+        'sampled values; max |a−b| is a lower bound' + (l.fetch && l.fetch.length ? '; the daemon asks ' +
+        'for the tensor' : '')}, 'sampled');
+}
 function sparkline(l) {
     const hist = l.ulp_hist || [];
     const svg = s('svg', {class: 'spark', viewBox: '0 0 66 16', width: 66, height: 16,
@@ -107,9 +114,10 @@ function row(l, i, hrefOf, d, st) {
         h('th', {scope: 'row'}, h('a', {href: hrefOf(l)}, l.name), markEl ? ' ' : '', markEl,
           causeEl ? ' ' : '', causeEl),
         h('td', {}, l.op || '–'),
-        h('td', {}, verdictBadge(l.verdict)),
+        h('td', {}, verdictBadge(l.verdict), l.sampled ? ' ' : '', l.sampled ? sampledMark(l) : ''),
         h('td', {class: 'spark-cell'}, na ? '' : sparkline(l)),
-        num(l.max_abs), num(l.err), num(l.envelope), num(l.growth), num(l.max_ulp, fmtInt),
+        l.sampled ? h('td', {class: 'num', title: 'a lower bound: judged from fingerprints'},
+                      '≥' + fmtNum(l.max_abs)) : num(l.max_abs), num(l.err), num(l.envelope), num(l.growth), num(l.max_ulp, fmtInt),
         h('td', {class: 'num', title: l.arithmetic || null}, bits),
         num(l.mismatches, fmtInt),
     ];

@@ -4,7 +4,7 @@
 // against b (sampled for large tensors, saying so), for a discontinuous or ill-conditioned
 // op its input elements nearest the step or pole, and downloads of both tensors.
 import {h, clear, message, fmtNum, fmtInt, shortId, verdictBadge, routeHref} from '../dom.js';
-import {apiGetBytes, apiUrl, getDiff, getOps, getRun, getToken, layerNpyPath} from '../api.js';
+import {apiGetBytes, apiPost, apiUrl, getDiff, getOps, getRun, getToken, layerNpyPath} from '../api.js';
 import {ulpHistogram, valueHistograms, scatterAB} from '../charts.js';
 import {parseNpy, valueAt, ulpDistance, unravel} from '../npy.js';
 import {NEAR, nearest, countWithin} from '../nearstep.js';
@@ -276,6 +276,34 @@ function tensorBytes(rec) {
     return (rec.shape || []).reduce((a, b) => a * b, 1) * (sizes[rec.dtype] || 1);
 }
 
+// fp: a layer judged from fingerprints: what that means, and "fetch this layer" for each side
+// without its tensor (POST /api/v1/runs/{id}/requests, an agent token; gpudiff-agent
+// fetch-layers sends it, and the diff then measures the layer in full).
+function sampledSection(l, q, ra, rb, recA, recB) {
+    const box = h('section', {'aria-labelledby': 'sampled-h'}, h('h2', {id: 'sampled-h'}, 'Sampled'),
+        h('p', {id: 'sampled'}, `Judged from fingerprints: the figures are over ${fmtInt(l.samples)} ` +
+          `sampled values, and max |a−b| ${fmtNum(l.max_abs)} is a lower bound (from the ` +
+          `${l.max_abs_from || 'sample'}). ` + (l.verdict === 'noise' ? 'Noise holds for the sample only.' : '')));
+    for (const [side, run, rec] of [['a', ra, recA], ['b', rb, recB]]) {
+        if (!rec || rec.present !== false)
+            continue;
+        const status = h('span', {class: 'muted'}, (l.fetch || []).includes(side) ? ' asked for by the diff' : '');
+        const button = h('button', {type: 'button', id: 'fetch-' + side, onclick: async () => {
+            button.disabled = true;
+            try {
+                const r = await apiPost(`runs/${run.id}/requests`, null, {index: rec.index});
+                status.textContent = r.added ? ' asked for: gpudiff-agent fetch-layers sends it'
+                    : ' already asked for';
+            } catch (e) {
+                status.textContent = ' ' + e.message;
+                button.disabled = false;
+            }
+        }}, `Fetch this layer (${side})`);
+        box.append(h('p', {}, button, status));
+    }
+    return box;
+}
+
 export async function render(root, ctx) {
     const p = ctx.params;
     const q = {a: p.get('a') || '', b: p.get('b') || '', truth: p.get('truth') || '',
@@ -319,6 +347,8 @@ export async function render(root, ctx) {
         root.append(message('info', l.note || 'These layers cannot be compared.'));
         return;
     }
+    if (l.sampled)
+        root.append(sampledSection(l, q, ra, rb, recA, recB));
     const at = l.max_abs_index ?? 0;
     const shape = (recB && recB.shape) || [];
     const pos = unravel(at, shape);
@@ -343,7 +373,9 @@ export async function render(root, ctx) {
         valuesBox));
     const sides = {ra, rb, rt, recA, recB};
     const bytes = tensorBytes(recA) + tensorBytes(recB);
-    if (bytes <= AUTO_LOAD_BYTES) {
+    if ((recA && recA.present === false) || (recB && recB.present === false)) {
+        valuesBox.append(message('info', 'A side holds only its fingerprint: fetch the layer first.'));
+    } else if (bytes <= AUTO_LOAD_BYTES) {
         await loadValues(valuesBox, l, sides, ctx);
     } else {
         valuesBox.append(h('button', {type: 'button', onclick: () => loadValues(valuesBox, l, sides, ctx)},
