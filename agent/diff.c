@@ -184,8 +184,17 @@ print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, 
         if (!isfinite(l->envelope))
             snprintf(ratio_s, sizeof ratio_s, "-");
         snprintf(bits_s, sizeof bits_s, l->n_differ > 0 ? "%.1f" : "-", l->bits);
+        /* fp: a verdict from fingerprints is marked ~, its max abs is a lower bound (>=) */
+        char verdict_s[24];
+        snprintf(verdict_s, sizeof verdict_s, "%s%s", gd_verdict_name(l->verdict),
+                 l->sampled ? "~" : "");
+        if (l->sampled) {
+            char lb[32];
+            fmt_num(l->m.abs_max, lb, sizeof lb - 2);
+            snprintf(abs_s, sizeof abs_s, ">=%.29s", lb);
+        }
         fprintf(out, "%c %4d %-16s %-14s %-12s %10s %10llu %10s %6s %10lld", mark, i, l->name,
-                l->op[0] ? l->op : "-", gd_verdict_name(l->verdict), abs_s,
+                l->op[0] ? l->op : "-", verdict_s, abs_s,
                 (unsigned long long)l->m.ulp_max, ratio_s, bits_s, (long long)l->m.n_mismatch);
         if (d->has_truth)
             fprintf(out, "  %-5s", side_word(l->right));
@@ -207,6 +216,10 @@ print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, 
         else if (l->note[0])
             fprintf(out, "       %s\n", l->note);
     }
+    if (d->n_sampled > 0)
+        fprintf(out, "\n~ judged from fingerprints: max abs is a lower bound and the other "
+                     "figures are over %d sampled values\n",
+                GD_FINGERPRINT_SAMPLES);
     const struct gd_diff_layer *last = NULL;
     for (int i = 0; i < d->n_layers; i++)
         if (d->layers[i].verdict != GD_VERDICT_INCOMPARABLE)

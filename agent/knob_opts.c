@@ -62,6 +62,14 @@ agt_knob_flag(const char *cmd, int opt, const char *arg, struct agt_knob_opts *o
     case AGT_OPT_CONV_ALGO:
         snprintf(o->knobs.conv_algo, sizeof o->knobs.conv_algo, "%s", arg);
         return 1;
+    case AGT_OPT_CONV_API:
+        if (strcmp(arg, "graph") != 0 && strcmp(arg, "legacy") != 0) {
+            fprintf(stderr, "gpudiff-agent %s: --conv-api takes graph or legacy, not %s\n", cmd,
+                    arg);
+            return -1;
+        }
+        snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", arg);
+        return 1;
     case AGT_OPT_TF32:
         if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0) {
             fprintf(stderr, "gpudiff-agent %s: --tf32 takes on or off, not %s\n", cmd, arg);
@@ -109,7 +117,9 @@ agt_knob_usage(FILE *out)
             "                      tf32:conv,gemm\n"
             "  --threads N         cpu and cpu64: worker threads (the same bits for any N)\n"
             "  --conv-algo HOW     cuda: heuristic (default), autotune, deterministic or\n"
-            "                      fixed:N\n"
+            "                      fixed:CHOICE (an engine config engN[_kTYPE=VALUE...] with\n"
+            "                      --conv-api graph, an algorithm id N with legacy)\n"
+            "  --conv-api API      cuda: graph (cuDNN's graph API; default) or legacy\n"
             "  --tf32 on|off       cuda: TF32 tensor-core math for convolutions and GEMMs\n"
             "                      (default off)\n"
             "  --math-mode MODE    cuda: cuBLAS math: default or pedantic\n"

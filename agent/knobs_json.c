@@ -25,6 +25,8 @@ agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_en
                  c & GD_CLASS_GEMM ? "gemm" : "");
     json_object_set_new(j, "emulate", json_string(emulate));
     json_object_set_new(j, "batch", k->batch > 0 ? json_integer(k->batch) : json_null());
+    /* the model's float weights and inputs cast at load (--dtype); null: as the model has them */
+    json_object_set_new(j, "dtype", k->dtype[0] ? json_string(k->dtype) : json_null());
     /* The CPU backends' thread count as resolved (0 asks for one per core). */
     const char *threads = env != NULL ? gd_env_get(env, "cpu_threads") : NULL;
     if (threads != NULL)
@@ -34,6 +36,7 @@ agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_en
     if (strcmp(backend != NULL ? backend : "cpu", "cuda") == 0) {
         json_object_set_new(j, "conv_algo",
                             json_string(k->conv_algo[0] ? k->conv_algo : "heuristic"));
+        json_object_set_new(j, "conv_api", json_string(k->conv_api[0] ? k->conv_api : "graph"));
         json_object_set_new(j, "tf32", json_boolean(k->tf32 == 1));
         json_object_set_new(j, "math_mode",
                             json_string(k->math_mode[0] ? k->math_mode : "default"));
@@ -42,6 +45,13 @@ agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_en
                                                     : json_null());
         if (k->conv_pins[0] != '\0')
             json_object_set_new(j, "conv_pins", json_string(k->conv_pins));
+        /* half GEMMs' split-K reduction in the half format: as the backend resolved it */
+        const char *rr = env != NULL ? gd_env_get(env, "reduced_reduction") : NULL;
+        json_object_set_new(j, "reduced_reduction",
+                            json_boolean(rr != NULL ? strcmp(rr, "on") == 0
+                                         : k->reduced_reduction == 1 ||
+                                               (k->reduced_reduction < 0 &&
+                                                strcmp(k->math_mode, "pedantic") != 0)));
     }
     return j;
 }

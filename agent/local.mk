@@ -31,3 +31,5 @@ gpudiff_agent_SOURCES += \
 	agent/sweep_report.c \
 	agent/sweep_summary.c \
 	agent/sweep_upload.c
+# ---- fp: `gpudiff-agent fetch-layers` (tensors the daemon asks for) ----
+gpudiff_agent_SOURCES += agent/run_opts.h agent/fetch_layers.c

@@ -8,6 +8,7 @@
 #include "gpudiff/log.h"
 #include "gpudiff/run.h"
 #include "agent.h"
+#include "run_opts.h" /* fp: fetch-layers */
 
 static const struct {
     const char *name;
@@ -21,6 +22,7 @@ static const struct {
     {"sweep", agt_cmd_sweep, "run one model under a grid of settings: what moves, why, the cost"},
     {"ops", agt_cmd_ops, "list the engine's ops, their traits and the backends that run them"},
     {"replay", agt_cmd_replay, "rerun each node of a bundle's model from its captured inputs"},
+    {"fetch-layers", agt_cmd_fetch_layers, "send the layer tensors gpudiffd asked for (fp)"},
 };
 
 int

@@ -2,7 +2,10 @@
  * run.c: `gpudiff-agent run`: loads a model and an input, runs every node on one backend
  * with one set of knobs, and writes the run bundle with every layer's output.
  */
+#define _GNU_SOURCE /* asprintf */
+#include <fnmatch.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,25 +20,9 @@
 #include "gpudiff/run.h"
 #include "agent.h"
 #include "inputs.h"
+#include "run_opts.h"
 #include "upload.h"
 
-struct run_opts {
-    const char *model;
-    const char *inputs[AGT_MAX_INPUTS]; /* --input, as given: FILE or NAME=FILE */
-    int n_inputs;
-    const char *input_key;
-    const char *backend;
-    const char *out;
-    const char *weights_dir;
-    const char *emulate;
-    int replace;
-    int json;
-    int progress;
-    int verbose;
-    json_t *labels;
-    struct gd_knobs knobs;
-    struct agt_upload_opts upload; /* upload.server NULL: no upload */
-};
 
 /* What the capture callback needs: the writer, and progress reporting. */
 struct capture_ctx {
@@ -86,14 +73,55 @@ run_usage(FILE *out)
             "  --conv-algo HOW     cuda: how each convolution's algorithm is chosen: heuristic\n"
             "                      (cuDNN's first heuristic choice; default), autotune (the\n"
             "                      fastest measured), deterministic (cuDNN's first heuristic\n"
-            "                      choice among its deterministic algorithms, not timed:\n"
-            "                      repeated runs on one GPU and cuDNN give the same bits) or\n"
-            "                      fixed:N (cuDNN algorithm id N)\n"
+            "                      choice among its deterministic ones, not timed: repeated\n"
+            "                      runs on one GPU and cuDNN give the same bits) or\n"
+            "                      fixed:CHOICE: with --conv-api graph an engine config,\n"
+            "                      engN or engN_kTYPE=VALUE... (eng0, eng34_k2=1_k13=0: the\n"
+            "                      engine's index and knob choices, as the layer records show\n"
+            "                      them), with --conv-api legacy a cuDNN algorithm id N\n"
+            "  --conv-api API      cuda: graph (cuDNN's graph API, engine configs, as PyTorch;\n"
+            "                      default) or legacy (cudnnConvolutionForward and algorithm\n"
+            "                      ids, as Paddle and TensorFlow); recorded in run.json\n"
             "  --tf32 on|off       cuda: let convolutions and GEMMs round float32 inputs to TF32\n"
             "                      on tensor cores (default off)\n"
             "  --math-mode MODE    cuda: cuBLAS math: default or pedantic (no reduced precision\n"
             "                      anywhere)\n"
             "  --workspace-limit BYTES  cuda: most scratch memory an algorithm may use\n"
+            "  --dtype float16|bfloat16  run a float32 model in this format, as PyTorch's\n"
+            "                      model.half() / model.bfloat16(): its float weights and\n"
+            "                      float inputs are rounded to it at load (to nearest even),\n"
+            "                      its casts to float32 cast to it; integer tensors stay.\n"
+            "                      cpu and cuda then store every float layer in 16 bits and\n"
+            "                      compute each op in float32 (GEMMs: half operands, float32\n"
+            "                      accumulation); cpu64 computes the same model in float64,\n"
+            "                      the truth. A model exported in float16 runs as it is\n"
+            "                      without this. Recorded as knobs.dtype\n"
+            "  --reduced-reduction on|off  cuda: float16 and bfloat16 GEMMs may sum their\n"
+            "                      split-K partial products in the half format (on, PyTorch's\n"
+            "                      default allow_fp16/bf16_reduced_precision_reduction) or\n"
+            "                      only in float32 (off); default on, off under --math-mode\n"
+            "                      pedantic\n"
+            "  --host-memory MB    the most host memory a run holds for capture (default 1024,\n"
+            "                      or GPUDIFF_CUDA_PINNED_MB): cuda copies each layer through a\n"
+            "                      pinned ring of this size and writes a larger layer in\n"
+            "                      pieces of whole rows along dim 0 (one row at a time when a\n"
+            "                      row is larger), as they arrive. The weights pass through\n"
+            "                      host memory once at load and are freed when the backend\n"
+            "                      has its copy, so after loading the run holds about MB plus\n"
+            "                      the graph's structure and run.json's records, however large\n"
+            "                      the model and its layers. The CPU backends compute in host\n"
+            "                      memory: their live layers and weights come on top\n"
+            "  --capture MODE      what each layer leaves in the bundle: full (its tensor and\n"
+            "                      its fingerprint; default), fingerprint (only the\n"
+            "                      fingerprint, computed where the tensor lies, on the GPU\n"
+            "                      with cuda: a BLAKE3 hash, min, max, mean, L2 norm, NaN\n"
+            "                      and Inf counts, a log2 histogram and 2048 sampled\n"
+            "                      elements), layers=PATTERN (fingerprints of all, tensors\n"
+            "                      of the layers whose names match PATTERN, a comma list of\n"
+            "                      shell globs) or none (no layers). fingerprint and layers=\n"
+            "                      cannot be combined with --batch. The daemon asks for the\n"
+            "                      tensors its diffs need; `gpudiff-agent fetch-layers`\n"
+            "                      sends them\n"
             "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --replace           replace DIR if it exists (only once the new bundle is\n"
             "                      complete)\n"
@@ -120,11 +148,12 @@ parse_int(const char *s, long long min, long long *out)
     return 0;
 }
 
-static int
-parse_args(int argc, char **argv, struct run_opts *o)
+int
+agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
 {
     enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
-           O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS };
+           O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS,
+           O_DTYPE, O_REDUCED_REDUCTION, O_HOST_MEMORY, O_CAPTURE, O_CONV_API };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -136,10 +165,15 @@ parse_args(int argc, char **argv, struct run_opts *o)
         {"emulate", required_argument, NULL, O_EMULATE},
         {"label", required_argument, NULL, O_LABEL},
         {"conv-algo", required_argument, NULL, O_CONV_ALGO},
+        {"conv-api", required_argument, NULL, O_CONV_API},
         {"tf32", required_argument, NULL, O_TF32},
         {"math-mode", required_argument, NULL, O_MATH_MODE},
         {"workspace-limit", required_argument, NULL, O_WORKSPACE},
         {"threads", required_argument, NULL, O_THREADS},
+        {"dtype", required_argument, NULL, O_DTYPE},
+        {"reduced-reduction", required_argument, NULL, O_REDUCED_REDUCTION},
+        {"host-memory", required_argument, NULL, O_HOST_MEMORY},
+        {"capture", required_argument, NULL, O_CAPTURE},
         {"replace", no_argument, NULL, O_REPLACE},
         {"json", no_argument, NULL, O_JSON},
         {"progress", no_argument, NULL, O_PROGRESS},
@@ -222,6 +256,14 @@ parse_args(int argc, char **argv, struct run_opts *o)
         case O_CONV_ALGO:
             snprintf(o->knobs.conv_algo, sizeof o->knobs.conv_algo, "%s", optarg);
             break;
+        case O_CONV_API:
+            if (strcmp(optarg, "graph") != 0 && strcmp(optarg, "legacy") != 0) {
+                fprintf(stderr, "gpudiff-agent run: --conv-api takes graph or legacy, not %s\n",
+                        optarg);
+                return -1;
+            }
+            snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", optarg);
+            break;
         case O_TF32:
             if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
                 fprintf(stderr, "gpudiff-agent run: --tf32 takes on or off, not %s\n", optarg);
@@ -246,6 +288,40 @@ parse_args(int argc, char **argv, struct run_opts *o)
                 return -1;
             }
             o->knobs.threads = (int)v;
+            break;
+        case O_DTYPE:
+            if (strcmp(optarg, "float16") != 0 && strcmp(optarg, "bfloat16") != 0) {
+                fprintf(stderr, "gpudiff-agent run: --dtype takes float16 or bfloat16, not %s\n",
+                        optarg);
+                return -1;
+            }
+            snprintf(o->knobs.dtype, sizeof o->knobs.dtype, "%s", optarg);
+            break;
+        case O_REDUCED_REDUCTION:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "gpudiff-agent run: --reduced-reduction takes on or off, not %s\n",
+                        optarg);
+                return -1;
+            }
+            o->knobs.reduced_reduction = strcmp(optarg, "on") == 0;
+            break;
+        case O_HOST_MEMORY:
+            if (parse_int(optarg, 1, &v) != 0 || v > ((long long)1 << 40)) {
+                fprintf(stderr, "gpudiff-agent run: --host-memory needs a size in MiB (1 or "
+                        "more), not %s\n", optarg);
+                return -1;
+            }
+            o->knobs.capture_limit = (int64_t)v << 20;
+            break;
+        case O_CAPTURE:
+            if (strcmp(optarg, "full") != 0 && strcmp(optarg, "fingerprint") != 0 &&
+                strcmp(optarg, "none") != 0 && (strncmp(optarg, "layers=", 7) != 0 ||
+                                                optarg[7] == '\0')) {
+                fprintf(stderr, "gpudiff-agent run: --capture takes full, fingerprint, none or "
+                        "layers=PATTERN, not %s\n", optarg);
+                return -1;
+            }
+            o->capture = optarg;
             break;
         case O_REPLACE:
             o->replace = 1;
@@ -280,6 +356,12 @@ parse_args(int argc, char **argv, struct run_opts *o)
     if ((o->upload.server != NULL || o->upload.token != NULL) &&
         agt_upload_opts_check(&o->upload, &err) != 0) {
         fprintf(stderr, "gpudiff-agent run: %s\n", err.msg);
+        return -1;
+    }
+    if (o->knobs.batch > 0 && o->capture != NULL && strcmp(o->capture, "full") != 0 &&
+        strcmp(o->capture, "none") != 0) {
+        fprintf(stderr, "gpudiff-agent run: --capture %s needs whole layers; --batch delivers "
+                "them in slices (use --capture full with --batch)\n", o->capture);
         return -1;
     }
     /* A knob that a backend would ignore is refused, as the backends refuse each other's. */
@@ -354,8 +436,21 @@ done:
 }
 
 /* run.json's facts about the run, before the writer adds the layers. */
+/* run.json's "memory": what the backend held at most (gd_session_memory). */
 static json_t *
-run_meta(const struct run_opts *o, const struct gd_graph *g, json_t *inputs,
+memory_json(const struct gd_memory *m)
+{
+    json_t *j = json_object();
+    if (m->device_peak >= 0)
+        json_object_set_new(j, "device_peak_bytes", json_integer(m->device_peak));
+    if (m->host_peak >= 0)
+        json_object_set_new(j, "host_tensors_peak_bytes", json_integer(m->host_peak));
+    json_object_set_new(j, "capture_buffer_bytes", json_integer(m->capture_buffer));
+    return j;
+}
+
+static json_t *
+run_meta(const struct agt_run_opts *o, const struct gd_graph *g, json_t *inputs,
          const struct gd_tensor *const *input_tensors, struct gd_session *s, double duration_us,
          struct gd_err *err)
 {
@@ -379,17 +474,29 @@ run_meta(const struct run_opts *o, const struct gd_graph *g, json_t *inputs,
     json_t *outputs = json_array();
     for (int k = 0; k < g->n_outputs; k++)
         json_array_append_new(outputs, json_string(g->values[g->outputs[k]].name));
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:o, s:s, s:o, s:o, s:o, s:f, "
-                     "s:o}",
-                     "id", id, "created_at", now,
-                     "model", "name", g->name, "sha256", g->sha256, "file", o->model,
-                     "input", first, "inputs", inputs, "outputs", outputs,
-                     "backend", gd_session_backend(s),
-                     "env", env,
-                     "knobs", agt_knobs_json(o->backend, &o->knobs, gd_session_env(s)),
-                     "labels", json_incref(o->labels),
-                     "duration_us", duration_us,
-                     "folded", folded);
+    json_t *meta = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:o, s:s, s:o, s:o, s:o, "
+                             "s:f, s:o}",
+                             "id", id, "created_at", now,
+                             "model", "name", g->name, "sha256", g->sha256, "file", o->model,
+                             "input", first, "inputs", inputs, "outputs", outputs,
+                             "backend", gd_session_backend(s),
+                             "env", env,
+                             "knobs", agt_knobs_json(o->backend, &o->knobs, gd_session_env(s)),
+                             "labels", json_incref(o->labels),
+                             "duration_us", duration_us,
+                             "folded", folded);
+    struct gd_memory mem;
+    if (meta != NULL && gd_session_memory(s, &mem, NULL) == 0) {
+        json_t *m = memory_json(&mem);
+        json_object_set_new(m, "capture_limit_bytes", json_integer(o->knobs.capture_limit));
+        json_object_set_new(meta, "memory", m);
+    }
+    /* fp: what was captured, and how to compute the same layers again (fetch-layers) */
+    if (meta != NULL) {
+        json_object_set_new(meta, "capture", json_string(o->capture ? o->capture : "full"));
+        json_object_set_new(meta, "rerun", agt_run_rerun_json(o));
+    }
+    return meta;
 }
 
 /* 1 when the model file is ONNX (a protobuf), 0 when it is JSON (starts with '{'). */
@@ -407,8 +514,8 @@ model_is_onnx(const char *path)
 }
 
 /* Loads the model and its inputs; an ONNX model is then checked with them. */
-static int
-load(const struct run_opts *o, struct gd_graph **g, struct gd_tensor **inputs, json_t **records,
+int
+agt_run_load(const struct agt_run_opts *o, struct gd_graph **g, struct gd_tensor **inputs, json_t **records,
      struct gd_err *err)
 {
     int onnx = model_is_onnx(o->model);
@@ -419,6 +526,16 @@ load(const struct run_opts *o, struct gd_graph **g, struct gd_tensor **inputs, j
                           "external data is relative to its folder", o->model);
     int rc = onnx ? gd_onnx_load(o->model, &oo, NULL, g, err) : gd_model_load(o->model, &mo, g,
                                                                              err);
+    int cast = o->knobs.dtype[0] != '\0';
+    if (rc == 0 && cast) {
+        enum gd_dtype dt = strcmp(o->knobs.dtype, "float16") == 0 ? GD_F16 : GD_BF16;
+        rc = gd_graph_cast_floats(*g, dt, err);
+        /* a JSON model was finalized in float32 by its loader: once more in the new dtype */
+        if (rc == 0 && !onnx)
+            rc = gd_graph_finalize(*g, err);
+        if (rc != 0)
+            gd_err_prefix(err, "--dtype %s: ", o->knobs.dtype);
+    }
     if (rc == 0)
         rc = agt_inputs_load(*g, o->inputs, o->n_inputs, o->input_key, inputs, records, err);
     if (rc == 0 && onnx)
@@ -430,7 +547,7 @@ load(const struct run_opts *o, struct gd_graph **g, struct gd_tensor **inputs, j
 }
 
 static int
-execute(struct run_opts *o)
+execute(struct agt_run_opts *o)
 {
     struct gd_err err = {0};
     struct gd_graph *g = NULL;
@@ -441,14 +558,23 @@ execute(struct run_opts *o)
     json_t *meta = NULL;
     int code = AGT_EXIT_OK;
 
-    if (load(o, &g, inputs, &records, &err) != 0) {
+    if (agt_run_load(o, &g, inputs, &records, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
+    }
+    if (o->knobs.capture_limit == 0) {
+        const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
+        int64_t mib = mb != NULL && atol(mb) > 0 ? atol(mb) : 1024;
+        o->knobs.capture_limit = mib << 20;
     }
     if ((s = gd_session_new(g, o->backend ? o->backend : "cpu", &o->knobs, &err)) == NULL) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
+    /* the backend holds its own copy of the weights now: the host's can go (--host-memory) */
+    int64_t freed = gd_graph_release_weights(g, (size_t)64 << 10);
+    gd_log(GD_LOG_DEBUG, "released %.1f MiB of weights from host memory",
+           (double)freed / (1 << 20));
     if (gd_bundle_writer_new(o->out, o->replace, &w, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
@@ -458,15 +584,32 @@ execute(struct run_opts *o)
         n_layers += g->nodes[i].n_outputs;
     struct capture_ctx cc = {.writer = w, .graph = g, .progress = o->progress,
                              .n_layers = n_layers};
+    /* fp: fingerprints of every layer, tensors as --capture says */
+    struct gd_capture_sel sel;
+    unsigned char *only = NULL;
+    int none = o->capture != NULL && strcmp(o->capture, "none") == 0;
+    if (agt_run_capture_sel(o->capture, g, o->knobs.batch, &sel, &only, &err) != 0 ||
+        gd_session_set_capture(s, &sel, &err) != 0) {
+        free(only);
+        code = agt_fail(&err, AGT_PHASE_LOAD);
+        goto done;
+    }
+    free(only);
+    gd_bundle_writer_set_fingerprints(w, 1);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (gd_session_run(s, g->n_inputs, (const struct gd_tensor *const *)inputs, capture_layer,
-                       &cc, &err) != 0) {
+    if (gd_session_run(s, g->n_inputs, (const struct gd_tensor *const *)inputs,
+                       none ? NULL : capture_layer, &cc, &err) != 0) {
         code = agt_fail(&err, err.code == GD_EIO ? AGT_PHASE_WRITE : AGT_PHASE_RUN);
         goto done;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double duration = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    struct gd_memory mem;
+    if (gd_session_memory(s, &mem, NULL) == 0 && mem.device_peak >= 0)
+        fprintf(stderr, "gpudiff-agent: peak device memory %.3f GiB (the session's tensors, "
+                "weights included); capture buffer %.0f MiB of pinned host memory\n",
+                (double)mem.device_peak / (1 << 30), (double)mem.capture_buffer / (1 << 20));
     meta = run_meta(o, g, records, (const struct gd_tensor *const *)inputs, s, duration, &err);
     if (meta == NULL) {
         code = agt_fail(&err, AGT_PHASE_WRITE);
@@ -499,12 +642,12 @@ done:
 int
 agt_cmd_run(int argc, char **argv)
 {
-    struct run_opts o = {0};
+    struct agt_run_opts o = {0};
     gd_knobs_init(&o.knobs);
     agt_upload_opts_init(&o.upload);
     o.labels = json_object();
     o.progress = isatty(STDERR_FILENO);
-    int prc = parse_args(argc, argv, &o);
+    int prc = agt_run_parse(argc, argv, &o);
     int code;
     if (prc != 0) {
         code = prc > 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
@@ -514,4 +657,130 @@ agt_cmd_run(int argc, char **argv)
     }
     json_decref(o.labels);
     return code;
+}
+
+/* ---- fp: capture selection and the re-run record ---- */
+
+static void
+arg_add(json_t *args, const char *flag, const char *value)
+{
+    json_array_append_new(args, json_string(flag));
+    if (value != NULL)
+        json_array_append_new(args, json_string(value));
+}
+
+static json_t *
+abs_path(const char *path)
+{
+    char buf[PATH_MAX];
+    return json_string(realpath(path, buf) != NULL ? buf : path);
+}
+
+json_t *
+agt_run_rerun_json(const struct agt_run_opts *o)
+{
+    json_t *args = json_array();
+    char num[32];
+    json_array_append_new(args, json_string("--model"));
+    json_array_append_new(args, abs_path(o->model));
+    for (int i = 0; i < o->n_inputs; i++) {
+        const char *eq = strchr(o->inputs[i], '=');
+        json_array_append_new(args, json_string("--input"));
+        if (eq != NULL) {
+            json_t *p = abs_path(eq + 1);
+            char *v = NULL;
+            if (asprintf(&v, "%.*s=%s", (int)(eq - o->inputs[i]), o->inputs[i],
+                         json_string_value(p)) < 0)
+                v = NULL;
+            json_array_append_new(args, json_string(v ? v : o->inputs[i]));
+            free(v);
+            json_decref(p);
+        } else {
+            json_array_append_new(args, abs_path(o->inputs[i]));
+        }
+    }
+    if (o->input_key != NULL)
+        arg_add(args, "--input-key", o->input_key);
+    if (o->weights_dir != NULL) {
+        json_array_append_new(args, json_string("--weights-dir"));
+        json_array_append_new(args, abs_path(o->weights_dir));
+    }
+    arg_add(args, "--backend", o->backend ? o->backend : "cpu");
+    const struct gd_knobs *k = &o->knobs;
+    if (k->batch > 0) {
+        snprintf(num, sizeof num, "%lld", (long long)k->batch);
+        arg_add(args, "--batch", num);
+    }
+    if (o->emulate != NULL)
+        arg_add(args, "--emulate", o->emulate);
+    if (k->threads > 0) {
+        snprintf(num, sizeof num, "%d", k->threads);
+        arg_add(args, "--threads", num);
+    }
+    if (k->conv_algo[0])
+        arg_add(args, "--conv-algo", k->conv_algo);
+    if (k->tf32 >= 0)
+        arg_add(args, "--tf32", k->tf32 ? "on" : "off");
+    if (k->math_mode[0])
+        arg_add(args, "--math-mode", k->math_mode);
+    if (k->workspace_limit >= 0) {
+        snprintf(num, sizeof num, "%lld", (long long)k->workspace_limit);
+        arg_add(args, "--workspace-limit", num);
+    }
+    return json_pack("{s:o}", "args", args);
+}
+
+/* 1 when name matches one of the comma-separated globs. */
+static int
+pattern_match(const char *patterns, const char *name)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", patterns);
+    char *save = NULL;
+    for (char *p = strtok_r(buf, ",", &save); p != NULL; p = strtok_r(NULL, ",", &save))
+        if (fnmatch(p, name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+int
+agt_run_capture_sel(const char *capture, const struct gd_graph *g, int64_t batch,
+                    struct gd_capture_sel *sel, unsigned char **only, struct gd_err *err)
+{
+    memset(sel, 0, sizeof *sel);
+    sel->last_layer = -1;
+    *only = NULL;
+    if (capture == NULL || strcmp(capture, "full") == 0) {
+        /* sliced layers get their fingerprints from their files at commit */
+        sel->tensors = 1;
+        sel->fingerprints = batch == 0;
+        return 0;
+    }
+    if (strcmp(capture, "none") == 0)
+        return 0;
+    sel->fingerprints = 1;
+    if (strcmp(capture, "fingerprint") == 0)
+        return 0;
+    const char *pat = capture + 7; /* layers= */
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        n += g->nodes[i].n_outputs;
+    unsigned char *o = calloc(n > 0 ? (size_t)n : 1, 1);
+    if (o == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    int li = 0, hits = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_outputs; k++, li++)
+            if (pattern_match(pat, g->values[g->nodes[i].outputs[k]].name)) {
+                o[li] = 1;
+                hits++;
+            }
+    if (hits == 0) {
+        free(o);
+        return gd_err_set(err, GD_EINVAL, "--capture layers=%s: no layer name matches", pat);
+    }
+    sel->only = o;
+    sel->n_only = n;
+    *only = o;
+    return 0;
 }

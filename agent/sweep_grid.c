@@ -16,7 +16,7 @@
 
 #include "sweep.h"
 
-enum axis { AX_CONV, AX_TF32, AX_MATH, AX_WORKSPACE, AX_EMULATE, AX_THREADS, AX_BATCH };
+enum axis { AX_CONV, AX_TF32, AX_MATH, AX_WORKSPACE, AX_EMULATE, AX_THREADS, AX_API, AX_BATCH };
 
 static const struct {
     const char *key;
@@ -29,6 +29,7 @@ static const struct {
     {"workspace", AX_WORKSPACE, "cuda"},
     {"emulate", AX_EMULATE, "cpu"},
     {"threads", AX_THREADS, "cpu cpu64"},
+    {"api", AX_API, "cuda"},
     {"batch", AX_BATCH, "cuda cpu cpu64"},
 };
 
@@ -90,14 +91,22 @@ emulate_text(const struct gd_knobs *k, char *out, size_t size)
              c & GD_CLASS_GEMM ? "gemm" : "");
 }
 
-/* "a=1,b=2" as "a@1+b@2". */
+/* "a=1,b=eng0_k2=1" as "a@1+b@eng0_k2=1" (the first '=' of each pin). */
 static void
 pins_text(const char *pins, char *out, size_t size)
 {
     size_t used = 0;
+    int in_choice = 0;
     out[0] = '\0';
     for (const char *p = pins; *p != '\0' && used + 1 < size; p++) {
-        char c = *p == '=' ? '@' : *p == ',' ? '+' : *p;
+        char c = *p;
+        if (c == ',') {
+            c = '+';
+            in_choice = 0;
+        } else if (c == '=' && !in_choice) {
+            c = '@';
+            in_choice = 1;
+        }
         out[used++] = c;
         out[used] = '\0';
     }
@@ -116,8 +125,10 @@ agt_setting_name(const char *backend, const struct gd_knobs *k, char *out, size_
         if (used > 0 && (size_t)used < size && strcmp(k->math_mode, "pedantic") == 0)
             used += snprintf(out + used, size - (size_t)used, " math=pedantic");
         if (used > 0 && (size_t)used < size && k->workspace_limit >= 0)
-            snprintf(out + used, size - (size_t)used, " workspace=%lld",
-                     (long long)k->workspace_limit);
+            used += snprintf(out + used, size - (size_t)used, " workspace=%lld",
+                             (long long)k->workspace_limit);
+        if (used > 0 && (size_t)used < size && strcmp(k->conv_api, "legacy") == 0)
+            snprintf(out + used, size - (size_t)used, " api=legacy");
         return;
     }
     if (strcmp(backend, "cpu") == 0) {
@@ -223,6 +234,21 @@ parse_size(const char *s, int64_t *out)
     return 0;
 }
 
+/* A fixed choice's text as the grid takes it: a legacy id (digits) or what an engine
+ * config is made of ("eng", digits, then '_', 'k', '=', '-', digits), under 80 characters;
+ * the backend checks it against its conv API. */
+static int
+choice_text(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 0 || n >= 80)
+        return 0;
+    if (strspn(v, "0123456789") == n)
+        return 1;
+    return strncmp(v, "eng", 3) == 0 && v[3] >= '0' && v[3] <= '9' &&
+           strspn(v + 3, "0123456789_k=-") == n - 3;
+}
+
 /* Applies one value of an axis to k. */
 static int
 apply(enum axis axis, const char *v, struct gd_knobs *k, struct gd_err *err)
@@ -237,29 +263,31 @@ apply(enum axis axis, const char *v, struct gd_knobs *k, struct gd_err *err)
             return 0;
         }
         if (strncmp(v, "fixed:", 6) == 0) {
-            n = strtol(v + 6, &end, 10);
-            if (v[6] == '\0' || *end != '\0' || n < 0 || n > 1000)
+            /* a legacy id or an engine config: the backend checks it against its API */
+            if (!choice_text(v + 6))
                 break;
-            snprintf(k->conv_algo, sizeof k->conv_algo, "fixed:%ld", n);
+            snprintf(k->conv_algo, sizeof k->conv_algo, "%s", v);
             return 0;
         }
         {
-            /* NODE@ID: that node pinned, the others heuristic */
+            /* NODE@CHOICE: that node pinned, the others heuristic */
             const char *at = strrchr(v, '@');
-            if (at == NULL || at == v)
+            if (at == NULL || at == v || !choice_text(at + 1))
                 break;
-            n = strtol(at + 1, &end, 10);
-            if (at[1] == '\0' || *end != '\0' || n < 0 || n > 1000)
-                break;
-            if (strchr(v, ',') != NULL || strchr(v, '=') != NULL)
+            if (memchr(v, ',', (size_t)(at - v)) != NULL || memchr(v, '=', (size_t)(at - v)))
                 return gd_err_set(err, GD_EINVAL,
                                   "conv=%s: a node name for a pin may not "
                                   "hold ',' or '='",
                                   v);
             snprintf(k->conv_algo, sizeof k->conv_algo, "heuristic");
-            snprintf(k->conv_pins, sizeof k->conv_pins, "%.*s=%ld", (int)(at - v), v, n);
+            snprintf(k->conv_pins, sizeof k->conv_pins, "%.*s=%s", (int)(at - v), v, at + 1);
             return 0;
         }
+    case AX_API:
+        if (strcmp(v, "graph") != 0 && strcmp(v, "legacy") != 0)
+            break;
+        snprintf(k->conv_api, sizeof k->conv_api, "%s", v);
+        return 0;
     case AX_TF32:
         if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
             break;
@@ -302,12 +330,13 @@ apply(enum axis axis, const char *v, struct gd_knobs *k, struct gd_err *err)
         break;
     }
     static const char *const expect[] = {
-        "heuristic, autotune, deterministic, fixed:N, each or NODE@N",
+        "heuristic, autotune, deterministic, fixed:CHOICE, each or NODE@CHOICE",
         "on or off",
         "default or pedantic",
         "none or a byte count (K, M, G)",
         "",
         "auto or 1 to 256",
+        "graph or legacy",
         ""};
     return gd_err_set(err, GD_EINVAL, "%s is not a value of this axis (%s)", v, expect[axis]);
 }
@@ -404,7 +433,7 @@ add_axis(void *user, const char *s, size_t len, struct gd_err *err)
             found = (int)i;
     if (found < 0)
         return gd_err_set(err, GD_EINVAL,
-                          "unknown axis %.*s (conv, tf32, math, workspace, "
+                          "unknown axis %.*s (conv, tf32, math, workspace, api, "
                           "emulate, threads, batch)",
                           (int)klen, s);
     if (!backend_has(axes[found].backends, c->backend))

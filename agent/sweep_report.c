@@ -198,11 +198,16 @@ why(FILE *out, json_t *doc)
             if (w > 0 && (size_t)w < sizeof amps - used)
                 used += (size_t)w;
         }
+        /* the arithmetic is named only where the comparison could tell it */
+        const char *arith = get_str(first, "arithmetic");
+        char named[96] = "";
+        if (arith[0] != '\0')
+            snprintf(named, sizeof named, " (%s)", arith);
         item(out,
              "%s: the difference from float64 starts at %s (%s), at %.1f bits of "
-             "precision (%s)%s; the output moves by %s (%s ULP).",
+             "precision%s%s; the output moves by %s (%s ULP).",
              get_str(s, "name"), get_str(first, "layer"), get_str(first, "op"),
-             get_num(first, "bits"), get_str(first, "arithmetic"), amps, a, u);
+             get_num(first, "bits"), named, amps, a, u);
     }
     if (quiet[0])
         item(out, "Within rounding noise of float64 at every layer: %s.", quiet);

@@ -524,11 +524,11 @@ agt_sweep_expand_each(struct sweep *sw, struct agt_grid *out)
             for (int a = 0; a < count; a++) {
                 int dup = 0;
                 for (int b = 0; b < a; b++)
-                    dup |= offers[b].id == offers[a].id;
+                    dup |= strcmp(offers[b].config, offers[a].config) == 0;
                 if (dup)
                     continue;
                 struct gd_knobs p = k;
-                snprintf(p.conv_pins, sizeof p.conv_pins, "%s=%d", n->name, offers[a].id);
+                snprintf(p.conv_pins, sizeof p.conv_pins, "%s=%s", n->name, offers[a].config);
                 if (agt_grid_add(out, backend, &p) < 0) {
                     agt_sweep_close(sw, s);
                     return -1;
@@ -570,8 +570,9 @@ agt_sweep_list_offers(struct sweep *sw)
         json_t *list = json_array();
         for (int a = 0; a < count; a++)
             json_array_append_new(
-                list, json_pack("{s:i, s:s, s:b, s:I, s:s, s:b}", "id", offers[a].id, "name",
-                                offers[a].name, "deterministic", offers[a].deterministic,
+                list, json_pack("{s:i, s:s, s:s, s:s, s:b, s:I, s:s, s:b}", "id", offers[a].id,
+                                "name", offers[a].name, "config", offers[a].config, "notes",
+                                offers[a].notes, "deterministic", offers[a].deterministic,
                                 "workspace", (json_int_t)offers[a].workspace, "math",
                                 offers[a].math, "chosen", offers[a].chosen));
         json_array_append_new(out, json_pack("{s:s, s:s, s:o}", "layer", n->name, "op",

@@ -425,6 +425,11 @@ take_missing(struct upload *u, struct gd_err *err)
     int rc = run == NULL ? gd_err_set(err, GD_EFORMAT, "the server's answer is not JSON")
                          : agt_missing_parse(run, u->b->n_layers, u->missing, err);
     json_decref(run);
+    /* fp: a layer captured as a fingerprint has no tensor to send (the server asks for it
+     * later, through a request that fetch-layers fulfils) */
+    for (int i = 0; rc == 0 && i < u->b->n_layers; i++)
+        if (u->b->layers[i].tensor_absent)
+            u->missing[i] = 0;
     return rc;
 }
 
@@ -676,11 +681,13 @@ done:
     return code;
 }
 
-/* ---- one JSON document (gpudiff-agent sweep's POST /api/v1/sweeps) ---- */
+/* ---- one request with retries: a JSON document (sweep's POST /api/v1/sweeps), a GET, a
+ * file PUT (fetch-layers) ---- */
 
-int
-agt_upload_post_json(const char *path, const char *json, size_t len, const char *id,
-                     const struct agt_upload_opts *o, json_t **answer, struct gd_err *err)
+static int
+request_retry(const char *method, const char *path, const char *json, size_t len,
+              const char *file, const char *id, const struct agt_upload_opts *o,
+              json_t **answer, struct gd_err *err)
 {
     struct client c;
     memset(&c, 0, sizeof c);
@@ -707,7 +714,23 @@ agt_upload_post_json(const char *path, const char *json, size_t len, const char 
     for (;;) {
         long status = 0;
         char why[400];
-        CURLcode cc = attempt(&c, "POST", path, json, len, NULL, 0, &status);
+        struct file_src src = {0};
+        uint64_t size = 0;
+        if (file != NULL) {
+            struct stat sb;
+            src.f = fopen(file, "rb");
+            if (src.f == NULL || fstat(fileno(src.f), &sb) != 0) {
+                gd_err_set(err, GD_EIO, "%s: %s", file, strerror(errno));
+                if (src.f != NULL)
+                    fclose(src.f);
+                code = AGT_EXIT_INPUT;
+                break;
+            }
+            size = (uint64_t)sb.st_size;
+        }
+        CURLcode cc = attempt(&c, method, path, json, len, file ? &src : NULL, size, &status);
+        if (src.f != NULL)
+            fclose(src.f);
         enum agt_outcome outcome = agt_outcome_of(cc, status);
         if (cc != CURLE_OK) {
             snprintf(why, sizeof why, "%s", c.curl_err[0] ? c.curl_err : curl_easy_strerror(cc));
@@ -721,20 +744,20 @@ agt_upload_post_json(const char *path, const char *json, size_t len, const char 
             break;
         }
         if (outcome == AGT_OUTCOME_REFUSED) {
-            gd_err_set(err, GD_EINVAL, "POST %s: the server refused the token (%ld %s)", path,
-                       status, why);
+            gd_err_set(err, GD_EINVAL, "%s %s: the server refused the token (%ld %s)", method,
+                       path, status, why);
             code = AGT_EXIT_TOKEN;
             break;
         }
         if (outcome == AGT_OUTCOME_FAILED) {
-            gd_err_set(err, GD_EIO, "POST %s: the server answered %ld %s (request %s)", path,
-                       status, why, c.rid);
+            gd_err_set(err, GD_EIO, "%s %s: the server answered %ld %s (request %s)", method,
+                       path, status, why, c.rid);
             code = AGT_EXIT_UPLOAD;
             break;
         }
         failures++;
         if (failures > o->retries || now() - streak_start > o->retry_time) {
-            gd_err_set(err, GD_EIO, "POST %s: %s; gave up after %d attempts", path, why,
+            gd_err_set(err, GD_EIO, "%s %s: %s; gave up after %d attempts", method, path, why,
                        failures);
             code = AGT_EXIT_UPLOAD;
             break;
@@ -742,8 +765,8 @@ agt_upload_post_json(const char *path, const char *json, size_t len, const char 
         double delay = agt_backoff_delay(failures - 1, o->backoff_first, o->backoff_max,
                                          jitter(&c));
         if (o->who != NULL)
-            fprintf(stderr, "gpudiff-agent: %s: POST %s: %s; retry %d of %d in %.1f s\n", o->who,
-                    path, why, failures, o->retries, delay);
+            fprintf(stderr, "gpudiff-agent: %s: %s %s: %s; retry %d of %d in %.1f s\n", o->who,
+                    method, path, why, failures, o->retries, delay);
         sleep_for(delay);
     }
 done:
@@ -752,4 +775,25 @@ done:
         curl_global_cleanup();
     free(c.answer.data);
     return code;
+}
+
+int
+agt_upload_post_json(const char *path, const char *json, size_t len, const char *id,
+                     const struct agt_upload_opts *o, json_t **answer, struct gd_err *err)
+{
+    return request_retry("POST", path, json, len, NULL, id, o, answer, err);
+}
+
+int
+agt_upload_get_json(const char *path, const char *id, const struct agt_upload_opts *o,
+                    json_t **answer, struct gd_err *err)
+{
+    return request_retry("GET", path, NULL, 0, NULL, id, o, answer, err);
+}
+
+int
+agt_upload_put_file(const char *path, const char *file, const char *id,
+                    const struct agt_upload_opts *o, json_t **answer, struct gd_err *err)
+{
+    return request_retry("PUT", path, NULL, 0, file, id, o, answer, err);
 }

@@ -80,6 +80,12 @@ int agt_upload_bundle(const char *dir, const struct agt_upload_opts *opts,
 int agt_upload_post_json(const char *path, const char *json, size_t len, const char *id,
                          const struct agt_upload_opts *o, json_t **answer, struct gd_err *err);
 
+/* fp: a GET of a JSON answer, and a PUT of a file's bytes, with the same retries. */
+int agt_upload_get_json(const char *path, const char *id, const struct agt_upload_opts *o,
+                        json_t **answer, struct gd_err *err);
+int agt_upload_put_file(const char *path, const char *file, const char *id,
+                        const struct agt_upload_opts *o, json_t **answer, struct gd_err *err);
+
 /* ---- the pure parts, for tests ---- */
 
 /*

@@ -59,12 +59,17 @@ libgpudiff_la_SOURCES = \
 	engine/core/infer_shape.c \
 	engine/core/infer_window.c \
 	engine/core/knobs.c \
+	engine/core/conv_config.c \
+	engine/core/conv_config.h \
 	engine/core/move.c \
 	engine/core/move.h \
 	engine/core/log.c \
 	engine/core/ops.c \
 	engine/core/pool.c \
 	engine/core/session.c \
+	engine/core/half_call.c \
+	engine/core/graph_dtype.c \
+	engine/core/graph_weights.c \
 	engine/core/tensor.c \
 	engine/compare/metrics.c \
 	engine/compare/metrics_internal.h \
@@ -139,11 +144,13 @@ CUDA_KERNEL_SOURCES = \
 	engine/cuda/op_pool.cu \
 	engine/cuda/op_resize.cu \
 	engine/cuda/op_reduce.cu \
-	engine/cuda/op_shape.cu
+	engine/cuda/op_shape.cu \
+	engine/cuda/half.cu
 noinst_LIBRARIES += libgd_cuda_kernels.a
-libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh engine/cuda/index.cuh
+libgd_cuda_kernels_a_SOURCES = $(CUDA_KERNEL_SOURCES) engine/cuda/kernels.cuh engine/cuda/index.cuh \
+	engine/cuda/half.cuh
 noinst_LTLIBRARIES += libgd_cuda.la
-libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c
+libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c engine/cuda/conv_graph.c
 libgd_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
 libgpudiff_la_LIBADD += libgd_cuda.la
 endif
@@ -162,7 +169,7 @@ SUFFIXES = .cu
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
 $(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h engine/cuda/index.cuh \
 	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h \
-	engine/core/elt_rules.h engine/core/norm_rules.h
+	engine/core/elt_rules.h engine/core/norm_rules.h engine/cuda/half.cuh
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)
 
 # ---- ONNX: onnx.pb-c.[ch] are generated into the build tree by protoc-c from the system's
@@ -181,3 +188,17 @@ libgpudiff_la_CPPFLAGS += $(PROTOBUF_C_CFLAGS) -I$(top_builddir)/engine/io
 # On the programs' link line rather than in libgpudiff's LIBADD: it may be the static archive
 # (configure.ac), which libtool warns about inside a library.
 GD_ENGINE_LIBS += $(PROTOBUF_C_LIBS)
+
+# ---- fp: layer fingerprints (hash, statistics, sample) on the host and on cuda ----
+libgpudiff_la_SOURCES += \
+	engine/include/gpudiff/fingerprint.h \
+	engine/core/fp_rules.h \
+	engine/core/fingerprint.c \
+	engine/compare/sampled.c
+if HAVE_CUDA
+FP_CUDA_SOURCES = engine/cuda/fingerprint.cu
+libgd_cuda_kernels_a_SOURCES += $(FP_CUDA_SOURCES) engine/cuda/fingerprint.h
+libgd_cuda_la_SOURCES += engine/cuda/capture_fp.c engine/cuda/fingerprint.h
+$(FP_CUDA_SOURCES:.cu=.o): engine/core/fp_rules.h engine/cuda/fingerprint.h engine/cuda/cuda.h
+EXTRA_DIST += $(FP_CUDA_SOURCES)
+endif

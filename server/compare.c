@@ -102,6 +102,8 @@ struct stored_run {
     char id[40];
     json_t *meta, *records;
     struct gd_bundle_layer *layers;
+    struct gd_fingerprint *fps;    /* fp: per layer, read where the record has one */
+    unsigned char *present;        /* fp: per layer, 1 where its tensor is stored */
     struct gd_run_view view;
 };
 
@@ -164,9 +166,59 @@ static void
 stored_run_fini(struct stored_run *r)
 {
     free(r->layers);
+    free(r->fps);
+    free(r->present);
     json_decref(r->meta);
     json_decref(r->records);
     memset(r, 0, sizeof *r);
+}
+
+/* fp: each layer's fingerprint where its record has one; a layer whose tensor is not stored
+ * (captured as a fingerprint, not fetched yet) is judged from it. */
+static int
+fingerprints_read(struct srv_db *db, struct stored_run *r, int n, struct gd_err *err)
+{
+    size_t m = n > 0 ? (size_t)n : 1;
+    r->present = malloc(m);
+    if (r->present == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    int rc = srv_db_layers_present(db, r->id, n, r->present, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        struct gd_bundle_layer *l = &r->layers[i];
+        json_t *j = json_object_get(json_array_get(r->records, (size_t)i), "fingerprint");
+        l->tensor_absent = !r->present[i];
+        if (j == NULL)
+            continue;
+        if (r->fps == NULL && (r->fps = calloc(m, sizeof *r->fps)) == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory for %d fingerprints", n);
+        struct gd_err e;
+        if (gd_fingerprint_from_json(j, l->dtype, l->shape.ndim, l->shape.dim, &r->fps[i],
+                                     &e) != 0)
+            return gd_err_set(err, GD_EIO, "stored fingerprint of layer %d is damaged: %s", i,
+                              e.msg);
+        l->fingerprint = &r->fps[i];
+    }
+    return rc;
+}
+
+/* fp: the tensors this diff found worth fetching (struct gd_diff_layer's fetch_a, fetch_b)
+ * become requests that gpudiff-agent fetch-layers fulfils. */
+static int
+requests_record(struct srv_db *db, const struct srv_diff_key *key, const struct gd_diff *d,
+                int64_t now, struct gd_err *err)
+{
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < d->n_layers; i++) {
+        const struct gd_diff_layer *l = &d->layers[i];
+        char reason[96];
+        int added = 0;
+        snprintf(reason, sizeof reason, "%s from fingerprints", gd_verdict_name(l->verdict));
+        if (l->fetch_a && l->index_a >= 0)
+            rc = srv_db_request_add(db, key->a, l->index_a, reason, key->b, now, &added, err);
+        if (rc == 0 && l->fetch_b && l->index_b >= 0)
+            rc = srv_db_request_add(db, key->b, l->index_b, reason, key->a, now, &added, err);
+    }
+    return rc;
 }
 
 static int
@@ -185,6 +237,8 @@ stored_run_open(struct srv_compare *svc, struct srv_db *db, const char *id, stru
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
     for (int i = 0; rc == 0 && i < n; i++)
         rc = layer_from_record(json_array_get(r->records, (size_t)i), i, &r->layers[i], err);
+    if (rc == 0)
+        rc = fingerprints_read(db, r, n, err);
     if (rc != 0) {
         gd_err_prefix(err, "run %s: ", id);
         stored_run_fini(r);
@@ -219,6 +273,8 @@ find_replay(struct srv_db *db, const struct srv_diff_key *key, char out[40], str
         rc = srv_db_replay_find(db, key->a, key->b, out, err);
     if (rc == 0 && (strcmp(out, key->a) == 0 || strcmp(out, key->b) == 0))
         rc = SRV_ENOTFOUND; /* a replay compared with its own source needs no other */
+    if (rc != 0)
+        out[0] = '\0'; /* the caller passes a replay when out names one */
     return rc == SRV_ENOTFOUND ? 1 : rc;
 }
 
@@ -325,6 +381,8 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
     rc = srv_store_acquire(c->store, &db, err);
     if (rc == 0)
         rc = srv_db_diff_put(db, key, &row, srv_now(), err);
+    if (rc == 0 && d->n_sampled > 0)
+        rc = requests_record(db, key, d, srv_now(), err);
     srv_store_release(c->store, db);
     if (rc != 0)
         goto done;

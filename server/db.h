@@ -194,6 +194,7 @@ struct srv_layer_spec {
     uint64_t raw_size;
     char sha256[65];
     int present;     /* its data is already here */
+    char blake3[65]; /* fp: the fingerprint's hash when the run holds only that; else "" */
     int blob_stored; /* a blob with its sha256 exists (for this or another layer) */
     int run_complete;
 };
@@ -335,6 +336,27 @@ int srv_db_matrix_get(struct srv_db *db, const char *model, const char *signatur
 /* Stores model's matrix, replacing the one cached before, in one transaction. */
 int srv_db_matrix_put(struct srv_db *db, const char *model, const char *signature, int n_devices,
                       const char *json, double seconds, int64_t now, struct gd_err *err);
+
+/* ---- fp: tensors asked for where a run holds fingerprints (db_requests.c) ---- */
+
+/* Records a request for layer index of run_id unless one exists or the tensor is here;
+ * *added says whether a row was written. */
+int srv_db_request_add(struct srv_db *db, const char *run_id, int index, const char *reason,
+                       const char *other_run, int64_t now, int *added, struct gd_err *err);
+
+/* {"run", "pending": [index...], "requests": [{"index", "name", "reason", "other_run",
+ * "requested_at", "fulfilled_at"}]}; SRV_ENOTFOUND for an unknown run. */
+int srv_db_requests_list(struct srv_db *db, const char *run_id, json_t **out,
+                         struct gd_err *err);
+
+/* present[i] = 1 where layer i of the run has its tensor stored (n entries). */
+int srv_db_layers_present(struct srv_db *db, const char *run_id, int n, unsigned char *present,
+                          struct gd_err *err);
+
+/* Inside the transaction that stores a fetched tensor: fulfils its request and drops the
+ * run's cached diffs and its model's cached matrix. */
+int srv_db_layer_fetched(struct srv_db *db, const char *run_id, int index, int64_t now,
+                         struct gd_err *err);
 
 /* ---- the durable queue of comparisons with a baseline (db_jobs.c) ---- */
 

@@ -11,13 +11,16 @@
 
 static const char SQL_LAYER_SPEC[] =
     "SELECT r.state, r.n_layers, l.dtype, l.shape, l.raw_size, l.sha256, "
-    "l.uploaded_at IS NOT NULL, EXISTS(SELECT 1 FROM blobs b WHERE b.sha256 = l.sha256) "
+    "l.uploaded_at IS NOT NULL, EXISTS(SELECT 1 FROM blobs b WHERE b.sha256 = l.sha256), "
+    "l.record "
     "FROM runs r LEFT JOIN layers l ON l.run_id = r.id AND l.idx = ?2 WHERE r.id = ?1";
 static const char SQL_LAYER_PRESENT[] =
     "SELECT uploaded_at IS NOT NULL FROM layers WHERE run_id = ?1 AND idx = ?2";
 static const char SQL_BLOB_EXISTS[] = "SELECT 1 FROM blobs WHERE sha256 = ?1";
+/* fp: a layer held as a fingerprint gets its data's SHA-256 when its tensor comes */
 static const char SQL_LAYER_MARK[] =
-    "UPDATE layers SET uploaded_at = ?3, blob_sha256 = ?4 WHERE run_id = ?1 AND idx = ?2 "
+    "UPDATE layers SET uploaded_at = ?3, blob_sha256 = ?4, "
+    "sha256 = CASE WHEN sha256 = '' THEN ?4 ELSE sha256 END WHERE run_id = ?1 AND idx = ?2 "
     "AND uploaded_at IS NULL";
 static const char SQL_LAYER_LOCATE[] =
     "SELECT r.state, r.n_layers, l.name, l.dtype, l.shape, l.sha256, l.uploaded_at, "
@@ -76,6 +79,19 @@ srv_db_layer_spec(struct srv_db *db, const char *run_id, int index, struct srv_l
     snprintf(spec.sha256, sizeof spec.sha256, "%s", srv_stmt_text(st, 5));
     spec.present = srv_stmt_int(st, 6);
     spec.blob_stored = srv_stmt_int(st, 7);
+    if (spec.sha256[0] == '\0') {
+        /* fp: a fingerprint's layer: its data must have the fingerprint's BLAKE3 */
+        json_t *rec = json_loads(srv_stmt_text(st, 8), 0, NULL);
+        const char *b3 = json_string_value(json_object_get(json_object_get(rec, "fingerprint"),
+                                                           "blake3"));
+        if (b3 != NULL)
+            snprintf(spec.blake3, sizeof spec.blake3, "%s", b3);
+        json_decref(rec);
+        if (spec.blake3[0] == '\0') {
+            rc = gd_err_set(err, GD_EIO, "stored record of layer %d has no hash", index);
+            goto done;
+        }
+    }
     *out = spec;
 done:
     srv_stmt_done(st);
@@ -157,7 +173,9 @@ srv_db_layer_commit(struct srv_db *db, const char *run_id, int index, const char
         rc = s;
         goto done;
     }
-    rc = srv_db_commit(db, err);
+    rc = srv_db_layer_fetched(db, run_id, index, now, err);
+    if (rc == 0)
+        rc = srv_db_commit(db, err);
 done:
     if (rc != 0)
         *stored = 0;

@@ -29,7 +29,8 @@ static const char SQL_RUN_LAYERS[] =
 static const char SQL_RUN_RECORDS[] = "SELECT record FROM layers WHERE run_id = ?1 ORDER BY idx";
 static const char SQL_RUN_STATE[] = "SELECT state, n_layers FROM runs WHERE id = ?1";
 static const char SQL_RUN_MISSING[] =
-    "SELECT idx FROM layers WHERE run_id = ?1 AND uploaded_at IS NULL ORDER BY idx";
+    "SELECT idx FROM layers WHERE run_id = ?1 AND uploaded_at IS NULL AND sha256 <> '' "
+    "ORDER BY idx"; /* fp: '' is a fingerprint's layer, fetched later or never */
 static const char SQL_RUN_COMPLETE[] =
     "UPDATE runs SET state = 'complete', finished_at = ?2 WHERE id = ?1";
 static const char SQL_RUN_COUNTS[] = "SELECT state, count(*) FROM runs GROUP BY state";

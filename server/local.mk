@@ -83,10 +83,14 @@ libsrv_la_SOURCES += \
 	server/db_sweeps.c \
 	server/route_sweeps.c
 
-# ---- fleet (issue 15): storage backends, PostgreSQL, jobs, TLS, backups ----
+# ---- fp: layer requests (fingerprints first, tensors on demand) ----
+SERVER_SQL += schema/sql/006_layer_requests.sql
+libsrv_la_SOURCES += server/db_requests.c server/route_requests.c
+
+# ---- fleet (issue 15): storage backends, PostgreSQL, backups ----
 # PostgreSQL's schema (schema/pg/NNN_name.sql): the same version numbers as SQLite's from
 # 005 on, embedded even when libpq is not there (the tables' list stays one per build).
-SERVER_PG_SQL = schema/pg/005_init.sql schema/pg/010_fleet.sql
+SERVER_PG_SQL = schema/pg/005_init.sql schema/pg/006_layer_requests.sql schema/pg/010_fleet.sql
 SERVER_SQL += schema/sql/010_fleet.sql
 server/migrations_pg.c: $(SERVER_PG_SQL) $(top_srcdir)/server/embed_sql.sh
 	$(AM_V_GEN)$(MKDIR_P) server && \

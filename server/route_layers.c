@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpudiff/fingerprint.h"
 #include "gpudiff/hash.h"
 #include "gpudiff/io.h"
 #include "blob.h"
@@ -41,6 +42,7 @@ struct layer_put {
     uint64_t data_got;
     struct gd_sha256 hash;
     int hash_live;
+    struct gd_blake3 *b3; /* fp: a fingerprint's layer is checked by its BLAKE3; else NULL */
     int store; /* 0: the data is already stored; only verify it */
     int spill_fd;
     struct srv_blob_enc *enc;
@@ -59,6 +61,7 @@ layer_put_free(void *p)
     if (u->spill_fd >= 0)
         close(u->spill_fd);
     free(u->head);
+    free(u->b3);
     free(u);
 }
 
@@ -152,6 +155,12 @@ srv_layer_put_begin(struct srv_req *req)
     if (rc != 0)
         return srv_req_fail_err(req, &err);
     u->hash_live = 1;
+    if (u->spec.sha256[0] == '\0') {
+        u->b3 = malloc(sizeof *u->b3);
+        if (u->b3 == NULL)
+            return srv_req_fail(req, GD_ENOMEM, "out of memory");
+        gd_blake3_init(u->b3);
+    }
     u->head_need = 12;
     u->head = malloc(u->head_need);
     if (u->head == NULL)
@@ -261,6 +270,8 @@ srv_layer_put_chunk(struct srv_req *req, const char *data, size_t len)
         }
         struct gd_err err;
         int rc = gd_sha256_update(&u->hash, data, len, &err);
+        if (u->b3 != NULL)
+            gd_blake3_update(u->b3, data, len);
         if (rc == 0 && u->store)
             rc = srv_blob_enc_write(u->enc, data, len, &err);
         if (rc != 0)
@@ -289,7 +300,18 @@ srv_layer_put_end(struct srv_req *req)
         rc = gd_sha256_final(&u->hash, u->sha, &err);
         if (rc != 0)
             return srv_req_fail_err(req, &err);
-        if (strcmp(u->sha, u->spec.sha256) != 0)
+        if (u->b3 != NULL) {
+            unsigned char h[32];
+            char hex[65];
+            gd_blake3_final(u->b3, h);
+            for (int k = 0; k < 32; k++)
+                snprintf(hex + 2 * k, 3, "%02x", h[k]);
+            if (strcmp(hex, u->spec.blake3) != 0)
+                return srv_req_fail(req, SRV_EHASH,
+                                    "the data's BLAKE3 is %s; layers[%d].fingerprint.blake3 of "
+                                    "the run says %s",
+                                    hex, u->index, u->spec.blake3);
+        } else if (strcmp(u->sha, u->spec.sha256) != 0)
             return srv_req_fail(req, SRV_EHASH,
                                 "the data's SHA-256 is %s; layers[%d].sha256 of the run says %s",
                                 u->sha, u->index, u->spec.sha256);

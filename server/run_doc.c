@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpudiff/fingerprint.h"
 #include "gpudiff/hash.h"
 #include "compare.h"
 #include "run_doc.h"
@@ -22,7 +23,9 @@
 
 static const char *const known_keys[] = {
     "format",  "version", "id",    "created_at", "duration_us", "model", "input",
-    "backend", "env",     "knobs", "labels",     "layers",      NULL};
+    "backend", "env",     "knobs", "labels",     "layers",
+    "capture", "rerun", /* fp */
+    NULL};
 
 static int
 bad(struct gd_err *err, const char *path, const char *what)
@@ -212,6 +215,22 @@ check_stats(json_t *rec, const char *path, struct gd_err *err)
     return 0;
 }
 
+/* fp: a "fingerprint" record (gd_fingerprint_from_json) must fit the layer's dtype and shape. */
+static int
+check_fingerprint(json_t *rec, const struct srv_layer_doc *l, const char *path, struct gd_err *err)
+{
+    json_t *j = json_object_get(rec, "fingerprint");
+    if (j == NULL)
+        return 0;
+    struct gd_fingerprint *f = malloc(sizeof *f);
+    if (f == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    struct gd_err e;
+    int rc = gd_fingerprint_from_json(j, l->dtype, l->ndim, l->shape, f, &e);
+    free(f);
+    return rc == 0 ? 0 : gd_err_set(err, SRV_EBADREQ, "%s.fingerprint: %s", path, e.msg);
+}
+
 static int
 check_layer(json_t *rec, int i, uint64_t max_bytes, struct srv_layer_doc *l, struct gd_err *err)
 {
@@ -283,14 +302,26 @@ check_layer(json_t *rec, int i, uint64_t max_bytes, struct srv_layer_doc *l, str
                           "%s: %llu bytes of data, more than --max-body (%llu) lets through", p,
                           (unsigned long long)l->raw_size, (unsigned long long)max_bytes);
 
-    rc = get_string(rec, "file", 1, 256, path, &s, err);
-    if (rc == 0 && !is_layer_file(s)) {
+    /* fp: a layer captured as a fingerprint has neither file nor sha256 until it is fetched */
+    rc = check_fingerprint(rec, l, path, err);
+    int fp_only = rc == 0 && json_object_get(rec, "fingerprint") != NULL &&
+                  json_object_get(rec, "file") == NULL;
+    if (rc == 0 && fp_only) {
+        l->sha256 = "";
+        if (json_object_get(rec, "sha256") != NULL) {
+            snprintf(p, sizeof p, "%s.sha256", path);
+            rc = bad(err, p, "must be absent for a layer without a file (a fingerprint)");
+        }
+    }
+    if (rc == 0 && !fp_only)
+        rc = get_string(rec, "file", 1, 256, path, &s, err);
+    if (rc == 0 && !fp_only && !is_layer_file(s)) {
         snprintf(p, sizeof p, "%s.file", path);
         rc = bad(err, p, "must match layers/[A-Za-z0-9_-][A-Za-z0-9._-]*.npy");
     }
-    if (rc == 0)
+    if (rc == 0 && !fp_only)
         rc = get_string(rec, "sha256", 1, 64, path, &l->sha256, err);
-    if (rc == 0 && !srv_is_sha256(l->sha256)) {
+    if (rc == 0 && !fp_only && !srv_is_sha256(l->sha256)) {
         snprintf(p, sizeof p, "%s.sha256", path);
         rc = bad(err, p, "must be 64 lowercase hex digits");
     }

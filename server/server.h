@@ -416,6 +416,9 @@ int srv_sweeps_list(struct srv_req *req);
 int srv_sweeps_get(struct srv_req *req);
 /* web: the op list with its traits (route_ops.c) */
 int srv_ops_list(struct srv_req *req);
+/* fp: tensors asked for where runs hold fingerprints (route_requests.c) */
+int srv_requests_list(struct srv_req *req);
+int srv_requests_add(struct srv_req *req);
 
 /* Serves a file under --web-root (GET and HEAD of paths outside /api/). */
 int srv_static_serve(struct srv_req *req);

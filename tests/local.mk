@@ -268,6 +268,8 @@ EXTRA_DIST += $(WEB_TESTS) tests/web/dashboard.test.mjs tests/web/package.json \
 TESTS += tests/web/vendor.sh tests/integration/server_web_api.sh
 EXTRA_DIST += tests/web/harness.mjs tests/web/scale_steps.mjs tests/web/make_fleet.py \
 	tests/web/vendor.sh tests/integration/server_web_api.sh tests/bench/web_views.mjs
+# web2: the steps of the diagnosis's fields (truth, partial data, replay) and of sweeps
+EXTRA_DIST += tests/web/truth_steps.mjs
 
 # ---- cuda: TF32 errors in the range of a 10-bit mantissa (skipped without a GPU) ----
 if HAVE_CHECK
@@ -312,7 +314,8 @@ tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/swee
 tests_agent_check_sweep_grid_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_sweep_grid_LDADD = $(TEST_LIBS)
 endif
-SWEEP_INTEGRATION = tests/integration/sweep_seed.sh tests/integration/server_sweep.sh
+SWEEP_INTEGRATION = tests/integration/sweep_seed.sh tests/integration/server_sweep.sh \
+	tests/integration/sweep_h200_report.sh
 TESTS += $(SWEEP_INTEGRATION)
 EXTRA_DIST += $(SWEEP_INTEGRATION)
 if HAVE_CHECK
@@ -409,6 +412,62 @@ TESTS += $(DIFF_INTEGRATION)
 EXTRA_DIST += $(DIFF_INTEGRATION)
 # The replay's benchmark and the GPU checks of the comparison (docs/PERFORMANCE.md, "Replay").
 EXTRA_DIST += tests/bench/bench_replay.sh tests/bench/gpu_diag.sh tests/bench/gpu_diag_resnet.py
+
+# ---- half: float16 and bfloat16 storage, --dtype, exported transformers ----
+HALF_INTEGRATION = tests/integration/transformer_half.sh
+TESTS += $(HALF_INTEGRATION)
+EXTRA_DIST += $(HALF_INTEGRATION) tests/bench/gpt2_export.py
+if HAVE_CHECK
+HALF_CHECKS = tests/engine/check_half_call tests/engine/check_graph_dtype \
+	tests/engine/check_bundle_write
+check_PROGRAMS += $(HALF_CHECKS)
+TESTS += $(HALF_CHECKS)
+tests_engine_check_half_call_SOURCES = tests/engine/check_half_call.c $(OP_TEST_SOURCES)
+tests_engine_check_half_call_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_half_call_LDADD = $(TEST_LIBS)
+tests_engine_check_graph_dtype_SOURCES = tests/engine/check_graph_dtype.c
+tests_engine_check_graph_dtype_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_graph_dtype_LDADD = $(TEST_LIBS)
+tests_engine_check_bundle_write_SOURCES = tests/engine/check_bundle_write.c
+tests_engine_check_bundle_write_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_bundle_write_LDADD = $(TEST_LIBS)
+endif
+# the forward of large ONNX models without capture: time and peak memory (gpu_half.sh)
+EXTRA_PROGRAMS += tests/bench/bench_half
+tests_bench_bench_half_SOURCES = tests/bench/bench_half.c
+tests_bench_bench_half_LDADD = $(GD_ENGINE_LIBS)
+bench: tests/bench/bench_half$(EXEEXT)
+# ---- fp: fingerprints (hash against BLAKE3's vectors, statistics, sample, JSON) ----
+check_PROGRAMS += tests/engine/check_fingerprint
+TESTS += tests/engine/check_fingerprint
+tests_engine_check_fingerprint_SOURCES = tests/engine/check_fingerprint.c
+tests_engine_check_fingerprint_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_fingerprint_LDADD = $(TEST_LIBS)
+# fp_verify: a bundle's recorded fingerprints against the host's from its tensor files (the
+# CUDA kernels on real captures, tests/bench/gpu_fp.sh).
+EXTRA_PROGRAMS += tests/bench/fp_verify
+tests_bench_fp_verify_SOURCES = tests/bench/fp_verify.c
+tests_bench_fp_verify_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+tests_bench_fp_verify_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
+EXTRA_DIST += tests/bench/gpu_fp.sh
+# fp: 500 layers as fingerprints, three asked for, fetched and diffed in full.
+TESTS += tests/integration/server_fingerprints.sh
+EXTRA_DIST += tests/integration/server_fingerprints.sh
+
+# ---- cudnn (issue 17): the graph API's fixed choices, and the GPU script ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_conv_config
+TESTS += tests/engine/check_conv_config
+tests_engine_check_conv_config_SOURCES = tests/engine/check_conv_config.c
+tests_engine_check_conv_config_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_conv_config_LDADD = $(TEST_LIBS)
+endif
+EXTRA_DIST += tests/bench/gpu_cudnn.sh tests/bench/gpu_cudnn.py tests/bench/bench_model.h
+if HAVE_CUDA
+EXTRA_PROGRAMS += tests/bench/bench_gpu_matrix
+tests_bench_bench_gpu_matrix_SOURCES = tests/bench/bench_gpu_matrix.c
+tests_bench_bench_gpu_matrix_LDADD = $(GD_ENGINE_LIBS)
+endif
 
 # ---- fleet (issue 15): gpudiffd on PostgreSQL, several daemons behind haproxy ----
 FLEET_INTEGRATION = tests/integration/server_pg.sh tests/integration/server_fleet.sh \

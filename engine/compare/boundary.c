@@ -195,6 +195,19 @@ near_pole(struct gd__work *w, struct gd_diff_layer *dl, struct gd_err *err)
     return 0;
 }
 
+/* fp: 1 when both runs hold the tensors of every layer dl reads. */
+static int
+inputs_have_tensors(const struct gd__work *w, const struct gd_diff_layer *dl)
+{
+    for (int k = 0; k < dl->n_inputs; k++) {
+        const struct gd_diff_layer *in = &w->d->layers[dl->inputs[k]];
+        if (in->index_a < 0 || in->index_b < 0 || w->a->layers[in->index_a].tensor_absent ||
+            w->b->layers[in->index_b].tensor_absent)
+            return 0;
+    }
+    return 1;
+}
+
 int
 gd__boundaries(struct gd__work *w, struct gd_err *err)
 {
@@ -204,6 +217,8 @@ gd__boundaries(struct gd__work *w, struct gd_err *err)
         if (dl->verdict == GD_VERDICT_INCOMPARABLE || dl->verdict == GD_VERDICT_IDENTICAL ||
             dl->n_inputs == 0)
             continue;
+        if (dl->sampled || !inputs_have_tensors(w, dl))
+            continue; /* fp: steps and poles need every value of the inputs */
         int rc = 0;
         if (dl->discontinuous) {
             /* outputs that differ at all: equal pairs are ULP bin 0 or agreeing NaN/Inf */

@@ -99,6 +99,7 @@ gd_diff_runs_replay(const struct gd_run_view *a, const struct gd_run_view *b,
     if (rc != 0)
         goto done;
     gd__starts(&w);
+    gd__fetch_wanted(&w);
     gd__truth_outcomes(&w);
     if (replay != NULL && (rc = gd__replay_own(&w, err)) != 0)
         goto done;

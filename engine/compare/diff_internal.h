@@ -31,6 +31,7 @@ struct gd__side {
 struct gd__extra {
     double own[2], own_median[2];     /* the layer alone; [0] is a, [1] is b; NAN unknown */
     double own_same[2], own_median_same[2]; /* reduced-precision inputs only if both declare it */
+    double own_truth[2];              /* own_same, its storage rounding counted: from the truth */
     double chain[2], chain_median[2]; /* the layers of that side only on the way to it */
     int direct[2];                    /* its first input on that side (layer index), -1 */
 };
@@ -63,10 +64,14 @@ enum gd_arith gd__arith_of(const struct gd__side *s, const struct gd_bundle_laye
 /*
  * facts.c: the rounding one side's layer may add, relative to the layer's scale: with op
  * info, reduction length n, arithmetic and the dtype compared in (same: count reduced-
- * precision inputs; else only the accumulation). NAN when info is NULL or n is 0.
+ * precision inputs; else only the accumulation). `stored` is the side's own dtype: a
+ * float16 or bfloat16 layer computed in a wider arithmetic was rounded to it once more (its
+ * u), counted when `stored_rounding` is set (both sides store that dtype). NAN when info is
+ * NULL or n is 0.
  */
 double gd__own_bound(const struct gd_op_info *info, int64_t n, enum gd_arith arith,
-                     enum gd_dtype dtype, int reduced_inputs, int median);
+                     enum gd_dtype dtype, enum gd_dtype stored, int reduced_inputs,
+                     int stored_rounding, int median);
 
 /* facts.c: op, reduction length, traits and arithmetic of every compared layer. */
 void gd__facts(struct gd__work *w);
@@ -99,6 +104,15 @@ void gd__verdicts(struct gd__work *w);
 
 /* verdict.c: first divergent, first observed and the precision labels. */
 void gd__starts(struct gd__work *w);
+
+/* measure.c (fp): a pair where a side has only its fingerprint, measured on the samples and
+ * bounded by the statistics (gd_diff_layer.sampled). */
+int gd__measure_sampled(struct gd_diff_layer *dl, const struct gd_bundle_layer *la,
+                        const struct gd_bundle_layer *lb, double atol, double rtol,
+                        struct gd_err *err);
+
+/* sampled.c (fp): marks the sampled layers worth fetching tensors for. */
+void gd__fetch_wanted(struct gd__work *w);
 
 /* boundary.c: steps of discontinuous layers; poles of ill-conditioned ones (which may turn
  * a divergent layer into an amplified one). */

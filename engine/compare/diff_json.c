@@ -165,6 +165,18 @@ layer_json(const struct gd_diff *d, const struct gd_diff_layer *l)
                                       "closer", side_char(l->closer), "rows_a",
                                       (json_int_t)l->truth_rows_a, "rows_b",
                                       (json_int_t)l->truth_rows_b));
+    /* fp: a verdict from fingerprints says so, and which side's tensor is worth fetching */
+    json_object_set_new(o, "sampled", json_boolean(l->sampled));
+    if (l->sampled) {
+        json_object_set_new(o, "samples", json_integer(l->n_sampled));
+        json_object_set_new(o, "max_abs_from", json_string(l->bound_from ? l->bound_from : ""));
+        json_t *f = json_array();
+        if (l->fetch_a)
+            json_array_append_new(f, json_string("a"));
+        if (l->fetch_b)
+            json_array_append_new(f, json_string("b"));
+        json_object_set_new(o, "fetch", f);
+    }
     if (l->has_own)
         json_object_set_new(o, "own",
                             json_pack("{s:o, s:o, s:o, s:s, s:o}", "err", num(l->own_err),
@@ -215,5 +227,7 @@ gd_diff_to_json(const struct gd_diff *d, const struct gd_run_view *a, const stru
                                                         : json_null(),
                           "amplifiers", amps, "explanation", d->explanation, "env_diff",
                           d->env_diff, "layers", layers);
+    if (j != NULL)
+        json_object_set_new(j, "sampled_layers", json_integer(d->n_sampled));
     return j;
 }

@@ -22,6 +22,8 @@ static const struct {
     {"knobs.emulate", "arithmetic"},       {"knobs.math_mode", "arithmetic"},
     {"env.math_mode", "arithmetic"},       {"env.compute_dtype", "arithmetic"},
     {"env.NVIDIA_TF32_OVERRIDE", "arithmetic"},
+    {"knobs.dtype", "arithmetic"},         {"knobs.reduced_reduction", "arithmetic"},
+    {"env.reduced_reduction", "arithmetic"},
     {"knobs.conv_algo", "algorithm"},      {"env.conv_algo", "algorithm"},
     {"knobs.workspace_limit", "algorithm"}, {"env.workspace_limit", "algorithm"},
     {"env.CUBLAS_WORKSPACE_CONFIG", "algorithm"},

@@ -253,29 +253,43 @@ precision_verb(const char *label)
     return "which looks like";
 }
 
+/* fp: what "of M values" counts: every value, or the sample's. */
+static int64_t
+of_count(const struct gd_diff_layer *l)
+{
+    return l->sampled ? l->n_sampled : l->m.count;
+}
+
+static const char *
+values_word(const struct gd_diff_layer *l)
+{
+    return l->sampled ? "sampled values" : "values";
+}
+
 /* "N of M values differ" and, for a layer's own error, the precision they carry. */
 static void
 precision_facts(struct gd_diff *d, const struct gd_diff_layer *f)
 {
     char n1[32], n2[32];
     count_text(f->n_differ, n1, sizeof n1);
-    count_text(f->m.count, n2, sizeof n2);
+    count_text(of_count(f), n2, sizeof n2);
     const char *verb = f->n_differ == 1 ? "differs" : "differ";
     if (f->sparse) {
-        say(d, " %s of %s values %s (sparse): single values moved, not the arithmetic of all.",
-            n1, n2, verb);
+        say(d, " %s of %s %s %s (sparse): single values moved, not the arithmetic of all.",
+            n1, n2, values_word(f), verb);
         return;
     }
     if (f->arithmetic == NULL) {
-        say(d, " %s of %s values %s.", n1, n2, verb);
+        say(d, " %s of %s %s %s.", n1, n2, values_word(f), verb);
         return;
     }
-    if (f->n_differ == f->m.count)
-        say(d, " Every value differs; they carry %.1f bits, %s %s", f->bits,
-            precision_verb(f->arithmetic), f->arithmetic);
+    if (f->n_differ == of_count(f))
+        say(d, " Every %s differs; they carry %.1f bits, %s %s",
+            f->sampled ? "sampled value" : "value", f->bits, precision_verb(f->arithmetic),
+            f->arithmetic);
     else
-        say(d, " %s of %s values %s; those carry %.1f bits, %s %s", n1, n2, verb, f->bits,
-            precision_verb(f->arithmetic), f->arithmetic);
+        say(d, " %s of %s %s %s; those carry %.1f bits, %s %s", n1, n2, values_word(f), verb,
+            f->bits, precision_verb(f->arithmetic), f->arithmetic);
     int reduced = f->arith_a >= GD_ARITH_TF32 || f->arith_b >= GD_ARITH_TF32;
     if (f->bits < 13 && !reduced)
         say(d, ", though neither run records such arithmetic.");
@@ -455,6 +469,22 @@ gd__explain(struct gd__work *w)
         say(d, "Only %d of the reference run's %d layers %s in both runs. ", d->n_matched,
             w->truth->n_layers, d->n_matched == 1 ? "is" : "are");
     }
+    if (d->n_sampled > 0) {
+        /* fp: what fingerprints can and cannot show */
+        int n_fetch = 0;
+        for (int i = 0; i < d->n_layers; i++)
+            n_fetch += d->layers[i].fetch_a || d->layers[i].fetch_b;
+        say(d, "%d layer%s differ%s by hash and %s judged from fingerprints (a sample of %d "
+               "values at the same indices, and the statistics): their max |a-b| is a lower "
+               "bound, so a divergent verdict is certain and a noise verdict only what the "
+               "sample shows",
+            d->n_sampled, d->n_sampled == 1 ? "" : "s", d->n_sampled == 1 ? "s" : "",
+            d->n_sampled == 1 ? "is" : "are", GD_FINGERPRINT_SAMPLES);
+        if (n_fetch > 0)
+            say(d, "; the tensors of %d of them, where a difference begins, are worth fetching",
+                n_fetch);
+        say(d, ". ");
+    }
     int identical = 1, any_unknown = 0, noisy = -1, last = -1;
     for (int i = 0; i < d->n_layers; i++) {
         const struct gd_diff_layer *l = &d->layers[i];
@@ -486,14 +516,14 @@ gd__explain(struct gd__work *w)
                 f->name, op_text(f), f->m.abs_max, f->err);
         } else if (d->start_known) {
             f = &d->layers[d->first_divergent];
-            say(d, "The difference starts at %s (%s): max |a-b| = %.3g, %.3g of the layer's "
+            say(d, "The difference starts at %s (%s): max |a-b| %s %.3g, %.3g of the layer's "
                    "largest value",
-                f->name, op_text(f), f->m.abs_max, f->err);
+                f->name, op_text(f), f->sampled ? ">=" : "=", f->m.abs_max, f->err);
         } else {
             f = &d->layers[d->first_observed];
-            say(d, "The first observed difference beyond noise is at %s (%s): max |a-b| = %.3g, "
-                   "%.3g of the layer's largest value",
-                f->name, op_text(f), f->m.abs_max, f->err);
+            say(d, "The first observed difference beyond noise is at %s (%s): max |a-b| %s "
+                   "%.3g, %.3g of the layer's largest value",
+                f->name, op_text(f), f->sampled ? ">=" : "=", f->m.abs_max, f->err);
         }
         say_excess(d, f);
         if (d->mode != GD_DIFF_REPLAY && !d->start_known)
@@ -524,18 +554,27 @@ gd__explain(struct gd__work *w)
     const struct gd_diff_layer *l = &d->layers[last];
     if (!quiet(l->verdict) && l != f) {
         char n1[32], n2[32];
-        say(d, " At the last compared layer, %s, the runs differ by up to %.3g; %s of %s "
-               "values %s outside atol %g + rtol %g, in %lld row%s.",
-            l->name, l->m.abs_max, count_text(l->m.n_mismatch, n1, sizeof n1),
-            count_text(l->m.count, n2, sizeof n2), l->m.n_mismatch == 1 ? "is" : "are",
-            d->atol, d->rtol, (long long)l->rows_mismatch, l->rows_mismatch == 1 ? "" : "s");
+        say(d, " At the last compared layer, %s, the runs differ by %s %.3g; %s of %s "
+               "%s %s outside atol %g + rtol %g",
+            l->name, l->sampled ? "at least" : "up to", l->m.abs_max,
+            count_text(l->m.n_mismatch, n1, sizeof n1), count_text(of_count(l), n2, sizeof n2),
+            values_word(l), l->m.n_mismatch == 1 ? "is" : "are", d->atol, d->rtol);
+        if (l->sampled)
+            say(d, ".");
+        else
+            say(d, ", in %lld row%s.", (long long)l->rows_mismatch,
+                l->rows_mismatch == 1 ? "" : "s");
     }
     else if (l == f && l->m.n_mismatch > 0) {
         char n1[32], n2[32];
-        say(d, " %s of its %s values %s outside atol %g + rtol %g, in %lld row%s.",
-            count_text(l->m.n_mismatch, n1, sizeof n1), count_text(l->m.count, n2, sizeof n2),
-            l->m.n_mismatch == 1 ? "is" : "are", d->atol, d->rtol, (long long)l->rows_mismatch,
-            l->rows_mismatch == 1 ? "" : "s");
+        say(d, " %s of its %s %s %s outside atol %g + rtol %g",
+            count_text(l->m.n_mismatch, n1, sizeof n1), count_text(of_count(l), n2, sizeof n2),
+            values_word(l), l->m.n_mismatch == 1 ? "is" : "are", d->atol, d->rtol);
+        if (l->sampled)
+            say(d, ".");
+        else
+            say(d, ", in %lld row%s.", (long long)l->rows_mismatch,
+                l->rows_mismatch == 1 ? "" : "s");
     }
     if (d->has_truth)
         truth_facts(d);

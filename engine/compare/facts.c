@@ -135,6 +135,10 @@ gd__arith_of(const struct gd__side *s, const struct gd_bundle_layer *l, const ch
         return GD_ARITH_BF16;
     if (strcmp(math, "fp16") == 0)
         return GD_ARITH_FP16;
+    /* a half GEMM whose split-K partial sums were added in the half format: its sums are
+     * held to the half format's unit roundoff (the arithmetic is not known more closely) */
+    if (strcmp(math, "fp16-rr") == 0 || strcmp(math, "bf16-rr") == 0)
+        return GD_ARITH_UNKNOWN;
     if (strcmp(math, "fp64") == 0)
         return GD_ARITH_FP64;
     unsigned cls = op_class(gd__op_of(l->op));
@@ -183,7 +187,7 @@ input_roundoff(enum gd_arith a)
 
 double
 gd__own_bound(const struct gd_op_info *info, int64_t n, enum gd_arith arith, enum gd_dtype dtype,
-              int reduced_inputs, int median)
+              enum gd_dtype stored, int reduced_inputs, int stored_rounding, int median)
 {
     if (info == NULL || n <= 0)
         return NAN;
@@ -193,6 +197,11 @@ gd__own_bound(const struct gd_op_info *info, int64_t n, enum gd_arith arith, enu
     double u_in = reduced_inputs && op_class(info) != 0 ? input_roundoff(arith) : 0.0;
     /* A float64 result compared in float32 was rounded once more: half an ulp, at most u. */
     double rounded = arith == GD_ARITH_FP64 && dtype != GD_F64 ? u_cmp : 0.0;
+    /* A float16 or bfloat16 layer computed in float32 was stored rounded to its format: u of
+     * it, at this op or (a copy) where the value it moves was rounded, a weight at load. */
+    double u_store = gd__unit_roundoff(stored);
+    if (stored_rounding && (stored == GD_F16 || stored == GD_BF16) && u_acc < u_store)
+        rounded += u_store;
     double dn = (double)n;
     if (median)
         return (info->reduction == GD_RED_NONE ? 0.0 : 2 * sqrt(dn) * u_acc) + 4 * u_in +
@@ -301,14 +310,29 @@ layer_facts(struct gd__work *w, int i)
     enum gd_dtype cmp = la ? la->dtype : lb ? lb->dtype : GD_F32;
     if (la && lb && la->dtype != lb->dtype)
         cmp = la->dtype == GD_F64 ? lb->dtype : la->dtype;
+    /* Float16 against bfloat16 (or float32) is measured in float32, which holds both. */
+    if (la && lb && la->dtype != lb->dtype && la->dtype != GD_F64 && lb->dtype != GD_F64)
+        cmp = GD_F32;
     int same = dl->arith_a == dl->arith_b;
+    /* Storage rounding is noise only between runs that store the same format, as reduced-
+     * precision inputs are between runs of one arithmetic; a float64 side is rounded to the
+     * other's format, which is then the format both are compared in. */
+    int same_store = la == NULL || lb == NULL || la->dtype == lb->dtype ||
+                     la->dtype == GD_F64 || lb->dtype == GD_F64;
     const struct gd_op_info *info[2] = {ia, ib};
     enum gd_arith ar[2] = {dl->arith_a, dl->arith_b};
+    enum gd_dtype st[2] = {la ? la->dtype : cmp, lb ? lb->dtype : cmp};
     for (int s = 0; s < 2; s++) {
-        x->own[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, 1, 0);
-        x->own_median[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, 1, 1);
-        x->own_same[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, same, 0);
-        x->own_median_same[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, same, 1);
+        x->own[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, st[s], 1, 1, 0);
+        x->own_median[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, st[s], 1, 1, 1);
+        x->own_same[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, st[s], same, same_store,
+                                       0);
+        x->own_median_same[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, st[s], same,
+                                              same_store, 1);
+        /* against the float64 truth, which is rounded to this side's format first: that
+         * rounding (u of the format) and this side's own storage rounding both count */
+        x->own_truth[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, st[s], same, 1, 0) +
+                          (st[s] != GD_F64 ? gd__unit_roundoff(st[s]) : 0.0);
     }
 }
 

@@ -177,7 +177,7 @@ one_sided_bound(const struct gd__work *w, int s, int j, int median)
     enum gd_arith ar = gd__arith_of(&w->side[s], l, NULL);
     return gd__own_bound(info, l->reduction_len > 0 ? l->reduction_len
                                 : info && info->reduction == GD_RED_NONE ? 1 : 0,
-                         ar, l->dtype, 1, median);
+                         ar, l->dtype, l->dtype, 1, 1, median);
 }
 
 /* Follows side s's edges from its layer `index`, through layers only s has. */

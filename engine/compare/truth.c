@@ -53,8 +53,8 @@ gd__truth_layer(struct gd__work *w, int i, struct gd_tensor *ta, struct gd_tenso
 {
     struct gd_diff_layer *dl = &w->d->layers[i];
     int it = gd__find_layer(w->truth, dl->name);
-    if (it < 0)
-        return 0;
+    if (it < 0 || w->truth->layers[it].tensor_absent)
+        return 0; /* fp: a truth held as a fingerprint is not one to measure against */
     struct gd_tensor *tt = NULL;
     if (w->truth->load(w->truth->user, it, &tt, err) != 0)
         return gd_err_prefix(err, "layer %s against the truth: ", dl->name);
@@ -76,7 +76,8 @@ gd__truth_layer(struct gd__work *w, int i, struct gd_tensor *ta, struct gd_tenso
 
 /*
  * Side s's bound from the exact value at layer i: its own rounding (reduced-precision inputs
- * counted only when both runs declare that arithmetic, as for noise), plus what its inputs
+ * counted only when both runs declare that arithmetic, as for noise; the rounding to its
+ * own storage format always, since the truth is rounded to it), plus what its inputs
  * carry in: their error against the truth where they are right, else their bound.
  */
 static double
@@ -84,7 +85,7 @@ truth_bound(const struct gd__work *w, int i, int s)
 {
     const struct gd_diff_layer *dl = &w->d->layers[i];
     const struct gd__extra *x = &w->extra[i];
-    double own = x->own_same[s] + x->chain[s];
+    double own = x->own_truth[s] + x->chain[s];
     if (!isfinite(own))
         return NAN;
     double carry = 0;

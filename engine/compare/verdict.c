@@ -94,16 +94,27 @@ judge(struct gd__work *w, int i)
         in_err = fmax(in_err, in->err);
         if (d->mode == GD_DIFF_REPLAY)
             continue; /* its captured input, not its own result, went in */
-        if (is_quiet(in->verdict)) {
+        /*
+         * A copy passes its input's errors on unchanged, but a selection (MaxPool, Gather,
+         * Slice) may pass any subset of them: the largest values a pool keeps after a Relu
+         * carry the large errors, the zeros it drops the nil ones. So the median a copy may
+         * reach is its input's largest error, not its input's median.
+         */
+        if (is_quiet(in->verdict) && in->sampled) {
+            /* fp: noise seen in a sample may hide more: carry what noise could be */
+            carry_abs = fmax(carry_abs, in->envelope * in->scale);
+            carry = fmax(carry, in->envelope);
+            carry_median = fmax(carry_median, dl->copies ? in->envelope : in->envelope_median);
+        } else if (is_quiet(in->verdict)) {
             carry_abs = fmax(carry_abs, in->m.abs_max);
             carry = fmax(carry, in->err);
-            carry_median = fmax(carry_median, in->err_median);
+            carry_median = fmax(carry_median, dl->copies ? in->err : in->err_median);
         } else {
             /* Past a divergence only the noise an input could have had is excused. */
             input_diverged = 1;
             carry_abs = fmax(carry_abs, in->envelope * in->scale);
             carry = fmax(carry, in->envelope);
-            carry_median = fmax(carry_median, in->envelope_median);
+            carry_median = fmax(carry_median, dl->copies ? in->envelope : in->envelope_median);
         }
     }
     if (dl->copies) {

@@ -408,10 +408,16 @@ infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
             c.in_const[i] = v < 0 ? NULL : known_value(g, ki, folded, v);
             c.in_weight[i] = v >= 0 && (g->values[v].constant != NULL || folded[v] != NULL);
         }
+        /* An op that does not set its outputs' dtypes makes floats of its first float
+         * input's dtype (a float16 Conv gives float16), float32 when it reads none. */
+        enum gd_dtype float_out = GD_F32;
+        for (int i = n->n_inputs - 1; i >= 0; i--)
+            if (n->inputs[i] >= 0 && gd_dtype_is_float(c.in_dtype[i]))
+                float_out = c.in_dtype[i];
         for (int i = 0; i < n->n_outputs; i++) {
             c.out[i] = &value_shapes[n->outputs[i]];
             c.out[i]->ndim = 0;
-            c.out_dtype[i] = GD_F32;
+            c.out_dtype[i] = float_out;
         }
         memset(c.params, 0, sizeof *c.params);
         int rc = gd__infer_table[n->op](&c, err);

@@ -234,10 +234,13 @@ infer_layer_norm(struct gd__infer_call *c, struct gd_err *err)
     trailing_axes(p, x, (int)p->axis);
     *c->out[0] = *x;
     for (int o = 1; o < c->n_out; o++) {
-        /* Mean and InvStdDev: x's shape with the normalized dimensions 1 */
+        /* Mean and InvStdDev: x's shape with the normalized dimensions 1; stash_type 1 keeps
+         * them in float32 for a float16 or bfloat16 x (ONNX's U) */
         *c->out[o] = *x;
         for (int a = (int)p->axis; a < x->ndim; a++)
             c->out[o]->dim[a] = 1;
+        enum gd_dtype xt = c->in_dtype[0];
+        c->out_dtype[o] = xt == GD_F16 || xt == GD_BF16 ? GD_F32 : xt;
     }
     p->mixes_batch = p->axis == 0;
     return 0;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "gpudiff/error.h"
+#include "gpudiff/fingerprint.h"
 #include "gpudiff/graph.h"
 #include "gpudiff/ops.h"
 #include "gpudiff/run.h"
@@ -37,7 +38,7 @@ struct gd_op_call {
     struct gd_tensor *out[GD__MAX_OP_OUTPUTS];
     void *ctx;                       /* the backend's session context */
     const struct gd_knobs *knobs;
-    char algo[64];                   /* the op writes which algorithm it used, if any */
+    char algo[128];                  /* the op writes which algorithm it used, if any */
     char math[16];                   /* and the math mode (fp32, tf32, ...) */
     double time_us;                  /* a device time measured by the op; < 0 if none */
 };
@@ -54,6 +55,16 @@ struct gd__capture_req {
     double time_us;
     const char *algo;
     const char *math;
+    /* A piece of the output (knobs.capture_limit): host holds elements [piece_offset,
+     * piece_offset + its count) of an output of shape piece_shape[0 .. piece_ndim);
+     * piece_ndim 0: host is the whole output. */
+    int64_t piece_offset;
+    int piece_ndim;
+    int64_t piece_shape[GD_MAX_DIMS];
+    /* fp: what the session asks of this capture, and the fingerprint the backend made */
+    int want_tensor;                 /* the bytes reach deliver (else host->data is NULL) */
+    int want_fingerprint;            /* the backend computes a fingerprint where t lies */
+    const struct gd_fingerprint *fp; /* set by the backend when it delivers; NULL if none */
 };
 typedef int (*gd__deliver_fn)(void *session, const struct gd__capture_req *req,
                               const struct gd_tensor *host, struct gd_err *err);
@@ -103,7 +114,53 @@ struct gd__backend {
     /* Optional (NULL: no algorithm choices): gd_session_algo_offers() for one node. */
     int (*algo_offers)(void *ctx, int node_index, struct gd_algo_offer *out, int max, int *n,
                        struct gd_err *err);
+
+    /*
+     * Half storage. NULL convert: the backend keeps every float value in compute_dtype
+     * (cpu64, the float64 reference). Otherwise a value whose logical dtype is float16 or
+     * bfloat16 is stored in that dtype (gd__storage_dtype), and convert copies the float
+     * tensor src into dst of the same element count and another float dtype, rounding to
+     * nearest even where dst is narrower (float16's range: overflow to infinity). An op runs
+     * on half tensors itself where half_native[op] is 1; the others run through
+     * gd__half_call(), which widens their half inputs to float32 and rounds their float32
+     * results back (so every op computes in float32 and stores its output rounded once).
+     */
+    int (*convert)(void *ctx, struct gd_tensor *dst, const struct gd_tensor *src,
+                   struct gd_err *err);
+    const unsigned char *half_native; /* GD_OP_COUNT entries, NULL: none */
+    /* Optional (NULL: GD_ENOTSUP): gd_session_memory(). */
+    int (*memory)(void *ctx, struct gd_memory *out, struct gd_err *err);
+    /*
+     * Optional (NULL: every gd_session_forward() runs its nodes): replaying a recording of
+     * the forward. forward_begin is called after the timer starts, with the generation of
+     * the staged inputs (the session changes it whenever they or the batch size change):
+     * 1 when the backend launched its recording of that generation (the session skips the
+     * nodes), 0 when the nodes are to run (the backend may be recording them), < 0 on error.
+     * forward_end is called after they ran with their status rc: it ends and launches a
+     * recording; *rerun set means the recording failed and was dropped, and the session
+     * runs the nodes again, unrecorded. The recording is the same work on the same buffers.
+     */
+    int (*forward_begin)(void *ctx, uint64_t generation, struct gd_err *err);
+    int (*forward_end)(void *ctx, int rc, int *rerun, struct gd_err *err);
 };
+
+/* The dtype backend be stores a value of logical dtype `logical` in: integers and bools as
+ * they are; float16 and bfloat16 as they are on a backend with half storage; other floats
+ * (and every float on a backend without half storage) in its compute_dtype. */
+enum gd_dtype gd__storage_dtype(const struct gd__backend *be, enum gd_dtype logical);
+
+/* 1 when the call has a float16 or bfloat16 tensor among its inputs or outputs. */
+int gd__call_has_half(const struct gd_op_call *c);
+
+/*
+ * Runs op function fn on call c, whose half tensors are float16 or bfloat16, on backend be
+ * (which has convert): each distinct half input is converted to a float32 tensor of the
+ * backend, each half output gets a float32 one, fn runs on those, and the results are
+ * rounded into c's outputs; the temporaries are released. The algorithm, math and time fn
+ * reports are c's. Errors: fn's, or the backend's allocation and conversion errors.
+ */
+int gd__half_call(const struct gd__backend *be, gd_op_fn fn, struct gd_op_call *c,
+                  struct gd_err *err);
 
 /* The backends built in, NULL-terminated; defined in backend.c. */
 extern const struct gd__backend *const gd__backends[];

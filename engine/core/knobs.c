@@ -15,6 +15,7 @@ gd_knobs_init(struct gd_knobs *k)
     k->emulate_classes = GD_CLASS_GEMM;
     k->tf32 = -1;
     k->workspace_limit = -1;
+    k->reduced_reduction = -1;
 }
 
 const char *

@@ -43,9 +43,14 @@ struct gd_session {
     int n_staged;
     struct gd_tensor *staged;
     int resident;
+    uint64_t stage_generation;  /* changes with the staged inputs and the batch size */
     /* gd_session_run_end_to_end(): the graph outputs copied back while `fetching` */
     int fetching;
     struct gd_tensor **fetched; /* per graph output, host, every row; NULL until fetched */
+    /* fp: what runs capture (gd_session_set_capture); sel.only points at sel_only */
+    struct gd_capture_sel sel;
+    unsigned char *sel_only;
+    int n_layers;
 };
 
 const char *
@@ -138,19 +143,34 @@ gd_session_free(struct gd_session *s)
     free(s->shapes);
     free(s->params);
     free(s->first_layer);
+    free(s->sel_only);
     free(s);
 }
 
-/* Copies a host tensor into backend memory in the compute dtype. */
+/*
+ * Copies a host tensor into backend memory as a value of logical dtype `logical` is stored
+ * (gd__storage_dtype). A float value whose logical dtype is float16 or bfloat16 is rounded to
+ * it once from src (a float32 weight of a model cast with --dtype), then held in the storage
+ * dtype: 16 bits where the backend stores halves, exactly in float64 on cpu64.
+ */
 static int
 upload_value(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor *src,
-             struct gd_err *err)
+             enum gd_dtype logical, struct gd_err *err)
 {
-    enum gd_dtype want = gd_dtype_is_float(src->dtype) ? s->be->compute_dtype : src->dtype;
-    struct gd_tensor *cast = NULL;
-    if (src->dtype != want && (cast = gd_tensor_cast(src, want, err)) == NULL)
+    int is_float = gd_dtype_is_float(src->dtype);
+    enum gd_dtype want = is_float ? gd__storage_dtype(s->be, logical) : src->dtype;
+    struct gd_tensor *round = NULL, *cast = NULL;
+    int half = logical == GD_F16 || logical == GD_BF16;
+    if (is_float && half && src->dtype != logical && want != logical &&
+        (round = gd_tensor_cast(src, logical, err)) == NULL)
         return err ? err->code : GD_ENOMEM;
-    const struct gd_tensor *from = cast ? cast : src;
+    const struct gd_tensor *from = round ? round : src;
+    if (from->dtype != want && (cast = gd_tensor_cast(from, want, err)) == NULL) {
+        gd_tensor_free(round);
+        return err ? err->code : GD_ENOMEM;
+    }
+    if (cast != NULL)
+        from = cast;
     dst->dtype = from->dtype;
     dst->ndim = from->ndim;
     memcpy(dst->shape, from->shape, sizeof dst->shape);
@@ -158,21 +178,20 @@ upload_value(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
     if (rc == 0)
         rc = s->be->upload(s->ctx, dst, from, err);
     gd_tensor_free(cast);
+    gd_tensor_free(round);
     return rc;
 }
 
-/* Every name in knobs.conv_pins ("NODE=ID,...") must be a convolution of g. */
+/* Every name in knobs.conv_pins ("NODE=CHOICE,...") must be a convolution of g; the
+ * backend checks each CHOICE against its conv API (an id, an engine config). */
 static int
 check_conv_pins(const struct gd_graph *g, const char *pins, struct gd_err *err)
 {
     for (const char *p = pins; *p != '\0';) {
         size_t len = strcspn(p, ","), name_len = 0;
         const char *eq = memchr(p, '=', len);
-        char *end = NULL;
-        long id = eq != NULL ? strtol(eq + 1, &end, 10) : -1;
-        if (eq == NULL || eq == p || end != p + len || end == eq + 1 || id < 0)
-            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=ID (ID >= 0)",
-                              (int)len, p);
+        if (eq == NULL || eq == p || eq + 1 == p + len)
+            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=CHOICE", (int)len, p);
         name_len = (size_t)(eq - p);
         int found = 0;
         for (int ni = 0; ni < g->n_nodes && !found; ni++) {
@@ -245,11 +264,11 @@ upload_input(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
              enum gd_dtype declared, struct gd_err *err)
 {
     if (gd_dtype_is_float(src->dtype) || src->dtype == declared)
-        return upload_value(s, dst, src, err);
+        return upload_value(s, dst, src, declared, err);
     struct gd_tensor *cast = gd_tensor_cast(src, declared, err);
     if (cast == NULL)
         return err ? err->code : GD_ENOMEM;
-    int rc = upload_value(s, dst, cast, err);
+    int rc = upload_value(s, dst, cast, declared, err);
     gd_tensor_free(cast);
     return rc;
 }
@@ -296,13 +315,20 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
         s->first_layer[ni] = layer;
         layer += g->nodes[ni].n_outputs;
     }
+    s->n_layers = layer;
+    s->sel = (struct gd_capture_sel){.fingerprints = 0, .tensors = 1, .last_layer = -1};
     if (check_conv_pins(g, knobs->conv_pins, err) != 0 ||
         be->open(&s->knobs, &s->env, &s->ctx, err) != 0)
         goto fail;
     for (int v = 0; v < g->n_values; v++) {
         if (g->values[v].constant == NULL)
             continue;
-        if (upload_value(s, &s->vals[v], g->values[v].constant, err) != 0) {
+        if (g->values[v].constant->data == NULL && gd_tensor_nbytes(g->values[v].constant) > 0) {
+            gd_err_set(err, GD_EINVAL, "weight %s was released (gd_graph_release_weights)",
+                       g->values[v].name);
+            goto fail;
+        }
+        if (upload_value(s, &s->vals[v], g->values[v].constant, g->values[v].dtype, err) != 0) {
             gd_err_prefix(err, "weight %s: ", g->values[v].name);
             goto fail;
         }
@@ -330,13 +356,19 @@ deliver(void *session, const struct gd__capture_req *req, const struct gd_tensor
         .op = n->op,
         .value = host,
         .batch_offset = s->batch_offset,
-        /* unsliced, a layer's own dim 0 is its whole (an op that mixes rows may change it) */
-        .batch_total = s->knobs.batch > 0   ? s->batch_total
-                       : host->ndim > 0     ? host->shape[0]
-                                            : 1,
+        /* unsliced, a layer's own dim 0 is its whole (an op that mixes rows may change it);
+         * a piece's is that of the output it is part of */
+        .batch_total = s->knobs.batch > 0    ? s->batch_total
+                       : req->piece_ndim > 0 ? req->piece_shape[0]
+                       : host->ndim > 0      ? host->shape[0]
+                                             : 1,
         .time_us = req->time_us,
         .algo = req->algo ? req->algo : "",
         .math = req->math ? req->math : "",
+        .piece_offset = req->piece_offset,
+        .piece_ndim = req->piece_ndim,
+        .piece_shape = req->piece_shape,
+        .fingerprint = req->fp,
     };
     return s->capture(s->user, &layer, err);
 }
@@ -510,6 +542,45 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
 
 static int fetch_outputs(struct gd_session *s, const struct gd_node *n, struct gd_err *err);
 
+/* ---- fp: what a run captures of each layer ---- */
+
+/* Fills req's wants for layer li; 0 when the layer is not to be delivered at all. */
+static int
+capture_wanted(const struct gd_session *s, int li, struct gd__capture_req *req)
+{
+    req->want_fingerprint = s->sel.fingerprints;
+    req->want_tensor = s->sel.tensors || (li < s->sel.n_only && s->sel.only[li]);
+    if (s->sel.last_layer >= 0 && li > s->sel.last_layer)
+        req->want_tensor = 0;
+    return req->want_tensor || req->want_fingerprint;
+}
+
+int
+gd_session_set_capture(struct gd_session *s, const struct gd_capture_sel *sel,
+                       struct gd_err *err)
+{
+    if (sel->n_only < 0 || sel->last_layer < -1 || (sel->n_only > 0 && sel->only == NULL))
+        return gd_err_set(err, GD_EINVAL, "capture selection: bad layer count or last layer");
+    unsigned char *only = NULL;
+    if (sel->n_only > 0) {
+        only = malloc((size_t)sel->n_only);
+        if (only == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory");
+        memcpy(only, sel->only, (size_t)sel->n_only);
+    }
+    free(s->sel_only);
+    s->sel_only = only;
+    s->sel = *sel;
+    s->sel.only = only;
+    return 0;
+}
+
+int
+gd_session_n_layers(const struct gd_session *s)
+{
+    return s->n_layers;
+}
+
 static int
 run_nodes(struct gd_session *s, struct gd_err *err)
 {
@@ -526,8 +597,7 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             int v = n->outputs[k];
             struct gd_tensor *t = &s->vals[v];
             memset(t, 0, sizeof *t);
-            t->dtype = gd_dtype_is_float(g->values[v].dtype) ? s->be->compute_dtype
-                                                            : g->values[v].dtype;
+            t->dtype = gd__storage_dtype(s->be, g->values[v].dtype);
             t->ndim = s->shapes[v].ndim;
             memcpy(t->shape, s->shapes[v].dim, sizeof t->shape);
             rc = s->be->alloc(s->ctx, t, err);
@@ -536,8 +606,13 @@ run_nodes(struct gd_session *s, struct gd_err *err)
         double t0 = gd__now_us();
         if (rc == 0 && s->be->op_begin != NULL)
             rc = s->be->op_begin(s->ctx, ni, s->capture != NULL, err);
-        if (rc == 0)
-            rc = s->be->ops[n->op](&call, err);
+        if (rc == 0) {
+            gd_op_fn fn = s->be->ops[n->op];
+            int native = s->be->half_native != NULL && s->be->half_native[n->op];
+            rc = s->be->convert != NULL && !native && gd__call_has_half(&call)
+                     ? gd__half_call(s->be, fn, &call, err)
+                     : fn(&call, err);
+        }
         if (rc == 0 && s->be->op_end != NULL)
             rc = s->be->op_end(s->ctx, ni, s->capture != NULL, err);
         double elapsed = gd__now_us() - t0;
@@ -545,7 +620,8 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             struct gd__capture_req req = {.node_index = ni, .output_slot = k,
                                           .time_us = call.time_us >= 0 ? call.time_us : elapsed,
                                           .algo = call.algo, .math = call.math};
-            rc = s->be->capture(s->ctx, call.out[k], &req, deliver, s, err);
+            if (capture_wanted(s, s->first_layer[ni] + k, &req))
+                rc = s->be->capture(s->ctx, call.out[k], &req, deliver, s, err);
         }
         if (rc == 0 && s->fetching)
             rc = fetch_outputs(s, n, err);
@@ -565,6 +641,9 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             if (g->values[v].last_use < 0)
                 release_value(s, v);
         }
+        if (s->capture != NULL && s->sel.last_layer >= 0 &&
+            s->first_layer[ni] + n->n_outputs > s->sel.last_layer)
+            break; /* what was asked for is made: the values left are released by the run */
     }
     return s->be->flush(s->ctx, err);
 }
@@ -594,6 +673,9 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
             total = inputs[i]->shape[0];
         }
     }
+    if (capture != NULL && s->sel.fingerprints && s->knobs.batch > 0)
+        return gd_err_set(err, GD_ENOTSUP, "a fingerprint covers a whole layer and --batch "
+                          "delivers layers in slices: capture full tensors with --batch");
     int64_t step = s->knobs.batch > 0 ? s->knobs.batch : 0;
     if (step == 0)
         total = n_inputs > 0 && inputs[0]->ndim > 0 ? inputs[0]->shape[0] : 1;
@@ -629,7 +711,7 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
         /* What the folds computed for these shapes, for the nodes that read it. */
         for (int v = 0; v < g->n_values && rc == 0; v++)
             if (s->folded[v] != NULL && g->values[v].last_use >= 0) {
-                rc = upload_value(s, &s->vals[v], s->folded[v], err);
+                rc = upload_value(s, &s->vals[v], s->folded[v], g->values[v].dtype, err);
                 if (rc != 0)
                     gd_err_prefix(err, "%s: ", g->values[v].name);
             }
@@ -678,12 +760,13 @@ gd_session_stage(struct gd_session *s, int n_inputs, const struct gd_tensor *con
         return gd_err_set(err, GD_EINVAL, "the model takes %d inputs, %d given", g->n_inputs,
                           n_inputs);
     staged_release(s);
+    s->stage_generation++;
     s->staged = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *s->staged);
     if (s->staged == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory for the staged inputs");
     int rc = 0;
     for (int i = 0; i < n_inputs && rc == 0; i++) {
-        rc = upload_value(s, &s->staged[i], inputs[i], err);
+        rc = upload_input(s, &s->staged[i], inputs[i], g->input_decls[i].dtype, err);
         if (rc != 0)
             gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
         s->n_staged = i + 1;
@@ -706,7 +789,26 @@ gd_session_forward(struct gd_session *s, double *us, struct gd_err *err)
         return rc;
     double t0 = gd__now_us();
     s->resident = 1;
-    rc = gd_session_run(s, s->n_staged, inputs, NULL, NULL, err);
+    int replayed = 0;
+    if (s->be->forward_begin != NULL) {
+        replayed = s->be->forward_begin(s->ctx, s->stage_generation, err);
+        rc = replayed < 0 ? replayed : 0;
+    }
+    if (rc == 0 && replayed == 0) {
+        rc = gd_session_run(s, s->n_staged, inputs, NULL, NULL, err);
+        int rerun = 0;
+        if (s->be->forward_end != NULL) {
+            struct gd_err end_err = {0};
+            int erc = s->be->forward_end(s->ctx, rc, &rerun, &end_err);
+            if (rerun) /* the recording failed: the same forward, unrecorded */
+                rc = gd_session_run(s, s->n_staged, inputs, NULL, NULL, err);
+            else if (rc == 0 && erc != 0) {
+                if (err != NULL)
+                    *err = end_err;
+                rc = erc;
+            }
+        }
+    }
     s->resident = 0;
     double wall = gd__now_us() - t0, device = wall;
     if (s->be->timer_stop != NULL) {
@@ -802,8 +904,19 @@ gd_session_set_batch(struct gd_session *s, int64_t batch, struct gd_err *err)
     if (s->knobs.batch != batch) {
         s->knobs.batch = batch;
         s->inferred_rows = -1;
+        s->stage_generation++;
     }
     return 0;
+}
+
+int
+gd_session_memory(const struct gd_session *s, struct gd_memory *out, struct gd_err *err)
+{
+    if (s->be->memory == NULL)
+        return gd_err_set(err, GD_ENOTSUP, "backend %s keeps no memory account", s->be->name);
+    out->device_peak = out->device_now = out->host_peak = -1;
+    out->capture_buffer = 0;
+    return s->be->memory(s->ctx, out, err);
 }
 
 int

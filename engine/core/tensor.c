@@ -521,6 +521,26 @@ gd_tensor_cast(const struct gd_tensor *src, enum gd_dtype dtype, struct gd_err *
             d[i] = (float)s[i];
         return dst;
     }
+    /* half storage's: float32 weights to a half format (--dtype) and halves widened, one
+     * conversion per element, the same roundings as put_float's */
+    if (src->dtype == GD_F32 && (dtype == GD_F16 || dtype == GD_BF16)) {
+        const float *s = src->data;
+        uint16_t *d = dst->data;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = dtype == GD_F16 ? gd_f32_to_f16(s[i]) : gd_f32_to_bf16(s[i]);
+        return dst;
+    }
+    if ((src->dtype == GD_F16 || src->dtype == GD_BF16) && (dtype == GD_F32 || dtype == GD_F64)) {
+        const uint16_t *s = src->data;
+        for (int64_t i = 0; i < n; i++) {
+            float v = src->dtype == GD_F16 ? gd_f16_to_f32(s[i]) : gd_bf16_to_f32(s[i]);
+            if (dtype == GD_F32)
+                ((float *)dst->data)[i] = v;
+            else
+                ((double *)dst->data)[i] = v;
+        }
+        return dst;
+    }
     int src_float = gd_dtype_is_float(src->dtype);
     int dst_float = gd_dtype_is_float(dtype);
     double lo, hi;

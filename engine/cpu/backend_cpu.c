@@ -45,10 +45,12 @@ static int
 cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd_err *err)
 {
     if (knobs->conv_algo[0] != '\0' || knobs->tf32 >= 0 || knobs->math_mode[0] != '\0' ||
-        knobs->workspace_limit >= 0 || knobs->conv_pins[0] != '\0')
+        knobs->workspace_limit >= 0 || knobs->conv_pins[0] != '\0' ||
+        knobs->reduced_reduction >= 0 || knobs->conv_api[0] != '\0')
         return gd_err_set(err, GD_ENOTSUP,
-                          "the CPU backends have no convolution algorithms, TF32, math modes "
-                          "or workspaces: those knobs are for cuda");
+                          "the CPU backends have no convolution algorithms, TF32, math modes, "
+                          "workspaces or reduced-precision reductions: those knobs are for "
+                          "cuda");
     if (GD_CPU_F64 && knobs->emulate != GD_EMULATE_NONE)
         return gd_err_set(err, GD_ENOTSUP,
                           "cpu64 is the float64 reference: emulation applies to cpu only");
@@ -126,6 +128,9 @@ cpu_alloc(void *ctx, struct gd_tensor *t, struct gd_err *err)
         return gd_err_set(err, GD_ENOMEM, "out of memory for %zu bytes", n);
     t->owns_data = 0;
     t->device = 0;
+    c->live_bytes += gd_tensor_nbytes(t);
+    if (c->live_bytes > c->peak_bytes)
+        c->peak_bytes = c->live_bytes;
     return 0;
 }
 
@@ -134,6 +139,7 @@ cpu_release(void *ctx, struct gd_tensor *t)
 {
     struct gd__cpu_ctx *c = ctx;
     size_t n = gd_tensor_nbytes(t);
+    c->live_bytes -= n < c->live_bytes ? n : c->live_bytes;
     if (n < CACHE_MIN || size_class(n) > CACHE_MAX) {
         free(t->data);
         t->data = NULL;
@@ -168,7 +174,26 @@ cpu_capture(void *ctx, const struct gd_tensor *t, const struct gd__capture_req *
             gd__deliver_fn deliver, void *session, struct gd_err *err)
 {
     (void)ctx;
-    return deliver(session, req, t, err);
+    if (!req->want_fingerprint && req->want_tensor)
+        return deliver(session, req, t, err);
+    /* fp: the fingerprint by the host definitions, which are the CPU backends' own */
+    struct gd__capture_req r = *req;
+    struct gd_tensor h = *t;
+    struct gd_fingerprint *fp = NULL;
+    int rc = 0;
+    if (req->want_fingerprint) {
+        fp = malloc(sizeof *fp);
+        if (fp == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory");
+        rc = gd_fingerprint_compute(t, fp, err);
+        r.fp = fp;
+    }
+    if (!req->want_tensor)
+        h.data = NULL;
+    if (rc == 0)
+        rc = deliver(session, &r, &h, err);
+    free(fp);
+    return rc;
 }
 
 static int
@@ -176,6 +201,90 @@ cpu_flush(void *ctx, struct gd_err *err)
 {
     (void)ctx;
     (void)err;
+    return 0;
+}
+
+#if !GD_CPU_F64
+/*
+ * Half storage on `cpu`: float16 and bfloat16 values stay in 16 bits between ops; the ops
+ * compute in float32 on copies widened exactly (engine/core/half_call.c), and each result is
+ * rounded once, to nearest even, into its half output. Ops that only move elements run on
+ * the 16-bit data itself (their loops copy by element size), bit for bit the same.
+ */
+struct convert_task {
+    const struct gd_tensor *src;
+    struct gd_tensor *dst;
+    int64_t n, chunk;
+};
+
+static void
+convert_range(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    const struct convert_task *t = arg;
+    int64_t lo = task * t->chunk, hi = lo + t->chunk < t->n ? lo + t->chunk : t->n;
+    const void *sp = t->src->data;
+    void *dp = t->dst->data;
+    enum gd_dtype sd = t->src->dtype, dd = t->dst->dtype;
+    for (int64_t i = lo; i < hi; i++) {
+        if (sd == GD_F64) { /* rounded once, as gd_tensor_cast does */
+            double v = ((const double *)sp)[i];
+            if (dd == GD_F16)
+                ((uint16_t *)dp)[i] = gd_f64_to_f16(v);
+            else if (dd == GD_BF16)
+                ((uint16_t *)dp)[i] = gd_f64_to_bf16(v);
+            else
+                ((float *)dp)[i] = (float)v;
+            continue;
+        }
+        float v = sd == GD_F32   ? ((const float *)sp)[i]
+                  : sd == GD_F16 ? gd_f16_to_f32(((const uint16_t *)sp)[i])
+                                 : gd_bf16_to_f32(((const uint16_t *)sp)[i]);
+        if (dd == GD_F16)
+            ((uint16_t *)dp)[i] = gd_f32_to_f16(v);
+        else if (dd == GD_BF16)
+            ((uint16_t *)dp)[i] = gd_f32_to_bf16(v);
+        else if (dd == GD_F64)
+            ((double *)dp)[i] = v;
+        else
+            ((float *)dp)[i] = v;
+    }
+}
+
+static int
+cpu_convert(void *ctx, struct gd_tensor *dst, const struct gd_tensor *src, struct gd_err *err)
+{
+    struct gd__cpu_ctx *c = ctx;
+    int64_t n = gd_tensor_numel(src);
+    if (n != gd_tensor_numel(dst) || !gd_dtype_is_float(src->dtype) ||
+        !gd_dtype_is_float(dst->dtype))
+        return gd_err_set(err, GD_EINVAL, "convert %s to %s: not two float tensors of one size",
+                          gd_dtype_name(src->dtype), gd_dtype_name(dst->dtype));
+    struct convert_task t = {.src = src, .dst = dst, .n = n, .chunk = (int64_t)1 << 16};
+    int64_t tasks = (n + t.chunk - 1) / t.chunk;
+    if (tasks > 1)
+        gd__cpu_parallel(c, tasks, convert_range, &t);
+    else if (tasks == 1)
+        convert_range(&t, 0, 0);
+    return 0;
+}
+
+/* The ops whose CPU loops move elements by their size, whatever the dtype. */
+static const unsigned char cpu_half_native[GD_OP_COUNT] = {
+    [GD_OP_RESHAPE] = 1, [GD_OP_FLATTEN] = 1, [GD_OP_SQUEEZE] = 1, [GD_OP_UNSQUEEZE] = 1,
+    [GD_OP_IDENTITY] = 1, [GD_OP_TRANSPOSE] = 1, [GD_OP_CONCAT] = 1, [GD_OP_SLICE] = 1,
+    [GD_OP_SPLIT] = 1, [GD_OP_EXPAND] = 1, [GD_OP_TILE] = 1, [GD_OP_DEPTH_TO_SPACE] = 1,
+    [GD_OP_SPACE_TO_DEPTH] = 1, [GD_OP_GATHER] = 1, [GD_OP_GATHER_ELEMENTS] = 1,
+    [GD_OP_GATHER_ND] = 1, [GD_OP_WHERE] = 1, [GD_OP_TRILU] = 1,
+};
+#endif
+
+static int
+cpu_memory(void *ctx, struct gd_memory *out, struct gd_err *err)
+{
+    (void)err;
+    const struct gd__cpu_ctx *c = ctx;
+    out->host_peak = (int64_t)c->peak_bytes;
     return 0;
 }
 
@@ -203,4 +312,9 @@ const struct gd__backend gd__backend_cpu = {
     .capture = cpu_capture,
     .flush = cpu_flush,
     .ops = cpu_ops,
+    .memory = cpu_memory,
+#if !GD_CPU_F64
+    .convert = cpu_convert,
+    .half_native = cpu_half_native,
+#endif
 };

@@ -115,6 +115,7 @@ struct gd__cpu_ctx {
     struct gd__cpu_block cache[GD_CPU_CACHE_SLOTS]; /* released tensors' memory, oldest first */
     int n_cached;
     size_t cached_bytes;
+    size_t live_bytes, peak_bytes; /* tensors held now and at most (gd_session_memory) */
 };
 
 /* The best level this processor runs, capped by GPUDIFF_CPU_SIMD. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/conv_config.h"
 #include "cuda.h"
 
 /* ---- statuses ---- */
@@ -65,23 +66,28 @@ check_knobs(const struct gd_knobs *k, struct gd_err *err)
     if (k->emulate != GD_EMULATE_NONE)
         return gd_err_set(err, GD_ENOTSUP, "--emulate is for the cpu backend; on cuda use "
                           "--tf32 on, which is the real thing");
+    const char *api = k->conv_api[0] != '\0' ? k->conv_api : "graph";
+    if (strcmp(api, "graph") != 0 && strcmp(api, "legacy") != 0)
+        return gd_err_set(err, GD_EINVAL, "conv API %s is not graph or legacy", k->conv_api);
     const char *a = k->conv_algo;
     if (a[0] != '\0' && strcmp(a, "heuristic") != 0 && strcmp(a, "autotune") != 0 &&
         strcmp(a, "deterministic") != 0) {
-        char *end;
-        long id = strncmp(a, "fixed:", 6) == 0 ? strtol(a + 6, &end, 10) : -1;
-        if (strncmp(a, "fixed:", 6) != 0 || a[6] == '\0' || *end != '\0' || id < 0)
+        if (strncmp(a, "fixed:", 6) != 0)
             return gd_err_set(err, GD_EINVAL, "conv algorithm %s is not heuristic, autotune, "
-                              "deterministic or fixed:N", a);
+                              "deterministic or fixed:CHOICE", a);
+        if (gd__conv_choice_check(api, a + 6, strlen(a + 6), "conv algorithm fixed:", err) != 0)
+            return err != NULL ? err->code : GD_EINVAL;
     }
     for (const char *p = k->conv_pins; *p != '\0';) {
-        /* NODE=ID entries; the session checked the names against the graph */
+        /* NODE=CHOICE entries; the session checked the names against the graph */
         size_t len = strcspn(p, ",");
         const char *eq = memchr(p, '=', len);
-        char *end = NULL;
-        long id = eq != NULL ? strtol(eq + 1, &end, 10) : -1;
-        if (eq == NULL || eq == p || end != p + len || end == eq + 1 || id < 0)
-            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=ID", (int)len, p);
+        if (eq == NULL || eq == p || eq + 1 == p + len)
+            return gd_err_set(err, GD_EINVAL, "conv pin %.*s is not NODE=CHOICE", (int)len, p);
+        char what[96];
+        snprintf(what, sizeof what, "conv pin %.*s=", (int)(eq - p), p);
+        if (gd__conv_choice_check(api, eq + 1, (size_t)(p + len - eq - 1), what, err) != 0)
+            return err != NULL ? err->code : GD_EINVAL;
         p += len;
         if (*p == ',')
             p++;
@@ -91,6 +97,12 @@ check_knobs(const struct gd_knobs *k, struct gd_err *err)
         return gd_err_set(err, GD_EINVAL, "math mode %s is not default or pedantic", m);
     if (strcmp(m, "pedantic") == 0 && k->tf32 == 1)
         return gd_err_set(err, GD_EINVAL, "math mode pedantic forbids TF32");
+    if (strcmp(m, "pedantic") == 0 && k->reduced_reduction == 1)
+        return gd_err_set(err, GD_EINVAL, "math mode pedantic forbids reduced-precision "
+                          "reductions");
+    if (k->reduced_reduction < -1 || k->reduced_reduction > 1)
+        return gd_err_set(err, GD_EINVAL, "reduced_reduction is 0, 1 or -1 (unset), not %d",
+                          k->reduced_reduction);
     return 0;
 }
 
@@ -151,7 +163,10 @@ fill_env(struct gd__cuda_ctx *ctx, struct gd_env *env, struct gd_err *err)
     gd_env_set(env, "compute_dtype", "float32");
     gd_env_set(env, "tf32", "%s", ctx->tf32 ? "on" : "off");
     gd_env_set(env, "conv_algo", "%s", ctx->knobs.conv_algo[0] ? ctx->knobs.conv_algo : "heuristic");
+    gd_env_set(env, "conv_api", "%s", ctx->graph_api ? "graph" : "legacy");
+    gd_env_set(env, "cuda_graphs", "%s", ctx->graphs_off ? "off" : "on");
     gd_env_set(env, "math_mode", "%s", ctx->knobs.math_mode[0] ? ctx->knobs.math_mode : "default");
+    gd_env_set(env, "reduced_reduction", "%s", ctx->reduced_reduction ? "on" : "off");
     if (ctx->knobs.conv_pins[0] != '\0')
         gd_env_set(env, "conv_pins", "%s", ctx->knobs.conv_pins);
 done:
@@ -161,6 +176,23 @@ done:
 /* ---- context ---- */
 
 static void cuda_close(void *vctx);
+
+/* Destroys the forward's recording and the host copies it reads. */
+static void
+recording_drop(struct gd__cuda_ctx *ctx)
+{
+    if (ctx->graph_exec != NULL) {
+        /* a launch may still read the pinned copies */
+        cudaStreamSynchronize(ctx->compute);
+        cudaGraphExecDestroy(ctx->graph_exec);
+    }
+    ctx->graph_exec = NULL;
+    for (int i = 0; i < ctx->graph_host_n; i++)
+        cudaFreeHost(ctx->graph_host[i]);
+    free(ctx->graph_host);
+    ctx->graph_host = NULL;
+    ctx->graph_host_n = ctx->graph_host_cap = 0;
+}
 
 static int
 cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct gd_err *err)
@@ -177,9 +209,16 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     ctx->knobs = *knobs;
     ctx->tf32 = knobs->tf32 == 1;
+    /* PyTorch's default allows it; pedantic math allows no reduced precision anywhere. */
+    ctx->reduced_reduction = knobs->reduced_reduction == 1 ||
+                             (knobs->reduced_reduction < 0 &&
+                              strcmp(knobs->math_mode, "pedantic") != 0);
+    ctx->graph_api = strcmp(knobs->conv_api, "legacy") != 0;
     ctx->workspace_limit = knobs->workspace_limit >= 0 ? (size_t)knobs->workspace_limit : SIZE_MAX;
     const char *sync = getenv("GPUDIFF_CUDA_SYNC");
     ctx->sync_each_op = sync != NULL && strcmp(sync, "1") == 0;
+    const char *graphs = getenv("GPUDIFF_CUDA_GRAPHS");
+    ctx->graphs_off = ctx->sync_each_op || (graphs != NULL && strcmp(graphs, "0") == 0);
     const char *dev = getenv("GPUDIFF_CUDA_DEVICE");
     ctx->device = dev != NULL ? atoi(dev) : 0;
     if (ctx->device < 0 || ctx->device >= count) {
@@ -196,6 +235,9 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
         uint64_t keep = UINT64_MAX;
         GD_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, ctx->device));
         GD_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        /* the high-water mark counts from this session's start (gd_session_memory) */
+        uint64_t zero = 0;
+        GD_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
     }
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
@@ -217,6 +259,7 @@ done:
 static void
 node_fini(struct gd__cuda_node *n)
 {
+    gd__cuda_graph_node_fini(n);
     if (n->x_desc)
         cudnnDestroyTensorDescriptor(n->x_desc);
     if (n->y_desc)
@@ -253,6 +296,8 @@ cuda_close(void *vctx)
         cudaEventDestroy(ctx->node_start[i]);
         cudaEventDestroy(ctx->node_end[i]);
     }
+    gd__cuda_graph_fini(ctx);
+    recording_drop(ctx);
     for (int i = 0; i < ctx->event_pool_n; i++)
         cudaEventDestroy(ctx->event_pool[i]);
     if (ctx->timer_start)
@@ -261,6 +306,7 @@ cuda_close(void *vctx)
         cudaEventDestroy(ctx->timer_stop);
     if (ctx->workspace)
         cudaFree(ctx->workspace);
+    gd__cuda_fp_free(ctx);
     if (ctx->ring)
         cudaFreeHost(ctx->ring);
     if (ctx->lt)
@@ -330,6 +376,12 @@ gd__cuda_workspace(struct gd__cuda_ctx *ctx, size_t bytes, struct gd_err *err)
     int rc = 0;
     if (bytes <= ctx->workspace_size)
         return 0;
+    /* A recording holds the workspace's address: it cannot change under one, and a new one
+     * makes the recording stale (its forward then runs unrecorded, and is recorded again). */
+    if (ctx->recording)
+        return gd_err_set(err, GD_EDEVICE, "the workspace cannot grow while a forward is "
+                          "recorded");
+    recording_drop(ctx);
     if (ctx->workspace != NULL)
         GD_CUDA_TRY(cudaFreeAsync(ctx->workspace, ctx->compute));
     ctx->workspace = NULL;
@@ -400,6 +452,25 @@ cuda_upload(void *vctx, struct gd_tensor *dst, const struct gd_tensor *src, stru
     int rc = 0;
     if (gd_tensor_nbytes(dst) != gd_tensor_nbytes(src) || dst->dtype != src->dtype)
         return gd_err_set(err, GD_EINVAL, "upload between tensors of different size or dtype");
+    if (ctx->recording) {
+        /* A recording cannot read pageable memory: the bytes go to pinned memory kept with
+         * it, and every replay copies those same bytes. */
+        void *pinned = NULL;
+        size_t n = gd_tensor_nbytes(src);
+        if (ctx->graph_host_n == ctx->graph_host_cap) {
+            int cap = ctx->graph_host_cap ? ctx->graph_host_cap * 2 : 16;
+            void **grown = realloc(ctx->graph_host, (size_t)cap * sizeof *grown);
+            if (grown == NULL)
+                return gd_err_set(err, GD_ENOMEM, "out of memory");
+            ctx->graph_host = grown;
+            ctx->graph_host_cap = cap;
+        }
+        GD_CUDA_TRY(cudaHostAlloc(&pinned, n ? n : 1, cudaHostAllocDefault));
+        ctx->graph_host[ctx->graph_host_n++] = pinned;
+        memcpy(pinned, src->data, n);
+        GD_CUDA_TRY(cudaMemcpyAsync(dst->data, pinned, n, cudaMemcpyHostToDevice, ctx->compute));
+        return 0;
+    }
     GD_CUDA_TRY(cudaMemcpyAsync(dst->data, src->data, gd_tensor_nbytes(src),
                                 cudaMemcpyHostToDevice, ctx->compute));
     /* The source is pageable host memory the caller may free at once. */
@@ -414,6 +485,10 @@ static int
 cuda_op_begin(void *vctx, int node_index, int timing, struct gd_err *err)
 {
     struct gd__cuda_ctx *ctx = vctx;
+    /* Nodes running outside a recording may set up anew (other shapes, descriptors): a
+     * recording made before is not replayed after them. */
+    if (ctx->graph_exec != NULL && !ctx->recording)
+        recording_drop(ctx);
     int rc = nodes_ensure(ctx, node_index + 1, err);
     if (rc != 0)
         return rc;
@@ -488,14 +563,26 @@ deliver_oldest(struct gd__cuda_ctx *ctx, int wait, struct gd_err *err)
         GD_CUDA_TRY(cudaEventSynchronize(p->done));
     }
     float ms = 0;
-    if (p->req.output_slot == 0 &&
-        cudaEventElapsedTime(&ms, ctx->node_start[p->req.node_index],
-                             ctx->node_end[p->req.node_index]) == cudaSuccess)
+    /* the node's time goes with its first output, or that output's first piece */
+    int first = p->req.output_slot == 0 && p->req.piece_offset == 0;
+    if (first && cudaEventElapsedTime(&ms, ctx->node_start[p->req.node_index],
+                                      ctx->node_end[p->req.node_index]) == cudaSuccess)
         p->req.time_us = ms * 1e3;
-    else if (p->req.output_slot != 0)
+    else if (!first)
         p->req.time_us = 0;
     p->req.algo = p->algo;
     p->req.math = p->math;
+    if (p->fp_raw != NULL) {
+        /* the fingerprint covers the whole output, whose first piece carries it */
+        struct gd_tensor whole = p->host;
+        if (p->req.piece_ndim > 0) {
+            whole.ndim = p->req.piece_ndim;
+            memcpy(whole.shape, p->req.piece_shape, sizeof whole.shape);
+        }
+        p->req.fp = gd__cuda_fp_finish(ctx, p->fp_raw, &whole);
+    } else {
+        p->req.fp = NULL;
+    }
     rc = p->deliver(p->session, &p->req, &p->host, err);
     event_put(ctx, p->done);
     ctx->ring_used -= p->ring_len;
@@ -518,10 +605,12 @@ drain(struct gd__cuda_ctx *ctx, struct gd_err *err)
     return rc;
 }
 
-/* Space for n bytes in the pinned ring, delivering older copies to make room. The ring
- * grows (after a full drain) when one layer is larger than it. */
+/* Space for n bytes in the pinned ring, delivering older copies to make room; *len gets the
+ * rounded length. The ring starts at knobs.capture_limit (whose pieces always fit), else at
+ * 1 GiB or GPUDIFF_CUDA_PINNED_MB, and without a limit grows (after a full drain) when one
+ * layer is larger than it. */
 static int
-ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, struct gd_err *err)
+ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, size_t *len, struct gd_err *err)
 {
     int rc = 0;
     size_t align = 256;
@@ -537,6 +626,8 @@ ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, struct gd_err *err
         const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
         if (mb != NULL && atol(mb) > 0)
             size = (size_t)atol(mb) << 20;
+        if (ctx->knobs.capture_limit > 0)
+            size = ((size_t)ctx->knobs.capture_limit + align - 1) / align * align;
         while (size < n)
             size *= 2;
         GD_CUDA_TRY(cudaHostAlloc((void **)&ctx->ring, size, cudaHostAllocDefault));
@@ -577,19 +668,27 @@ ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, struct gd_err *err
     }
     ctx->ring_head = *off + n;
     ctx->ring_used += n;
-    return n; /* > 0: the rounded length */
+    *len = n;
+    return 0;
 done:
     return rc;
 }
 
+/* Queues the copy of elements [first, first + count) of t (all of it when `piece` is 0)
+ * into the ring when the session asked for the tensor, and with the first piece the
+ * fingerprint of the whole of t when it asked for that (fp); delivers what has arrived. */
 static int
-cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req *req,
-             gd__deliver_fn deliver, void *session, struct gd_err *err)
+capture_piece(struct gd__cuda_ctx *ctx, const struct gd_tensor *t,
+              const struct gd__capture_req *req, gd__deliver_fn deliver, void *session,
+              int piece, int64_t first, int64_t count, struct gd_err *err)
 {
-    struct gd__cuda_ctx *ctx = vctx;
     int rc = 0;
-    ctx->capturing = 1;
-    size_t bytes = gd_tensor_nbytes(t);
+    size_t es = gd_dtype_size(t->dtype);
+    size_t bytes = !req->want_tensor ? 0 : piece ? (size_t)count * es : gd_tensor_nbytes(t);
+    int with_fp = req->want_fingerprint && first == 0;
+    /* the ring slot holds the tensor's bytes, then the fingerprint kernels' result */
+    size_t tensor_bytes = (bytes + 255) / 256 * 256;
+    size_t slot_bytes = tensor_bytes + (with_fp ? gd__cuda_fp_ring_bytes() : 0);
     if (ctx->pending_n == ctx->pending_cap) {
         int cap = ctx->pending_cap ? ctx->pending_cap * 2 : 64;
         struct gd__cuda_pending *p = malloc((size_t)cap * sizeof *p);
@@ -602,22 +701,32 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
         ctx->pending_cap = cap;
         ctx->pending_first = 0;
     }
-    size_t off = 0;
-    int len = ring_reserve(ctx, bytes, &off, err);
-    if (len < 0)
-        return len;
+    size_t off = 0, len = 0;
+    rc = ring_reserve(ctx, slot_bytes, &off, &len, err);
+    if (rc < 0)
+        return rc;
     struct gd__cuda_pending *p =
         &ctx->pending[(ctx->pending_first + ctx->pending_n) % ctx->pending_cap];
     memset(p, 0, sizeof *p);
     p->req = *req;
+    if (piece) {
+        p->req.piece_offset = first;
+        p->req.piece_ndim = t->ndim;
+        memcpy(p->req.piece_shape, t->shape, sizeof p->req.piece_shape);
+    }
     snprintf(p->algo, sizeof p->algo, "%s", req->algo ? req->algo : "");
     snprintf(p->math, sizeof p->math, "%s", req->math ? req->math : "");
     p->host = *t;
-    p->host.data = ctx->ring + off;
+    if (piece) {
+        p->host.ndim = 1;
+        p->host.shape[0] = count;
+    }
+    p->host.data = req->want_tensor ? ctx->ring + off : NULL;
+    p->fp_raw = with_fp ? ctx->ring + off + tensor_bytes : NULL;
     p->host.device = 0;
     p->host.owns_data = 0;
     p->ring_off = off;
-    p->ring_len = (size_t)len;
+    p->ring_len = len;
     p->deliver = deliver;
     p->session = session;
     rc = event_get(ctx, &p->done, err);
@@ -625,7 +734,11 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
         return rc;
     /* The copy waits for the node (its end event), then runs beside the next nodes. */
     GD_CUDA_TRY(cudaStreamWaitEvent(ctx->copy, ctx->node_end[req->node_index], 0));
-    GD_CUDA_TRY(cudaMemcpyAsync(p->host.data, t->data, bytes, cudaMemcpyDeviceToHost, ctx->copy));
+    if (p->fp_raw != NULL && (rc = gd__cuda_fp_enqueue(ctx, t, p->fp_raw, err)) != 0)
+        goto done;
+    if (req->want_tensor)
+        GD_CUDA_TRY(cudaMemcpyAsync(p->host.data, (const char *)t->data + (size_t)first * es,
+                                    bytes, cudaMemcpyDeviceToHost, ctx->copy));
     GD_CUDA_TRY(cudaEventRecord(p->done, ctx->copy));
     ctx->pending_n++;
     /* Hand over whatever has already arrived, without waiting. */
@@ -639,10 +752,36 @@ done:
 }
 
 static int
+cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req *req,
+             gd__deliver_fn deliver, void *session, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    ctx->capturing = 1;
+    size_t bytes = gd_tensor_nbytes(t);
+    size_t limit = ctx->knobs.capture_limit > 0 ? (size_t)ctx->knobs.capture_limit : 0;
+    size_t fp_bytes = req->want_fingerprint ? gd__cuda_fp_ring_bytes() : 0;
+    /* a fingerprint alone is a few kilobytes: never in pieces */
+    if (limit == 0 || !req->want_tensor || bytes + fp_bytes <= limit)
+        return capture_piece(ctx, t, req, deliver, session, 0, 0, 0, err);
+    /* Too large for the limit: pieces of at most half the ring each, so one can be copied
+     * while the one before is written */
+    if (limit < 4096)
+        limit = 4096;
+    int64_t n = gd_tensor_numel(t), per = (int64_t)(limit / 2 / gd_dtype_size(t->dtype));
+    int rc = 0;
+    for (int64_t e0 = 0; e0 < n && rc == 0; e0 += per)
+        rc = capture_piece(ctx, t, req, deliver, session, 1, e0, n - e0 < per ? n - e0 : per,
+                           err);
+    return rc;
+}
+
+static int
 cuda_flush(void *vctx, struct gd_err *err)
 {
     struct gd__cuda_ctx *ctx = vctx;
     int rc = 0;
+    if (ctx->recording) /* nothing was captured to the host; the launch comes after */
+        return 0;
     GD_CUDA_TRY(cudaStreamSynchronize(ctx->compute));
     rc = drain(ctx, err);
     if (rc < 0)
@@ -716,19 +855,98 @@ cuda_algo_offers(void *vctx, int node_index, struct gd_algo_offer *out, int max,
 }
 
 int
-gd__cuda_conv_pin(const struct gd__cuda_ctx *ctx, const char *name)
+gd__cuda_conv_pin(const struct gd__cuda_ctx *ctx, const char *name, char *out, size_t size)
 {
     size_t name_len = strlen(name);
     for (const char *p = ctx->knobs.conv_pins; *p != '\0';) {
         size_t len = strcspn(p, ",");
         const char *eq = memchr(p, '=', len);
-        if (eq != NULL && (size_t)(eq - p) == name_len && strncmp(p, name, name_len) == 0)
-            return atoi(eq + 1);
+        if (eq != NULL && (size_t)(eq - p) == name_len && strncmp(p, name, name_len) == 0) {
+            snprintf(out, size, "%.*s", (int)(p + len - eq - 1), eq + 1);
+            return 1;
+        }
         p += len;
         if (*p == ',')
             p++;
     }
-    return -1;
+    if (size > 0)
+        out[0] = '\0';
+    return 0;
+}
+
+/* ---- gd_session_forward's recording ---- */
+
+/*
+ * The first forward of a generation runs its nodes; the second runs them under stream
+ * capture (the choices were all made in the first, so nothing is timed or synchronized in
+ * it) and launches the CUDA graph made of them; later ones launch that graph. The graph is
+ * the same kernels, copies and allocations on the same buffers in the same order, so it
+ * computes the same bits; it saves the host's work per node (launches, allocations).
+ */
+static int
+cuda_forward_begin(void *vctx, uint64_t generation, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    if (ctx->graphs_off)
+        return 0;
+    if (ctx->graph_exec != NULL && ctx->graph_gen == generation) {
+        GD_CUDA_TRY(cudaGraphLaunch(ctx->graph_exec, ctx->compute));
+        return 1;
+    }
+    if (ctx->graph_exec != NULL) {
+        /* of other inputs: it may not run any more, and they need the stream idle */
+        GD_CUDA_TRY(cudaStreamSynchronize(ctx->compute));
+        recording_drop(ctx);
+    }
+    if (ctx->have_seen && ctx->seen_gen == generation) {
+        if (cudaStreamBeginCapture(ctx->compute, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+            cudaGetLastError();
+            ctx->graphs_off = 1;
+            return 0;
+        }
+        ctx->recording = 1;
+        ctx->graph_gen = generation;
+        return 0;
+    }
+    ctx->have_seen = 1;
+    ctx->seen_gen = generation;
+done:
+    return rc;
+}
+
+static int
+cuda_forward_end(void *vctx, int run_rc, int *rerun, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    *rerun = 0;
+    if (!ctx->recording)
+        return 0;
+    ctx->recording = 0;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t s = cudaStreamEndCapture(ctx->compute, &graph);
+    if (run_rc == 0 && s == cudaSuccess && graph != NULL)
+        s = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph != NULL)
+        cudaGraphDestroy(graph);
+    if (run_rc != 0 || s != cudaSuccess || exec == NULL) {
+        /* Something in the forward cannot be recorded (an op that waits for the device, a
+         * copy from pageable memory): a capture's failure is not sticky, so clear it, and
+         * run every forward of this session node by node. */
+        cudaGetLastError();
+        if (exec != NULL)
+            cudaGraphExecDestroy(exec);
+        recording_drop(ctx);
+        ctx->graphs_off = 1;
+        *rerun = 1;
+        return 0;
+    }
+    ctx->graph_exec = exec;
+    GD_CUDA_TRY(cudaGraphLaunch(exec, ctx->compute));
+done:
+    return rc;
 }
 
 /* ---- the op table: NULL where the backend has no such op ---- */
@@ -743,6 +961,37 @@ static const gd_op_fn cuda_ops[GD_OP_COUNT] = {
     [GD_OP_##e] = GD__CUDA_ENTRY(cuda, fn),
 #include "../core/ops.def"
 #undef GD_OP
+};
+
+static int
+cuda_memory(void *vctx, struct gd_memory *out, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = vctx;
+    int rc = 0;
+    cudaMemPool_t pool;
+    uint64_t high = 0, now = 0;
+    GD_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, ctx->device));
+    GD_CUDA_TRY(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high));
+    GD_CUDA_TRY(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &now));
+    out->device_peak = (int64_t)high;
+    out->device_now = (int64_t)now;
+    out->capture_buffer = (int64_t)ctx->ring_size;
+done:
+    return rc;
+}
+
+/*
+ * The ops that take float16 and bfloat16 tensors themselves: the data movement kernels (they
+ * copy by element size, any dtype), and those written for half storage (the GEMMs through
+ * cuBLASLt with half operands). The others run through engine/core/half_call.c.
+ */
+static const unsigned char cuda_half_native[GD_OP_COUNT] = {
+    [GD_OP_RESHAPE] = 1, [GD_OP_FLATTEN] = 1, [GD_OP_SQUEEZE] = 1, [GD_OP_UNSQUEEZE] = 1,
+    [GD_OP_IDENTITY] = 1, [GD_OP_TRANSPOSE] = 1, [GD_OP_CONCAT] = 1, [GD_OP_SLICE] = 1,
+    [GD_OP_SPLIT] = 1, [GD_OP_EXPAND] = 1, [GD_OP_TILE] = 1, [GD_OP_DEPTH_TO_SPACE] = 1,
+    [GD_OP_SPACE_TO_DEPTH] = 1, [GD_OP_GATHER] = 1, [GD_OP_GATHER_ELEMENTS] = 1,
+    [GD_OP_GATHER_ND] = 1, [GD_OP_WHERE] = 1, [GD_OP_TRILU] = 1,
+    [GD_OP_GEMM] = 1, [GD_OP_MATMUL] = 1,
 };
 
 const struct gd__backend gd__backend_cuda = {
@@ -763,4 +1012,9 @@ const struct gd__backend gd__backend_cuda = {
     .timer_stop = cuda_timer_stop,
     .download = cuda_download,
     .algo_offers = cuda_algo_offers,
+    .convert = gd__cuda_convert,
+    .half_native = cuda_half_native,
+    .memory = cuda_memory,
+    .forward_begin = cuda_forward_begin,
+    .forward_end = cuda_forward_end,
 };

@@ -50,6 +50,78 @@ gd__cuda_walk_offsets(const gd__cuda_walk &w, int64_t i, int n_in, int64_t *off)
     }
 }
 
+/* The same in 32-bit arithmetic, for walks gd__cuda_walk_fits32() accepts: a 64-bit
+ * division is a long software sequence on the GPU, a 32-bit one a few instructions. */
+static __device__ __forceinline__ void
+gd__cuda_walk_offsets32(const gd__cuda_walk &w, uint32_t i, int n_in, uint32_t *off)
+{
+    for (int k = 0; k < n_in; k++)
+        off[k] = 0;
+    for (int d = w.ndim - 1; d > 0; d--) {
+        uint32_t len = (uint32_t)w.shape[d];
+        uint32_t idx = i % len;
+        i /= len;
+        for (int k = 0; k < n_in; k++)
+            off[k] += idx * (uint32_t)w.stride[k][d];
+    }
+    /* what is left of i is the outermost index: i < n, so no division */
+    for (int k = 0; w.ndim > 0 && k < n_in; k++)
+        off[k] += i * (uint32_t)w.stride[k][0];
+}
+
+/*
+ * Rewrites a walk over n_in inputs into the fewest axes that visit the same offsets in the
+ * same order: axes of length 1 go, and an axis merges into the next inner one when every
+ * input steps along it by the inner axis' stride times the inner length (contiguous
+ * together, or broadcast along both). (N, C, H, W) times (1, C, 1, 1) becomes two axes.
+ */
+static inline void
+gd__cuda_walk_coalesce(gd__cuda_walk *w, int n_in)
+{
+    int m = 0;
+    for (int d = 0; d < w->ndim; d++) {
+        if (w->shape[d] == 1)
+            continue;
+        w->shape[m] = w->shape[d];
+        for (int k = 0; k < n_in; k++)
+            w->stride[k][m] = w->stride[k][d];
+        m++;
+    }
+    w->ndim = m;
+    for (int d = w->ndim - 2; d >= 0; d--) {
+        int merge = 1;
+        for (int k = 0; k < n_in; k++)
+            merge &= w->stride[k][d] == w->stride[k][d + 1] * w->shape[d + 1];
+        if (!merge)
+            continue;
+        w->shape[d] *= w->shape[d + 1];
+        for (int k = 0; k < n_in; k++)
+            w->stride[k][d] = w->stride[k][d + 1];
+        for (int e = d + 1; e + 1 < w->ndim; e++) {
+            w->shape[e] = w->shape[e + 1];
+            for (int k = 0; k < n_in; k++)
+                w->stride[k][e] = w->stride[k][e + 1];
+        }
+        w->ndim--;
+    }
+}
+
+/* 1 when n elements and every input's largest offset fit 32-bit unsigned arithmetic. */
+static inline int
+gd__cuda_walk_fits32(const gd__cuda_walk *w, int n_in, int64_t n)
+{
+    if (n > (int64_t)INT32_MAX)
+        return 0;
+    for (int k = 0; k < n_in; k++) {
+        int64_t last = 0;
+        for (int d = 0; d < w->ndim; d++)
+            last += (w->shape[d] - 1) * w->stride[k][d];
+        if (last > (int64_t)INT32_MAX)
+            return 0;
+    }
+    return 1;
+}
+
 /* Fills the strides of input t along the axes of output y (numpy broadcasting). */
 static inline void
 gd__cuda_bcast_strides(const struct gd_tensor *t, const struct gd_tensor *y, int64_t *stride)

@@ -140,12 +140,15 @@ struct f_hard_swish {
     }
 };
 
-/* The constants are the CPU's double literals rounded to float, as (real) rounds them there. */
+/* The constants are the CPU's double literals rounded to float, as (real) rounds them there.
+ * The CPU's forms, which do not cancel for x < 0 (1 + erf(z) and 1 + tanh(w) lose every
+ * digit there: a float16 or bfloat16 output shows it): 0.5 x erfc(-x / sqrt 2), and
+ * x sigmoid(2w) split on the sign of w as the CPU splits it. */
 struct f_gelu {
     __device__ float operator()(float x) const
     {
-        float e = erff(__fmul_rn(x, (float)0.7071067811865476));
-        return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.f, e));
+        float e = erfcf(-__fmul_rn(x, (float)0.7071067811865476));
+        return __fmul_rn(__fmul_rn(0.5f, x), e);
     }
 };
 
@@ -154,8 +157,11 @@ struct f_gelu_tanh {
     {
         const float k = (float)0.7978845608028654; /* sqrt(2/pi) */
         float cube = __fmul_rn(__fmul_rn(__fmul_rn((float)0.044715, x), x), x);
-        float t = tanhf(__fmul_rn(k, __fadd_rn(x, cube)));
-        return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.f, t));
+        float w2 = __fmul_rn(2.f, __fmul_rn(k, __fadd_rn(x, cube)));
+        if (w2 >= 0.f)
+            return __fdiv_rn(x, __fadd_rn(1.f, expf(-w2)));
+        float e = expf(w2);
+        return __fdiv_rn(__fmul_rn(x, e), __fadd_rn(1.f, e));
     }
 };
 

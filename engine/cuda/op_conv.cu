@@ -1,12 +1,14 @@
 /*
- * op_conv.cu: Conv and ConvTranspose on the GPU through cuDNN's convolution API, as the
- * frameworks call it: descriptors and the algorithm are chosen once per node and shape
- * (cuDNN's first heuristic choice, the fastest measured, the fastest deterministic one, or
- * a fixed id) and recorded in the layer's record with the math type it ran with.
- * ConvTranspose is cuDNN's backward-data convolution. Padding cuDNN cannot express
- * (different at the two ends of an axis) is applied exactly by a copy into a zero-padded
- * buffer (Conv) or a crop of the unpadded result (ConvTranspose). 1-D and 2-D ops use 4-D
- * (NCHW) descriptors, a 1-D op as height 1; 3-D ops use 5-D ones (cudnnSet*NdDescriptor).
+ * op_conv.cu: Conv and ConvTranspose on the GPU through cuDNN, as the frameworks call it:
+ * through the graph API (conv_graph.c: engine configs, what PyTorch runs; the default) or
+ * the legacy convolution API (cudnnConvolutionForward and algorithm ids, what Paddle and
+ * TensorFlow run; knobs.conv_api legacy). The choice (cuDNN's first heuristic one, the
+ * fastest measured, the first deterministic one, or a fixed one) is made once per node and
+ * shape and recorded in the layer's record with the math it ran with. ConvTranspose is
+ * cuDNN's backward-data convolution. Padding cuDNN cannot express (different at the two
+ * ends of an axis) is applied exactly by a copy into a zero-padded buffer (Conv) or a crop
+ * of the unpadded result (ConvTranspose), and the bias is added after, for both APIs alike.
+ * 1-D and 2-D ops use 4-D (NCHW) tensors, a 1-D op as height 1; 3-D ops use 5-D ones.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,18 +109,34 @@ math_name(cudnnMathType_t m, int tf32)
     return "tf32";
 }
 
-/* Geometry a convolution node is set up for; a change re-creates the descriptors. */
+/* The byte alignment of a buffer, up to 16 (what cuDNN's graph API is told). */
+static int64_t
+alignment(const void *p)
+{
+    int64_t a = 1;
+    while (a < 16 && (uintptr_t)p % (uintptr_t)(a * 2) == 0)
+        a *= 2;
+    return a;
+}
+
+#define KEY_LEN 19
+
+/* Geometry a convolution node is set up for, with the alignment of the buffers the product
+ * runs on; a change re-creates the descriptors and the choice. */
 static void
-make_key(const struct gd_op_call *c, int64_t *key)
+make_key(const struct gd_op_call *c, const void *x_run, const void *y_run, int64_t *key)
 {
     const struct gd_tensor *x = c->in[0], *w = c->in[1], *y = c->out[0];
-    memset(key, 0, 16 * sizeof *key);
+    memset(key, 0, KEY_LEN * sizeof *key);
     for (int i = 0; i < 5; i++) {
         key[i] = i < x->ndim ? x->shape[i] : 1;
         key[5 + i] = i < w->ndim ? w->shape[i] : 1;
         key[10 + i] = i < y->ndim ? y->shape[i] : 1;
     }
     key[15] = x->ndim;
+    key[16] = alignment(x_run);
+    key[17] = alignment(w->data);
+    key[18] = alignment(y_run);
 }
 
 /*
@@ -180,12 +198,13 @@ setup(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, const struct gd_op_cal
     const struct gd_tensor *w = c->in[1];
     int rank = descriptor_rank(p);
     gd__cuda_ncdhw bg = {1, yg.c, 1, 1, 1};
-    rc = set_tensor(&nd->x_desc, rank, xg, err);
-    if (rc == 0)
-        rc = set_tensor(&nd->y_desc, rank, yg, err);
+    /* both APIs add the bias with y_desc and b_desc */
+    rc = set_tensor(&nd->y_desc, rank, yg, err);
     if (rc == 0)
         rc = set_tensor(&nd->b_desc, rank, bg, err);
-    if (rc != 0)
+    if (rc == 0 && !ctx->graph_api)
+        rc = set_tensor(&nd->x_desc, rank, xg, err);
+    if (rc != 0 || ctx->graph_api)
         return rc;
     if (nd->w_desc == NULL)
         GD_CUDA_TRY(cudnnCreateFilterDescriptor(&nd->w_desc));
@@ -233,6 +252,7 @@ keep_offers(struct gd__cuda_node *nd, const struct algo_perf *r, int n, int chos
         struct gd_algo_offer *o = &nd->offers[nd->n_offers++];
         memset(o, 0, sizeof *o);
         o->id = r[i].algo;
+        snprintf(o->config, sizeof o->config, "%d", r[i].algo);
         snprintf(o->name, sizeof o->name, "%s",
                  transpose ? bwd_algo_name(r[i].algo) : fwd_algo_name(r[i].algo));
         o->deterministic = r[i].determinism == CUDNN_DETERMINISTIC;
@@ -326,12 +346,17 @@ record(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
 {
     static const char *const how[] = {"heuristic", "autotune", "deterministic", "fixed"};
     int fixed;
-    snprintf(nd->algo_text, sizeof nd->algo_text, "cudnn %s %d %s (%s)",
-             transpose ? "bwd_data" : "fwd", nd->algo,
-             transpose ? bwd_algo_name(nd->algo) : fwd_algo_name(nd->algo),
-             nd->pin >= 0 ? "pinned" : how[choice_of(&ctx->knobs, &fixed)]);
+    if (ctx->graph_api) {
+        gd__cuda_graph_record(ctx, nd, nd->algo_text, sizeof nd->algo_text, c->math,
+                              sizeof c->math);
+    } else {
+        snprintf(nd->algo_text, sizeof nd->algo_text, "cudnn %s %d %s (%s)",
+                 transpose ? "bwd_data" : "fwd", nd->algo,
+                 transpose ? bwd_algo_name(nd->algo) : fwd_algo_name(nd->algo),
+                 nd->pin >= 0 ? "pinned" : how[choice_of(&ctx->knobs, &fixed)]);
+        snprintf(c->math, sizeof c->math, "%s", math_name(nd->math, ctx->tf32));
+    }
     snprintf(c->algo, sizeof c->algo, "%s", nd->algo_text);
-    snprintf(c->math, sizeof c->math, "%s", math_name(nd->math, ctx->tf32));
 }
 
 /* Equal pads at both ends map onto cuDNN's padding; otherwise (or when negative, as a
@@ -364,18 +389,52 @@ volume(gd__cuda_ncdhw g)
     return g.n * g.c * g.d * g.h * g.w;
 }
 
+/* The graph API's geometry of the product x -> y (xg, yg as the product runs: padded
+ * input, full ConvTranspose output), pads the ones cuDNN applies. */
+static void
+graph_geom(const struct gd_op_call *c, gd__cuda_ncdhw xg, gd__cuda_ncdhw yg, const int *pads,
+           int transpose, const void *x, const void *y, struct gd__conv_geom *g)
+{
+    const struct gd_params *p = c->params;
+    const struct gd_tensor *w = c->in[1];
+    memset(g, 0, sizeof *g);
+    g->transpose = transpose;
+    g->rank = descriptor_rank(p);
+    int64_t xv[5] = {xg.n, xg.c, xg.d, xg.h, xg.w}, yv[5] = {yg.n, yg.c, yg.d, yg.h, yg.w};
+    int64_t wv[5] = {w->shape[0], w->shape[1], p->kernel[0], p->kernel[1], p->kernel[2]};
+    for (int i = 0, k = 0; i < 5; i++) {
+        if (g->rank == 4 && i == 2)
+            continue; /* no depth */
+        g->x[k] = xv[i];
+        g->w[k] = wv[i];
+        g->y[k] = yv[i];
+        k++;
+    }
+    for (int a = 0; a < 3; a++) {
+        g->pad[a] = pads[a];
+        g->stride[a] = p->strides[a];
+        g->dilation[a] = p->dilations[a];
+    }
+    g->align[0] = alignment(x);
+    g->align[1] = alignment(w->data);
+    g->align[2] = alignment(y);
+}
+
 /*
- * Sets the node up for x -> y (descriptors and the algorithm) unless it was for the same
- * shapes and attributes, and records its algorithm and math in the call.
+ * Sets the node up for x -> y (descriptors and the algorithm or engine config) unless it
+ * was for the same shapes, attributes and alignments, and records its choice and math in
+ * the call. x and y are the buffers the product runs on (autotune times on them).
  */
 static int
 prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
-        gd__cuda_ncdhw xg, gd__cuda_ncdhw yg, int transpose, struct gd_err *err)
+        gd__cuda_ncdhw xg, gd__cuda_ncdhw yg, int transpose, void *x, void *y,
+        struct gd_err *err)
 {
     const struct gd_params *p = c->params;
-    int64_t key[16];
-    make_key(c, key);
-    nd->pin = gd__cuda_conv_pin(ctx, c->node->name);
+    int64_t key[KEY_LEN];
+    make_key(c, x, y, key);
+    int pinned = gd__cuda_conv_pin(ctx, c->node->name, nd->pin_text, sizeof nd->pin_text);
+    nd->pin = pinned && !ctx->graph_api ? atoi(nd->pin_text) : -1;
     if (!nd->ready || memcmp(key, nd->key, sizeof key) != 0) {
         nd->ready = 0;
         int symmetric = symmetric_pads(p);
@@ -383,8 +442,22 @@ prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd
         for (int a = 0; a < 3; a++)
             pads[a] = symmetric ? (int)p->pads[a] : 0;
         int rc = setup(ctx, nd, c, xg, yg, pads, err);
-        if (rc == 0)
+        if (rc == 0 && ctx->graph_api) {
+            struct gd__conv_geom g;
+            graph_geom(c, xg, yg, pads, transpose, x, y, &g);
+            int fixed_id;
+            enum choice how = choice_of(&ctx->knobs, &fixed_id);
+            const char *fixed = pinned ? nd->pin_text
+                                       : how == CHOOSE_FIXED ? ctx->knobs.conv_algo + 6 : NULL;
+            enum gd__conv_how gh = fixed != NULL               ? GD__CONV_FIXED
+                                   : how == CHOOSE_AUTOTUNE      ? GD__CONV_AUTOTUNE
+                                   : how == CHOOSE_DETERMINISTIC ? GD__CONV_DETERMINISTIC
+                                                                 : GD__CONV_HEURISTIC;
+            rc = gd__cuda_graph_prepare(ctx, nd, &g, gh, fixed, pinned, x, c->in[1]->data, y,
+                                        err);
+        } else if (rc == 0) {
             rc = choose(ctx, nd, transpose, err);
+        }
         if (rc != 0)
             return rc;
         memcpy(nd->key, key, sizeof key);
@@ -407,6 +480,33 @@ done:
     return rc;
 }
 
+/* The product itself: y = conv(x, w), or y = conv_transpose(x, w) (backward data). */
+static int
+product(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, const struct gd_op_call *c,
+        const void *x, void *y, int transpose, struct gd_err *err)
+{
+    int rc = 0;
+    const float one = 1.0f, zero = 0.0f;
+    if (ctx->graph_api)
+        return gd__cuda_graph_execute(ctx, nd, x, c->in[1]->data, y, err);
+    rc = gd__cuda_workspace(ctx, nd->workspace, err);
+    if (rc != 0)
+        return rc;
+    if (!transpose)
+        GD_CUDA_TRY(cudnnConvolutionForward(ctx->cudnn, &one, nd->x_desc, x, nd->w_desc,
+                                            c->in[1]->data, nd->conv_desc,
+                                            (cudnnConvolutionFwdAlgo_t)nd->algo, ctx->workspace,
+                                            nd->workspace, &zero, nd->y_desc, y));
+    else
+        GD_CUDA_TRY(cudnnConvolutionBackwardData(ctx->cudnn, &one, nd->w_desc, c->in[1]->data,
+                                                 nd->x_desc, x, nd->conv_desc,
+                                                 (cudnnConvolutionBwdDataAlgo_t)nd->algo,
+                                                 ctx->workspace, nd->workspace, &zero,
+                                                 nd->y_desc, y));
+done:
+    return rc;
+}
+
 extern "C" int
 gd__cuda_conv(struct gd_op_call *c, struct gd_err *err)
 {
@@ -415,14 +515,10 @@ gd__cuda_conv(struct gd_op_call *c, struct gd_err *err)
     struct gd__cuda_node *nd = gd__cuda_node_of(c);
     const struct gd_params *p = c->params;
     gd__cuda_ncdhw xg = gd__cuda_ncdhw_of(c->in[0]), yg = gd__cuda_ncdhw_of(c->out[0]);
-    const float one = 1.0f, zero = 0.0f;
     void *padded = NULL;
-    const void *x = c->in[0]->data;
+    void *x = c->in[0]->data;
     int symmetric = symmetric_pads(p);
     gd__cuda_ncdhw pg = widened(xg, p);
-    rc = prepare(c, ctx, nd, pg, yg, 0, err);
-    if (rc != 0)
-        return rc;
     if (!symmetric) {
         size_t bytes = (size_t)volume(pg) * sizeof(float);
         rc = gd__cuda_scratch(ctx, bytes, &padded, err);
@@ -438,14 +534,11 @@ gd__cuda_conv(struct gd_op_call *c, struct gd_err *err)
         }
         x = padded;
     }
-    rc = gd__cuda_workspace(ctx, nd->workspace, err);
-    if (rc != 0)
-        goto done;
-    GD_CUDA_TRY(cudnnConvolutionForward(ctx->cudnn, &one, nd->x_desc, x, nd->w_desc,
-                                        c->in[1]->data, nd->conv_desc,
-                                        (cudnnConvolutionFwdAlgo_t)nd->algo, ctx->workspace,
-                                        nd->workspace, &zero, nd->y_desc, c->out[0]->data));
-    rc = add_bias(ctx, nd, c, err);
+    rc = prepare(c, ctx, nd, pg, yg, 0, x, c->out[0]->data, err);
+    if (rc == 0)
+        rc = product(ctx, nd, c, x, c->out[0]->data, 0, err);
+    if (rc == 0)
+        rc = add_bias(ctx, nd, c, err);
 done:
     gd__cuda_scratch_free(ctx, padded);
     return rc;
@@ -459,15 +552,12 @@ gd__cuda_conv_transpose(struct gd_op_call *c, struct gd_err *err)
     struct gd__cuda_node *nd = gd__cuda_node_of(c);
     const struct gd_params *p = c->params;
     gd__cuda_ncdhw xg = gd__cuda_ncdhw_of(c->in[0]), yg = gd__cuda_ncdhw_of(c->out[0]);
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f;
     void *full = NULL;
     /* Unequal pads: compute the unpadded result and crop it. output_padding is the
      * output's size, which cuDNN takes as given. */
     int symmetric = symmetric_pads(p);
     gd__cuda_ncdhw fg = widened(yg, p);
-    rc = prepare(c, ctx, nd, xg, fg, 1, err);
-    if (rc != 0)
-        return rc;
     void *y = c->out[0]->data;
     if (!symmetric) {
         rc = gd__cuda_scratch(ctx, (size_t)volume(fg) * sizeof(float), &full, err);
@@ -475,14 +565,11 @@ gd__cuda_conv_transpose(struct gd_op_call *c, struct gd_err *err)
             goto done;
         y = full;
     }
-    rc = gd__cuda_workspace(ctx, nd->workspace, err);
+    rc = prepare(c, ctx, nd, xg, fg, 1, c->in[0]->data, y, err);
+    if (rc == 0)
+        rc = product(ctx, nd, c, c->in[0]->data, y, 1, err);
     if (rc != 0)
         goto done;
-    GD_CUDA_TRY(cudnnConvolutionBackwardData(ctx->cudnn, &one, nd->w_desc, c->in[1]->data,
-                                             nd->x_desc, c->in[0]->data, nd->conv_desc,
-                                             (cudnnConvolutionBwdDataAlgo_t)nd->algo,
-                                             ctx->workspace, nd->workspace, &zero, nd->y_desc,
-                                             y));
     if (!symmetric) {
         int64_t n = volume(yg);
         if (n > 0) {

@@ -4,6 +4,14 @@
  * heuristic choice for the node's shapes, and its id, tile, stages and split-K go into the
  * layer's record.
  *
+ * float16 and bfloat16 operands go to cuBLASLt as they are (A, B and C of CUDA_R_16F or
+ * CUDA_R_16BF) with CUBLAS_COMPUTE_32F and float32 scales, as PyTorch's half GEMMs do:
+ * products and sums in float32, the result rounded once to the half format. The
+ * reduced_reduction knob off limits cuBLASLt to reduction schemes that keep split-K partial
+ * sums in float32 (PyTorch's allow_*_reduced_precision_reduction = False); on, cuBLASLt may
+ * also sum them in the half format, and the record's math then says "fp16-rr" ("bf16-rr")
+ * when the chosen algorithm does.
+ *
  * Row-major Y (M x N) = A (M x K) B (K x N) is computed as the column-major product
  * Y^T = B^T A^T, so the operands pass to cuBLASLt swapped and nothing is copied.
  */
@@ -12,21 +20,33 @@
 
 #include "kernels.cuh"
 
-/* Gemm's C broadcast into Y before the product (Y = alpha*A*B + beta*Y then). */
+/* Gemm's C broadcast into Y before the product (Y = alpha*A*B + beta*Y then); T is the
+ * storage type, copied as it is. */
+template <class T>
 static __global__ void
-broadcast_c(const float *__restrict__ cv, float *__restrict__ y, int64_t m, int64_t n,
-            int64_t cs_i, int64_t cs_j)
+broadcast_c(const T *__restrict__ cv, T *__restrict__ y, int64_t m, int64_t n, int64_t cs_i,
+            int64_t cs_j)
 {
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < m * n;
          k += (int64_t)gridDim.x * blockDim.x)
         y[k] = cv[(k / n) * cs_i + (k % n) * cs_j];
 }
 
+/* cuBLASLt's type of the operands' storage: float32, float16 or bfloat16. */
+static cudaDataType_t
+data_type(enum gd_dtype dt)
+{
+    return dt == GD_F16 ? CUDA_R_16F : dt == GD_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* Half operands accumulate in float32 (TF32 concerns float32 operands only). */
 static cublasComputeType_t
-compute_type(const struct gd__cuda_ctx *ctx)
+compute_type(const struct gd__cuda_ctx *ctx, enum gd_dtype dt)
 {
     if (strcmp(ctx->knobs.math_mode, "pedantic") == 0)
         return CUBLAS_COMPUTE_32F_PEDANTIC;
+    if (dt == GD_F16 || dt == GD_BF16)
+        return CUBLAS_COMPUTE_32F;
     return ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
@@ -39,15 +59,15 @@ lt_workspace(const struct gd__cuda_ctx *ctx)
 }
 
 static int
-layout(cublasLtMatrixLayout_t *l, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
-       int64_t stride, struct gd_err *err)
+layout(cublasLtMatrixLayout_t *l, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
+       int64_t batch, int64_t stride, struct gd_err *err)
 {
     int rc = 0;
     if (*l != NULL) {
         cublasLtMatrixLayoutDestroy(*l);
         *l = NULL;
     }
-    GD_CUDA_TRY(cublasLtMatrixLayoutCreate(l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, ld));
+    GD_CUDA_TRY(cublasLtMatrixLayoutCreate(l, type, (uint64_t)rows, (uint64_t)cols, ld));
     if (batch > 1) {
         int32_t count = (int32_t)batch;
         GD_CUDA_TRY(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
@@ -60,14 +80,17 @@ done:
 }
 
 /*
- * Sets up the node for Y(batch, M x N) = op(A)(M x K) op(B)(K x N), all row-major, with
- * per-batch element strides (0: the operand is shared by every batch), and picks the
- * algorithm.
+ * Sets up the node for Y(batch, M x N) = op(A)(M x K) op(B)(K x N), all row-major and of
+ * storage dtype dt, with per-batch element strides (0: the operand is shared by every
+ * batch), and picks the algorithm.
  */
 static int
 setup(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int64_t m, int64_t n, int64_t k,
-      int trans_a, int trans_b, int64_t batch, int64_t sa, int64_t sb, struct gd_err *err)
+      int trans_a, int trans_b, int64_t batch, int64_t sa, int64_t sb, enum gd_dtype dt,
+      struct gd_err *err)
 {
+    cudaDataType_t type = data_type(dt);
+    int half = dt == GD_F16 || dt == GD_BF16;
     int rc = 0;
     cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t result;
@@ -76,7 +99,7 @@ setup(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int64_t m, int64_t n, 
         cublasLtMatmulDescDestroy(nd->mm_desc);
         nd->mm_desc = NULL;
     }
-    GD_CUDA_TRY(cublasLtMatmulDescCreate(&nd->mm_desc, compute_type(ctx), CUDA_R_32F));
+    GD_CUDA_TRY(cublasLtMatmulDescCreate(&nd->mm_desc, compute_type(ctx, dt), CUDA_R_32F));
     {
         /* cuBLASLt's first operand is our B, its second our A (see the file comment). */
         cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -87,13 +110,13 @@ setup(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int64_t m, int64_t n, 
                                                    &op_second, sizeof op_second));
     }
     /* B stored row-major is column-major B^T: (N x K) untransposed, (K x N) when trans_b. */
-    rc = layout(&nd->a_layout, trans_b ? k : n, trans_b ? n : k, trans_b ? k : n, batch, sb,
-                err);
+    rc = layout(&nd->a_layout, type, trans_b ? k : n, trans_b ? n : k, trans_b ? k : n, batch,
+                sb, err);
     if (rc == 0)
-        rc = layout(&nd->b_layout, trans_a ? m : k, trans_a ? k : m, trans_a ? m : k, batch, sa,
-                    err);
+        rc = layout(&nd->b_layout, type, trans_a ? m : k, trans_a ? k : m, trans_a ? m : k,
+                    batch, sa, err);
     if (rc == 0)
-        rc = layout(&nd->c_layout, n, m, n, batch, m * n, err);
+        rc = layout(&nd->c_layout, type, n, m, n, batch, m * n, err);
     if (rc != 0)
         goto done;
     GD_CUDA_TRY(cublasLtMatmulPreferenceCreate(&pref));
@@ -102,18 +125,32 @@ setup(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int64_t m, int64_t n, 
         GD_CUDA_TRY(cublasLtMatmulPreferenceSetAttribute(
             pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     }
-    GD_CUDA_TRY(cublasLtMatmulAlgoGetHeuristic(ctx->lt, nd->mm_desc, nd->a_layout, nd->b_layout,
-                                               nd->c_layout, nd->c_layout, pref, 1, &result,
-                                               &returned));
-    if (returned < 1) {
-        rc = gd_err_set(err, GD_ENOTSUP, "cuBLASLt has no algorithm for this %lldx%lldx%lld "
-                        "product", (long long)m, (long long)n, (long long)k);
-        goto done;
+    if (half && !ctx->reduced_reduction) {
+        /* PyTorch's allow_*_reduced_precision_reduction = False (split-K still allowed) */
+        uint32_t mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_NONE;
+        GD_CUDA_TRY(cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask));
+    }
+    {
+        cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, nd->mm_desc, nd->a_layout,
+                                                           nd->b_layout, nd->c_layout,
+                                                           nd->c_layout, pref, 1, &result,
+                                                           &returned);
+        /* "not supported" is no algorithm for this form: GD_ENOTSUP, which MatMul answers
+         * by running the batch one product at a time */
+        if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && returned < 1)) {
+            rc = gd_err_set(err, GD_ENOTSUP, "cuBLASLt has no algorithm for this %s "
+                            "%lldx%lldx%lld product of %lld batches", gd_dtype_name(dt),
+                            (long long)m, (long long)n, (long long)k, (long long)batch);
+            goto done;
+        }
+        GD_CUDA_TRY(st);
     }
     nd->mm_algo = result.algo;
     nd->workspace = result.workspaceSize;
     {
         int id = -1, tile = -1, stages = -1, splitk = -1;
+        uint32_t scheme = 0;
         size_t got;
         cublasLtMatmulAlgoConfigGetAttribute(&nd->mm_algo, CUBLASLT_ALGO_CONFIG_ID, &id,
                                              sizeof id, &got);
@@ -123,8 +160,12 @@ setup(struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd, int64_t m, int64_t n, 
                                              &stages, sizeof stages, &got);
         cublasLtMatmulAlgoConfigGetAttribute(&nd->mm_algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
                                              &splitk, sizeof splitk, &got);
+        cublasLtMatmulAlgoConfigGetAttribute(&nd->mm_algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                             &scheme, sizeof scheme, &got);
         snprintf(nd->algo_text, sizeof nd->algo_text, "cublasLt algo %d tile %d stages %d "
                  "splitk %d", id, tile, stages, splitk);
+        /* the partial sums of a split-K product reduced in the output's (half) format */
+        nd->reduced_half = half && splitk > 1 && (scheme & CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE);
     }
 done:
     if (pref != NULL)
@@ -133,8 +174,12 @@ done:
 }
 
 static const char *
-math_of(const struct gd__cuda_ctx *ctx)
+math_of(const struct gd__cuda_ctx *ctx, const struct gd__cuda_node *nd, enum gd_dtype dt)
 {
+    if (dt == GD_F16)
+        return nd->reduced_half ? "fp16-rr" : "fp16";
+    if (dt == GD_BF16)
+        return nd->reduced_half ? "bf16-rr" : "bf16";
     return ctx->tf32 ? "tf32" : (strcmp(ctx->knobs.math_mode, "pedantic") == 0 ? "fp32-pedantic"
                                                                                : "fp32");
 }
@@ -156,24 +201,40 @@ done:
 
 /*
  * Sets the node up for the product that key describes, {m, n, k, trans_a, trans_b, batch,
- * stride of A's batches, stride of B's}, unless it was for the same one, and records its
- * algorithm and math in the call.
+ * stride of A's batches, stride of B's, storage dtype}, unless it was for the same one, and
+ * records its algorithm and math in the call.
  */
 static int
 prepare(struct gd_op_call *c, struct gd__cuda_ctx *ctx, struct gd__cuda_node *nd,
-        const int64_t key[16], struct gd_err *err)
+        const int64_t key[19], struct gd_err *err)
 {
     if (!nd->ready || memcmp(key, nd->key, sizeof nd->key) != 0) {
         nd->ready = 0;
         int rc = setup(ctx, nd, key[0], key[1], key[2], (int)key[3], (int)key[4], key[5], key[6],
-                       key[7], err);
+                       key[7], (enum gd_dtype)key[8], err);
         if (rc != 0)
             return rc;
         memcpy(nd->key, key, sizeof nd->key);
         nd->ready = 1;
     }
     snprintf(c->algo, sizeof c->algo, "%s", nd->algo_text);
-    snprintf(c->math, sizeof c->math, "%s", math_of(ctx));
+    snprintf(c->math, sizeof c->math, "%s", math_of(ctx, nd, (enum gd_dtype)key[8]));
+    return 0;
+}
+
+/* The operands and the result share one storage dtype: float32, float16 or bfloat16. */
+static int
+one_dtype(const struct gd_op_call *c, struct gd_err *err)
+{
+    enum gd_dtype dt = c->out[0]->dtype;
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] != NULL && c->in[i]->dtype != dt)
+            return gd_err_set(err, GD_ENOTSUP, "%s of %s and %s operands on cuda: cuBLASLt "
+                              "takes one storage dtype here", gd_op_name(c->node->op),
+                              gd_dtype_name(c->in[i]->dtype), gd_dtype_name(dt));
+    if (dt != GD_F32 && dt != GD_F16 && dt != GD_BF16)
+        return gd_err_set(err, GD_ENOTSUP, "%s of %s on cuda", gd_op_name(c->node->op),
+                          gd_dtype_name(dt));
     return 0;
 }
 
@@ -187,8 +248,11 @@ gd__cuda_gemm(struct gd_op_call *c, struct gd_err *err)
     const struct gd_tensor *a = c->in[0], *ct = c->n_in > 2 ? c->in[2] : NULL;
     int64_t m = c->out[0]->shape[0], n = c->out[0]->shape[1];
     int64_t k = p->trans_a ? a->shape[0] : a->shape[1];
-    int64_t key[16] = {m, n, k, p->trans_a, p->trans_b, 1, 0, 0};
-    rc = prepare(c, ctx, nd, key, err);
+    enum gd_dtype dt = c->out[0]->dtype;
+    int64_t key[19] = {m, n, k, p->trans_a, p->trans_b, 1, 0, 0, dt}; /* nd->key's length */
+    rc = one_dtype(c, err);
+    if (rc == 0)
+        rc = prepare(c, ctx, nd, key, err);
     if (rc != 0)
         return rc;
     float beta = 0.0f;
@@ -200,8 +264,12 @@ gd__cuda_gemm(struct gd_op_call *c, struct gd_err *err)
         } else if (ct->ndim == 1) {
             cs_j = ct->shape[0] == 1 ? 0 : 1;
         }
-        broadcast_c<<<gd__cuda_blocks(m * n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-            (const float *)ct->data, (float *)c->out[0]->data, m, n, cs_i, cs_j);
+        if (gd_dtype_size(dt) == 2)
+            broadcast_c<<<gd__cuda_blocks(m * n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+                (const uint16_t *)ct->data, (uint16_t *)c->out[0]->data, m, n, cs_i, cs_j);
+        else
+            broadcast_c<<<gd__cuda_blocks(m * n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+                (const float *)ct->data, (float *)c->out[0]->data, m, n, cs_i, cs_j);
         GD_CUDA_CHECK_LAUNCH();
         beta = (float)p->beta;
     }
@@ -286,13 +354,39 @@ gd__cuda_matmul(struct gd_op_call *c, struct gd_err *err)
         return gd_err_set(err, GD_ENOTSUP, "MatMul of %lld batches on cuda (cuBLASLt takes at "
                           "most %d)", (long long)mb.inner, INT32_MAX);
     int64_t sa = mm_run_stride(&mb, mb.sa) * m * k, sb = mm_run_stride(&mb, mb.sb) * k * n;
-    int64_t key[16] = {m, n, k, 0, 0, mb.inner, sa, sb};
-    rc = prepare(c, ctx, nd, key, err);
+    enum gd_dtype dt = y->dtype;
+    size_t es = gd_dtype_size(dt);
+    /* B shared by every batch and A not broadcast along any: A's batches and rows are one
+     * (batches x M) x K matrix and Y's one (batches x M) x N, so the product is one GEMM of
+     * that many rows, as torch.matmul folds them (a linear layer of a transformer), rather
+     * than a batch of small ones: each output element is the same sum, and no stride-0
+     * batch is asked of cuBLASLt (the H200 has no half algorithm for one). */
+    int fold = mb.nb > 0;
+    for (int i = 0; i < mb.nb; i++)
+        fold &= mb.sb[i] == 0 && (mb.sa[i] != 0 || mb.shape[i] == 1);
+    if (fold) {
+        m *= mb.inner * mb.outer;
+        mb.inner = mb.outer = 1;
+        mb.split = 0;
+        sa = sb = 0;
+    }
+    int64_t key[19] = {m, n, k, 0, 0, mb.inner, sa, sb, dt}; /* nd->key's length */
+    int64_t loop = 1; /* products per strided run when cuBLASLt has no batched algorithm */
+    rc = one_dtype(c, err);
+    if (rc == 0)
+        rc = prepare(c, ctx, nd, key, err);
+    if (rc == GD_ENOTSUP && mb.inner > 1) {
+        /* no batched algorithm for this form: each matrix of the run on its own */
+        loop = mb.inner;
+        key[5] = 1;
+        key[6] = key[7] = 0;
+        rc = prepare(c, ctx, nd, key, err);
+    }
     if (rc != 0)
         return rc;
-    if (mb.outer > 1)
+    if (mb.outer * loop > 1)
         snprintf(c->algo, sizeof c->algo, "%.32s, %lld products", nd->algo_text,
-                 (long long)mb.outer);
+                 (long long)(mb.outer * loop));
     if (gd_tensor_numel(y) == 0)
         return 0;
     if (k == 0) {
@@ -307,9 +401,11 @@ gd__cuda_matmul(struct gd_op_call *c, struct gd_err *err)
                 oa += idx[i] * mb.sa[i];
                 ob += idx[i] * mb.sb[i];
             }
-            rc = run(ctx, nd, (const float *)a->data + oa * m * k,
-                     (const float *)b->data + ob * k * n,
-                     (float *)y->data + t * mb.inner * m * n, 1.0f, 0.0f, err);
+            for (int64_t j = 0; j < loop && rc == 0; j++)
+                rc = run(ctx, nd, (const char *)a->data + (size_t)(oa * m * k + j * sa) * es,
+                         (const char *)b->data + (size_t)(ob * k * n + j * sb) * es,
+                         (char *)y->data + (size_t)((t * mb.inner + j) * m * n) * es, 1.0f,
+                         0.0f, err);
             for (int i = mb.split - 1; i >= 0; i--) {
                 if (++idx[i] < mb.shape[i])
                     break;

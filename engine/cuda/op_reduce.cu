@@ -25,6 +25,36 @@ split_axis(const struct gd_tensor *t, int64_t axis, int64_t *outer, int64_t *len
 /* ---- Softmax, LogSoftmax: cuDNN ---- */
 
 /*
+ * Rows whose maximum is not finite: the CPU's max-shifted form (docs/NUMERICS.md) gives NaN
+ * for the whole row, as PyTorch's softmax and log_softmax do: a row of -inf only (a fully
+ * masked attention row: x - max is -inf - -inf), a row holding +inf (inf - inf) or NaN.
+ * cuDNN gives 0 for the first, so after it each row is scanned once and written NaN where
+ * it is one of these; the other rows keep cuDNN's values. One warp per (outer, inner)
+ * position, its lanes striding the axis.
+ */
+static __global__ void
+softmax_nonfinite(const float *__restrict__ x, float *__restrict__ y, int64_t len, int64_t inner,
+                  int64_t positions)
+{
+    int lane = threadIdx.x & 31;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t p = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; p < positions;
+         p += warps) {
+        int64_t base = (p / inner) * len * inner + p % inner;
+        int bad = 0, all_neg_inf = 1;
+        for (int64_t j = lane; j < len; j += 32) {
+            float v = x[base + j * inner];
+            bad |= isnan(v) || v == INFINITY;
+            all_neg_inf &= v == -INFINITY;
+        }
+        bad = __any_sync(0xffffffffu, bad) || __all_sync(0xffffffffu, all_neg_inf);
+        if (bad)
+            for (int64_t j = lane; j < len; j += 32)
+                y[base + j * inner] = NAN;
+    }
+}
+
+/*
  * The axis becomes cuDNN's channel dimension of an NCHW tensor (outer, len, inner, 1), and
  * CUDNN_SOFTMAX_MODE_CHANNEL normalizes over it at every (n, h). ACCURATE subtracts the
  * maximum first, as the CPU does; LOG gives (x - max) - log(sum). The legacy descriptor takes
@@ -54,6 +84,14 @@ softmax_cudnn(struct gd_op_call *c, cudnnSoftmaxAlgorithm_t algo, struct gd_err 
                                            (int)len, (int)inner, 1));
     GD_CUDA_TRY(cudnnSoftmaxForward(ctx->cudnn, algo, CUDNN_SOFTMAX_MODE_CHANNEL, &one, desc,
                                     c->in[0]->data, &zero, desc, c->out[0]->data));
+    {
+        /* one warp per (outer, inner) position, 8 per block */
+        int64_t pos = outer * inner, blocks = (pos + 7) / 8;
+        softmax_nonfinite<<<(unsigned)(blocks < 65535LL * 8 ? blocks : 65535LL * 8), 256, 0,
+                            ctx->compute>>>((const float *)c->in[0]->data,
+                                            (float *)c->out[0]->data, len, inner, pos);
+        GD_CUDA_CHECK_LAUNCH();
+    }
 done:
     if (desc != NULL)
         cudnnDestroyTensorDescriptor(desc);

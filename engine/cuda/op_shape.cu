@@ -159,6 +159,32 @@ transpose_kernel(const U *x, U *y, int64_t n, gd__cuda_walk w)
     }
 }
 
+/* The same walk in 32-bit arithmetic (gd__cuda_walk_fits32). */
+template <class U>
+static __global__ void
+transpose32_kernel(const U *x, U *y, uint32_t n, gd__cuda_walk w)
+{
+    uint32_t step = gridDim.x * blockDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        uint32_t off;
+        gd__cuda_walk_offsets32(w, i, 1, &off);
+        y[i] = x[off];
+    }
+}
+
+template <class U>
+static void
+transpose_launch(const void *x, void *y, int64_t n, gd__cuda_walk w, cudaStream_t stream)
+{
+    unsigned blocks = gd__cuda_blocks(n);
+    gd__cuda_walk_coalesce(&w, 1);
+    if (gd__cuda_walk_fits32(&w, 1, n))
+        transpose32_kernel<<<blocks, GD_CUDA_THREADS, 0, stream>>>((const U *)x, (U *)y,
+                                                                   (uint32_t)n, w);
+    else
+        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, stream>>>((const U *)x, (U *)y, n, w);
+}
+
 extern "C" int
 gd__cuda_transpose(struct gd_op_call *c, struct gd_err *err)
 {
@@ -168,7 +194,6 @@ gd__cuda_transpose(struct gd_op_call *c, struct gd_err *err)
     size_t es = gd_dtype_size(x->dtype);
     int64_t n = gd_tensor_numel(y);
     int64_t stride[GD_MAX_DIMS], s = 1;
-    unsigned blocks = gd__cuda_blocks(n);
     gd__cuda_walk w;
     int rc = 0;
     if (n == 0)
@@ -184,20 +209,16 @@ gd__cuda_transpose(struct gd_op_call *c, struct gd_err *err)
     }
     switch (es) {
     case 1:
-        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint8_t *)x->data,
-                                                                       (uint8_t *)y->data, n, w);
+        transpose_launch<uint8_t>(x->data, y->data, n, w, ctx->compute);
         break;
     case 2:
-        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint16_t *)x->data,
-                                                                       (uint16_t *)y->data, n, w);
+        transpose_launch<uint16_t>(x->data, y->data, n, w, ctx->compute);
         break;
     case 4:
-        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint32_t *)x->data,
-                                                                       (uint32_t *)y->data, n, w);
+        transpose_launch<uint32_t>(x->data, y->data, n, w, ctx->compute);
         break;
     case 8:
-        transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint64_t *)x->data,
-                                                                       (uint64_t *)y->data, n, w);
+        transpose_launch<uint64_t>(x->data, y->data, n, w, ctx->compute);
         break;
     default:
         return gd_err_set(err, GD_EDTYPE, "Transpose of %s (%zu-byte elements)",

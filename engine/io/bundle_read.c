@@ -38,17 +38,19 @@ read_layer(json_t *rec, size_t i, struct gd_bundle_layer *l, struct gd_err *err)
     l->name = json_string_value(json_object_get(rec, "name"));
     l->file = json_string_value(json_object_get(rec, "file"));
     l->sha256 = json_string_value(json_object_get(rec, "sha256"));
-    if (!json_is_object(rec) || !json_is_integer(idx) || l->name == NULL || l->file == NULL ||
-        dtype == NULL || !json_is_array(shape))
-        return gd_err_set(err, GD_EFORMAT, "layer %zu needs index, name, dtype, shape and file",
-                          i);
+    json_t *fpj = json_object_get(rec, "fingerprint");
+    if (!json_is_object(rec) || !json_is_integer(idx) || l->name == NULL ||
+        (l->file == NULL && fpj == NULL) || dtype == NULL || !json_is_array(shape))
+        return gd_err_set(err, GD_EFORMAT, "layer %zu needs index, name, dtype, shape and a "
+                          "file or a fingerprint", i);
+    l->tensor_absent = l->file == NULL;
     if (json_integer_value(idx) != (json_int_t)i)
         return gd_err_set(err, GD_EFORMAT, "layer %zu has index %lld: layers must be listed in "
                           "order from 0", i, (long long)json_integer_value(idx));
     l->index = (int)i;
     if (gd_dtype_from_name(dtype, &l->dtype) != 0)
         return gd_err_set(err, GD_EFORMAT, "layer %s: unknown dtype %s", l->name, dtype);
-    if (!safe_layer_path(l->file))
+    if (l->file != NULL && !safe_layer_path(l->file))
         return gd_err_set(err, GD_EFORMAT, "layer %s: file %s is not layers/<name>.npy", l->name,
                           l->file);
     if (json_array_size(shape) > GD_MAX_DIMS)
@@ -75,6 +77,27 @@ read_layer(json_t *rec, size_t i, struct gd_bundle_layer *l, struct gd_err *err)
     l->discontinuous = json_is_boolean(disc) ? json_is_true(disc) : -1;
     json_t *ins = json_object_get(rec, "inputs");
     l->inputs = json_is_array(ins) ? ins : NULL;
+    return 0;
+}
+
+/* fp: the layer's fingerprint, when run.json records one. */
+static int
+read_fingerprint(json_t *rec, struct gd_bundle_layer *l, struct gd_fingerprint **out,
+                 struct gd_err *err)
+{
+    json_t *j = json_object_get(rec, "fingerprint");
+    if (j == NULL)
+        return 0;
+    struct gd_fingerprint *fp = malloc(sizeof *fp);
+    if (fp == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    int rc = gd_fingerprint_from_json(j, l->dtype, l->shape.ndim, l->shape.dim, fp, err);
+    if (rc != 0) {
+        free(fp);
+        return gd_err_prefix(err, "layer %s: ", l->name);
+    }
+    *out = fp;
+    l->fingerprint = fp;
     return 0;
 }
 
@@ -109,12 +132,16 @@ gd_bundle_open(const char *dir, struct gd_bundle **out, struct gd_err *err)
     }
     b->n_layers = (int)json_array_size(layers);
     b->layers = calloc((size_t)(b->n_layers ? b->n_layers : 1), sizeof *b->layers);
-    if (b->layers == NULL) {
+    b->fingerprints = calloc((size_t)(b->n_layers ? b->n_layers : 1), sizeof *b->fingerprints);
+    if (b->layers == NULL || b->fingerprints == NULL) {
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
         goto done;
     }
     for (int i = 0; i < b->n_layers && rc == 0; i++) {
         rc = read_layer(json_array_get(layers, (size_t)i), (size_t)i, &b->layers[i], err);
+        if (rc == 0)
+            rc = read_fingerprint(json_array_get(layers, (size_t)i), &b->layers[i],
+                                  &b->fingerprints[i], err);
         if (rc != 0)
             gd_err_prefix(err, "%s: ", path);
     }
@@ -135,6 +162,9 @@ gd_bundle_layer_load(const struct gd_bundle *b, int i, struct gd_tensor **out,
         return gd_err_set(err, GD_ERANGE, "%s: no layer %d (it has %d)", b->dir, i,
                           b->n_layers);
     const struct gd_bundle_layer *l = &b->layers[i];
+    if (l->file == NULL)
+        return gd_err_set(err, GD_ENOENT, "%s: layer %s was captured as a fingerprint only",
+                          b->dir, l->name);
     char path[PATH_MAX];
     int rc = gd__pathf(path, sizeof path, err, "%s/%s", b->dir, l->file);
     if (rc != 0)
@@ -174,6 +204,9 @@ gd_bundle_close(struct gd_bundle *b)
     if (b == NULL)
         return;
     json_decref(b->run);
+    for (int i = 0; b->fingerprints != NULL && i < b->n_layers; i++)
+        free(b->fingerprints[i]);
+    free(b->fingerprints);
     free(b->layers);
     free(b->dir);
     free(b);

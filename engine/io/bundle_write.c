@@ -31,9 +31,12 @@ struct layer_out {
     struct gd_layer_stats stats;
     double sum;                 /* of finite values, for the mean */
     int64_t rows_done, rows_total;
+    int64_t piece_done;         /* elements of the slice in progress written so far (pieces) */
     double time_us;
     int timed;                  /* some slice came with a time */
     json_t *rec;                /* the run.json record; owned */
+    int has_file;               /* fp: 0 when only a fingerprint was captured */
+    struct gd_fingerprint *fp;  /* fp: delivered with the layer, or made at commit; owned */
 };
 
 struct gd_bundle_writer {
@@ -42,6 +45,7 @@ struct gd_bundle_writer {
     int replace;
     int committed;
     int n;                      /* layers array length (highest index + 1) */
+    int fingerprints;           /* fp: commit fingerprints layers delivered without one */
     struct layer_out *layers;
     json_t *layers_json;        /* built at commit */
 };
@@ -251,6 +255,9 @@ layer_slot(struct gd_bundle_writer *w, int index, struct gd_err *err)
     return &w->layers[index];
 }
 
+static int layer_record(struct layer_out *lo, const struct gd_graph *g,
+                        const struct gd_layer *layer, const int64_t *shape);
+
 /* Starts a layer: its file with the header of the whole shape, its hash and record. */
 static int
 layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_graph *g,
@@ -262,6 +269,9 @@ layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_gr
     if (t->ndim > 0)
         shape[0] = layer->batch_total;
     lo->rows_total = t->ndim > 0 ? layer->batch_total : 1;
+    lo->has_file = t->data != NULL;
+    if (!lo->has_file)
+        return layer_record(lo, g, layer, shape);
     file_name(layer->index, layer->name, lo->file, sizeof lo->file);
     unsigned char header[512];
     size_t hlen;
@@ -281,6 +291,15 @@ layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_gr
     rc = gd_sha256_init(&lo->hash, err);
     if (rc != 0)
         return rc;
+    return layer_record(lo, g, layer, shape);
+}
+
+/* The layer's run.json record, less what finish_layers() adds. */
+static int
+layer_record(struct layer_out *lo, const struct gd_graph *g, const struct gd_layer *layer,
+             const int64_t *shape)
+{
+    const struct gd_tensor *t = layer->value;
     lo->used = 1;
     lo->stats.min = lo->stats.max = NAN;
     json_t *jshape = json_array();
@@ -294,7 +313,8 @@ layer_begin(struct gd_bundle_writer *w, struct layer_out *lo, const struct gd_gr
                                                                     : ""));
     json_object_set_new(lo->rec, "dtype", json_string(gd_dtype_name(t->dtype)));
     json_object_set_new(lo->rec, "shape", jshape);
-    json_object_set_new(lo->rec, "file", json_string(lo->file));
+    if (lo->has_file)
+        json_object_set_new(lo->rec, "file", json_string(lo->file));
     if (layer->algo && layer->algo[0])
         json_object_set_new(lo->rec, "algo", json_string(layer->algo));
     if (layer->math && layer->math[0])
@@ -320,25 +340,64 @@ gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
                        const struct gd_layer *layer, struct gd_err *err)
 {
     const struct gd_tensor *t = layer->value;
+    /* A piece (knobs.capture_limit) carries elements of the output whose shape it names:
+     * the header and the row count are that output's. */
+    struct gd_tensor whole;
+    struct gd_layer as_whole;
+    const struct gd_tensor *out = t;
+    int piece = layer->piece_ndim > 0;
+    if (piece) {
+        whole = *t;
+        whole.ndim = layer->piece_ndim;
+        memcpy(whole.shape, layer->piece_shape, (size_t)layer->piece_ndim * sizeof whole.shape[0]);
+        as_whole = *layer;
+        as_whole.value = &whole;
+        out = &whole;
+    }
     struct layer_out *lo = layer_slot(w, layer->index, err);
     if (lo == NULL)
         return err ? err->code : GD_ENOMEM;
     int rc = 0;
     if (!lo->used) {
-        if (layer->batch_offset != 0)
-            return gd_err_set(err, GD_EINVAL, "layer %s: first slice at row %lld", layer->name,
-                              (long long)layer->batch_offset);
-        rc = layer_begin(w, lo, g, layer, err);
+        if (layer->batch_offset != 0 || layer->piece_offset != 0)
+            return gd_err_set(err, GD_EINVAL, "layer %s: first slice at row %lld, element %lld",
+                              layer->name, (long long)layer->batch_offset,
+                              (long long)layer->piece_offset);
+        rc = layer_begin(w, lo, g, piece ? &as_whole : layer, err);
         if (rc != 0)
             return rc;
     }
-    int64_t rows = t->ndim > 0 ? t->shape[0] : 1;
-    if (t->ndim > 0 && layer->batch_offset != lo->rows_done)
+    int64_t rows = out->ndim > 0 ? out->shape[0] : 1;
+    if (layer->piece_offset != lo->piece_done)
+        return gd_err_set(err, GD_EINVAL, "layer %s: piece at element %lld, expected %lld",
+                          layer->name, (long long)layer->piece_offset,
+                          (long long)lo->piece_done);
+    if (out->ndim > 0 && layer->batch_offset != lo->rows_done)
         return gd_err_set(err, GD_EINVAL, "layer %s: slice at row %lld, expected %lld",
                           layer->name, (long long)layer->batch_offset,
                           (long long)lo->rows_done);
-    if (lo->rows_done + rows > lo->rows_total)
+    if (lo->rows_done + rows > lo->rows_total ||
+        (piece && layer->piece_offset + gd_tensor_numel(t) > gd_tensor_numel(out)))
         return gd_err_set(err, GD_EINVAL, "layer %s: more rows than its shape", layer->name);
+    if ((t->data != NULL) != lo->has_file)
+        return gd_err_set(err, GD_EINVAL, "layer %s: slices with and without data", layer->name);
+    if (layer->fingerprint != NULL) {
+        /* a fingerprint covers the whole layer: never a slice of it */
+        if (layer->batch_offset != 0 || rows != lo->rows_total || lo->fp != NULL)
+            return gd_err_set(err, GD_EINVAL, "layer %s: a fingerprint of a slice", layer->name);
+        lo->fp = malloc(sizeof *lo->fp);
+        if (lo->fp == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory");
+        memcpy(lo->fp, layer->fingerprint, sizeof *lo->fp);
+    }
+    if (!lo->has_file) {
+        lo->rows_done += rows;
+        if (layer->time_us >= 0) {
+            lo->time_us += layer->time_us;
+            lo->timed = 1;
+        }
+        return 0;
+    }
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", w->tmp, lo->file);
     int fd = open(path, O_WRONLY | O_APPEND);
@@ -354,11 +413,15 @@ gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
     if (rc != 0)
         return rc;
     stats_update(lo, t);
-    lo->rows_done += rows;
-    if (layer->time_us >= 0) {
+    if (layer->time_us >= 0) { /* a piece after the first brings 0 */
         lo->time_us += layer->time_us;
         lo->timed = 1;
     }
+    lo->piece_done += piece ? gd_tensor_numel(t) : 0;
+    if (piece && lo->piece_done < gd_tensor_numel(out))
+        return 0; /* the rest of this output comes in the next pieces */
+    lo->piece_done = 0;
+    lo->rows_done += rows;
     return 0;
 }
 
@@ -385,6 +448,38 @@ json_finite(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* fp: the layer's fingerprint into its record, made from its file when it came without one
+ * and the writer was asked for them. */
+static int
+finish_fingerprint(struct gd_bundle_writer *w, struct layer_out *lo, struct gd_err *err)
+{
+    if (lo->fp == NULL && lo->has_file && w->fingerprints) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", w->tmp, lo->file);
+        struct gd_tensor *t = NULL;
+        int rc = gd_npy_load(path, &t, err);
+        if (rc != 0)
+            return rc;
+        lo->fp = malloc(sizeof *lo->fp);
+        rc = lo->fp == NULL ? gd_err_set(err, GD_ENOMEM, "out of memory")
+                            : gd_fingerprint_compute(t, lo->fp, err);
+        gd_tensor_free(t);
+        if (rc != 0)
+            return rc;
+    }
+    if (lo->fp == NULL && !lo->has_file)
+        return gd_err_set(err, GD_EINVAL, "neither a tensor nor a fingerprint");
+    if (lo->fp != NULL && json_object_get(lo->rec, "fingerprint") == NULL)
+        json_object_set_new(lo->rec, "fingerprint", gd_fingerprint_to_json(lo->fp));
+    return 0;
+}
+
+void
+gd_bundle_writer_set_fingerprints(struct gd_bundle_writer *w, int on)
+{
+    w->fingerprints = on;
+}
+
 /* Completes every layer record: hash, stats, time. */
 static int
 finish_layers(struct gd_bundle_writer *w, struct gd_err *err)
@@ -398,7 +493,24 @@ finish_layers(struct gd_bundle_writer *w, struct gd_err *err)
         if (lo->rows_done != lo->rows_total)
             return gd_err_set(err, GD_EINVAL, "layer %d has %lld of %lld rows", i,
                               (long long)lo->rows_done, (long long)lo->rows_total);
-        if (json_object_get(lo->rec, "sha256") == NULL) {
+        if (json_object_get(lo->rec, "time_us") == NULL) {
+            int rc = finish_fingerprint(w, lo, err);
+            if (rc != 0)
+                return gd_err_prefix(err, "layer %d: ", i);
+        }
+        if (!lo->has_file && json_object_get(lo->rec, "time_us") == NULL) {
+            const struct gd_fingerprint *f = lo->fp;
+            json_t *js = json_object();
+            json_object_set_new(js, "min", json_finite(f->min));
+            json_object_set_new(js, "max", json_finite(f->max));
+            json_object_set_new(js, "mean", json_finite(gd_fingerprint_mean(f)));
+            json_object_set_new(js, "nan", json_integer(f->nan_count));
+            json_object_set_new(js, "inf", json_integer(f->inf_count));
+            json_object_set_new(lo->rec, "time_us", lo->timed ? json_real(lo->time_us)
+                                                              : json_null());
+            json_object_set_new(lo->rec, "stats", js);
+        }
+        if (lo->has_file && json_object_get(lo->rec, "sha256") == NULL) {
             char hex[GD_SHA256_HEX_LEN + 1];
             int rc = gd_sha256_final(&lo->hash, hex, err);
             if (rc != 0)
@@ -446,6 +558,8 @@ gd_bundle_writer_commit(struct gd_bundle_writer *w, json_t *meta, struct gd_err 
         return gd_err_set(err, GD_EIO, "cannot write %s", path);
     /* Everything reaches the disk before the folder appears under its name. */
     for (int i = 0; i < w->n; i++) {
+        if (!w->layers[i].has_file)
+            continue;
         snprintf(path, sizeof path, "%s/%s", w->tmp, w->layers[i].file);
         if (fsync_path(path, 0) != 0)
             return gd_err_set(err, GD_EIO, "%s: %s", path, strerror(errno));
@@ -490,6 +604,7 @@ gd_bundle_writer_free(struct gd_bundle_writer *w)
     for (int i = 0; i < w->n; i++) {
         gd_sha256_fini(&w->layers[i].hash);
         json_decref(w->layers[i].rec);
+        free(w->layers[i].fp);
     }
     json_decref(w->layers_json);
     free(w->layers);

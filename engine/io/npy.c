@@ -200,6 +200,7 @@ descr_dtype(const char *descr, size_t descr_len, const char *what, enum gd_dtype
         {'f', 2, GD_F16}, {'f', 4, GD_F32}, {'f', 8, GD_F64}, {'i', 1, GD_I8},
         {'i', 2, GD_I16}, {'i', 4, GD_I32}, {'i', 8, GD_I64}, {'u', 1, GD_U8},
         {'u', 2, GD_U16}, {'u', 4, GD_U32}, {'u', 8, GD_U64}, {'b', 1, GD_BOOL},
+        {'V', 2, GD_BF16}, /* numpy has no bfloat16: 2-byte void (npy_write.c) */
     };
     const char *d = descr;
     char order = '|';

@@ -52,6 +52,9 @@ npy_descr(enum gd_dtype dtype)
     case GD_BOOL:
         return "|b1";
     case GD_BF16:
+        /* numpy has no bfloat16: a 2-byte void, what numpy writes for ml_dtypes' bfloat16
+         * (np.load gives void2; .view(ml_dtypes.bfloat16) or .view('<u2') reads it) */
+        return "<V2";
     case GD_DTYPE_COUNT:
         break;
     }

@@ -167,6 +167,34 @@ START_TEST(knobs_as_recorded)
 }
 END_TEST
 
+/* Engine configs as fixed choices and pins, the conv API axis, and how both are named. */
+START_TEST(engine_configs_and_api)
+{
+    struct agt_grid g = {0};
+    parse_ok("conv=fixed:eng34_k2=1_k13=0,conv1@eng0;api=graph,legacy", "cuda", &g);
+    ck_assert_int_eq(g.n, 4);
+    ck_assert_str_eq(g.settings[0].knobs.conv_algo, "fixed:eng34_k2=1_k13=0");
+    ck_assert_str_eq(g.settings[0].knobs.conv_api, "graph");
+    ck_assert_str_eq(g.settings[0].name, "fixed:eng34_k2=1_k13=0 tf32=off");
+    ck_assert_str_eq(g.settings[1].knobs.conv_api, "legacy");
+    ck_assert_str_eq(g.settings[1].name, "fixed:eng34_k2=1_k13=0 tf32=off api=legacy");
+    ck_assert_str_eq(g.settings[2].knobs.conv_pins, "conv1=eng0");
+    ck_assert_str_eq(g.settings[2].name, "conv1@eng0 tf32=off");
+    json_t *k = agt_knobs_json("cuda", &g.settings[1].knobs, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(k, "conv_api")), "legacy");
+    json_decref(k);
+    agt_grid_fini(&g);
+    /* a pin's own '=' stays in the name; only the node's becomes '@' */
+    parse_ok("conv=c2@eng7_k2=3", "cuda", &g);
+    ck_assert_str_eq(g.settings[0].knobs.conv_pins, "c2=eng7_k2=3");
+    ck_assert_str_eq(g.settings[0].name, "c2@eng7_k2=3 tf32=off");
+    k = agt_knobs_json("cuda", &g.settings[0].knobs, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(k, "conv_api")), "graph");
+    json_decref(k);
+    agt_grid_fini(&g);
+}
+END_TEST
+
 START_TEST(bad_specs)
 {
     static const struct {
@@ -181,6 +209,10 @@ START_TEST(bad_specs)
         {"conv=fixed:", "cuda", "fixed: is not a value"},
         {"conv=@3", "cuda", "@3 is not a value"},
         {"conv=a@b", "cuda", "a@b is not a value"},
+        {"conv=fixed:engx", "cuda", "fixed:engx is not a value"},
+        {"conv=a@eng", "cuda", "a@eng is not a value"},
+        {"api=new", "cuda", "new is not a value of this axis (graph or legacy)"},
+        {"api=graph", "cpu", "axis api is not for the cpu backend"},
         {"emulate=tf33", "cpu", "unknown emulation tf33"},
         {"emulate=tf32:gemv", "cpu", "unknown op class gemv"},
         {"threads=0", "cpu", "0 is not a value"},
@@ -220,6 +252,7 @@ main(void)
     tcase_add_test(tc, batch_sizes);
     tcase_add_test(tc, pins_fixed_and_sizes);
     tcase_add_test(tc, knobs_as_recorded);
+    tcase_add_test(tc, engine_configs_and_api);
     tcase_add_test(tc, bad_specs);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -5,7 +5,8 @@ usage: bench_cuda.py BUILD_DIR SEED_DIR OUT_DIR [REPEATS]
 
 For the seed case (its real weights) and a ResNet-50-shaped network at batch 32 (random
 weights, exported from the PyTorch model so both run the same numbers), with TF32 off in both
-and cudnn.benchmark on (the engine: --conv-algo autotune):
+and cudnn.benchmark on (the engine: --conv-algo autotune, through cuDNN's graph API; its
+legacy API and the heuristic choice are timed beside it):
   - forward time without capture (PyTorch: input copied to the GPU inside the timing, as the
     engine's run does, and also without that copy);
   - forward time with every layer copied to the host (PyTorch: forward hooks doing .cpu(),
@@ -165,9 +166,9 @@ def resnet50(out_dir):
     return model, x, path, os.path.join(folder, "input.npy")
 
 
-def engine(build, model_path, input_path, key, repeats, save, how="autotune"):
+def engine(build, model_path, input_path, key, repeats, save, how="autotune", api="graph"):
     cmd = [os.path.join(build, "tests", "bench", "bench_gpu"), model_path, input_path, key or "-",
-           str(repeats), "--tf32", "off", "--conv-algo", how, "--save", save]
+           str(repeats), "--tf32", "off", "--conv-algo", how, "--conv-api", api, "--save", save]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     vals = {}
     for line in out.splitlines():
@@ -219,8 +220,10 @@ def main():
         ops = sorted(((float(v), k[6:]) for k, v in e.items() if k.startswith("op_ms_")),
                      reverse=True)
         heur = engine(build, model_path, input_path, key, repeats, saved, "heuristic")
-        print("%s: engine forward with autotune %.3f ms, with cuDNN's heuristic choice %.3f ms"
-              % (name, fwd, float(heur["forward_ms"])))
+        legacy = engine(build, model_path, input_path, key, repeats, saved, "autotune", "legacy")
+        print("%s: engine forward with autotune %.3f ms, with cuDNN's heuristic choice %.3f ms, "
+              "with autotune through cuDNN's legacy API %.3f ms"
+              % (name, fwd, float(heur["forward_ms"]), float(legacy["forward_ms"])))
         for k, v in sorted(e.items()):
             if k.startswith("algo_"):
                 print("%s: algorithm %s" % (name, v))

@@ -5,8 +5,12 @@
  * against what the link allows: a captured run should take at most
  * 1.3 x max(compute time, captured bytes / bandwidth).
  *
- * usage: bench_gpu MODEL INPUT [KEY] [REPEATS] [--tf32 on|off] [--conv-algo HOW] [--save FILE]
- * --save writes the last layer of one more captured run as .npy, to check the numbers.
+ * usage: bench_gpu MODEL INPUT [KEY] [REPEATS] [--tf32 on|off] [--conv-algo HOW]
+ *                  [--conv-api graph|legacy] [--save FILE]
+ * MODEL is JSON or ONNX. --save writes the last layer of one more captured run as .npy, to
+ * check the numbers. first_layer_ms is the first node's compute time in the last captured
+ * run: its output cannot be copied before it is done, so the input's upload, that layer and
+ * the copy of every captured byte are the least a captured run can take.
  * Prints `key value` lines for tests/bench/bench_cuda.py.
  */
 #include <stdio.h>
@@ -19,6 +23,7 @@
 #include "gpudiff/io.h"
 #include "gpudiff/model.h"
 #include "gpudiff/run.h"
+#include "bench_model.h"
 #include "bench_util.h"
 
 struct counter {
@@ -28,9 +33,10 @@ struct counter {
     struct gd_tensor *kept;
     double op_us[GD_OP_COUNT]; /* device time by op, over the captured runs */
     int n_algos;               /* device time by algorithm, of the last captured run */
-    char algo[32][64];
+    char algo[32][128];
     double algo_us[32];
     int algo_n[32];
+    double first_us;           /* layer 0's compute time */
 };
 
 /* The copy is complete when this is called: that is the capture being measured. */
@@ -42,6 +48,8 @@ count_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
     c->layers++;
     if (layer->time_us > 0)
         c->op_us[layer->op] += layer->time_us;
+    if (layer->index == 0)
+        c->first_us = layer->time_us;
     if (layer->algo[0] != '\0') {
         int k = 0;
         while (k < c->n_algos && strcmp(c->algo[k], layer->algo) != 0)
@@ -93,7 +101,7 @@ main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: bench_gpu MODEL INPUT [KEY] [REPEATS] [--tf32 on|off] "
-                        "[--conv-algo HOW] [--save FILE]\n");
+                        "[--conv-algo HOW] [--conv-api graph|legacy] [--save FILE]\n");
         return 2;
     }
     const char *key = argc > 3 && strncmp(argv[3], "--", 2) != 0 && strcmp(argv[3], "-") != 0
@@ -111,6 +119,8 @@ main(int argc, char **argv)
             knobs.tf32 = strcmp(argv[i + 1], "on") == 0;
         else if (strcmp(argv[i], "--conv-algo") == 0)
             snprintf(knobs.conv_algo, sizeof knobs.conv_algo, "%s", argv[i + 1]);
+        else if (strcmp(argv[i], "--conv-api") == 0)
+            snprintf(knobs.conv_api, sizeof knobs.conv_api, "%s", argv[i + 1]);
         else if (strcmp(argv[i], "--save") == 0)
             save = argv[i + 1];
     }
@@ -118,7 +128,8 @@ main(int argc, char **argv)
     struct gd_graph *g = NULL;
     struct gd_tensor *input = NULL;
     struct gd_session *s = NULL;
-    if (gd_model_load(argv[1], NULL, &g, &err) != 0 || gd_array_load(argv[2], key, &input, &err) != 0 ||
+    if (gd_array_load(argv[2], key, &input, &err) != 0 ||
+        bench_model_load(argv[1], input, &g, &err) != 0 ||
         (s = gd_session_new(g, "cuda", &knobs, &err)) == NULL) {
         fprintf(stderr, "bench_gpu: %s\n", err.msg);
         return 1;
@@ -147,7 +158,8 @@ main(int argc, char **argv)
         }
         printf("%s_ms %.3f\n", mode ? "capture" : "forward", bench_median(t, repeats));
         if (mode)
-            printf("captured_bytes %zu\ncaptured_layers %d\n", c.bytes, c.layers);
+            printf("captured_bytes %zu\ncaptured_layers %d\nfirst_layer_ms %.4f\n", c.bytes,
+                   c.layers, c.first_us / 1e3);
         if (mode) /* the last run's device time per op kind */
             for (int op = 0; op < GD_OP_COUNT; op++)
                 if (c.op_us[op] > 0)

@@ -210,8 +210,8 @@ same_bits(double a, double b)
 static int
 expected_dtype_ok(const struct gd_tensor *want, const struct gd_tensor *got)
 {
-    if (want->dtype == GD_F64)
-        return got->dtype == GD_F32 || got->dtype == GD_F64;
+    if (want->dtype == GD_F64) /* float16 and bfloat16: half storage (cpu, cuda) */
+        return gd_dtype_is_float(got->dtype);
     return want->dtype == got->dtype;
 }
 
@@ -229,7 +229,7 @@ of_compare(const struct of_case *c, const char *backend, int k, const struct gd_
         return gd_tensor_numel(want) > 0 ? gd_tensor_numel(want) : 1;
     }
     int is_float = want->dtype == GD_F64;
-    int digits = got->dtype == GD_F32 ? 9 : 17;
+    int digits = got->dtype == GD_F32 ? 9 : got->dtype == GD_F64 ? 17 : 5;
     int64_t bad = 0, n = gd_tensor_numel(want);
     for (int64_t i = 0; i < n; i++) {
         double w = gd_tensor_get_f64(want, i), g = gd_tensor_get_f64(got, i);
@@ -244,7 +244,10 @@ of_compare(const struct of_case *c, const char *backend, int k, const struct gd_
         } else if (isnan(w)) {
             ok = isnan(g);
         } else {
-            double w_rounded = got->dtype == GD_F32 ? (double)(float)w : w;
+            double w_rounded = got->dtype == GD_F32    ? (double)(float)w
+                               : got->dtype == GD_F16  ? gd_f16_to_f32(gd_f64_to_f16(w))
+                               : got->dtype == GD_BF16 ? gd_bf16_to_f32(gd_f64_to_bf16(w))
+                                                       : w;
             if (isinf(w_rounded)) {
                 ok = g == w_rounded;
             } else {

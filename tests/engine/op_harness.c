@@ -12,7 +12,7 @@
 #define OH_UNUSED_INPUT "unused_input"
 
 char oh_last_math[16];
-char oh_last_algo[64];
+char oh_last_algo[128];
 
 struct collect {
     int n_out;
@@ -145,9 +145,15 @@ oh_run(const char *backend, const char *op, int n_in, struct gd_tensor *const *i
     struct gd_session *s = NULL;
     struct gd_knobs dflt;
     gd_knobs_init(&dflt);
+    if (knobs != NULL)
+        dflt = *knobs;
+    /* GD_TEST_CONV_API=legacy|graph: the cuda runs' convolution API, unless a test set one */
+    const char *api = getenv("GD_TEST_CONV_API");
+    if (api != NULL && api[0] != '\0' && dflt.conv_api[0] == '\0' && strcmp(backend, "cuda") == 0)
+        snprintf(dflt.conv_api, sizeof dflt.conv_api, "%s", api);
     int rc = gd_model_parse(text, strlen(text), "one-op model", ".", NULL, &g, err);
     free(text);
-    if (rc == 0 && (s = gd_session_new(g, backend, knobs ? knobs : &dflt, err)) == NULL)
+    if (rc == 0 && (s = gd_session_new(g, backend, &dflt, err)) == NULL)
         rc = err ? err->code : GD_ENOMEM;
     struct collect col = {n_out, out};
     if (rc == 0)

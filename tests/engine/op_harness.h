@@ -31,7 +31,7 @@ int oh_reduction_len(const char *op, int n_in, struct gd_tensor *const *in, unsi
 
 /* The math mode and algorithm the backend reported for the last oh_run's node ("" none). */
 extern char oh_last_math[16];
-extern char oh_last_algo[64];
+extern char oh_last_algo[128];
 
 /* A float32 tensor of the given shape holding values (numel of them). */
 struct gd_tensor *oh_f32(int ndim, const int64_t *shape, const float *values);

@@ -3,7 +3,9 @@
 # agrees with cpu64 within noise; with TF32 on, fc1 starts the divergence, the Floor amplifies
 # it, the output moves by about 0.25 and TF32 is named; two deterministic runs are bitwise
 # identical; heuristic, autotune and fixed algorithms, and batches of 1, 7 and 1000, are
-# compared per layer with their algorithm ids.
+# compared per layer with their algorithm ids. SEED_CONV_API=graph (default) or legacy picks
+# the convolution API of every cuda run (fixed: eng0 under graph, the first engine that
+# applies to both convolutions if it does not; algorithm 0 under legacy).
 . ./tests/integration/env.sh
 need_seed
 need_numpy
@@ -11,11 +13,15 @@ need_numpy
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU ||
     skip "no GPU on this machine"
 
+api=${SEED_CONV_API:-graph}
+echo "conv API: $api"
 run() {
     name=$1; shift
+    api_flag=
+    [ "$1" = --backend ] && [ "$2" = cuda ] && api_flag="--conv-api $api"
     "$AGENT" run --model "$SEED_MODEL" --weights-dir "$SEED_DIR/initializer" \
         --input "$SEED_DIR/input.npz" --input-key inp \
-        --out "$TMP/$name" "$@" >/dev/null
+        --out "$TMP/$name" "$@" $api_flag >/dev/null
 }
 run cpu64 --backend cpu64
 run off --backend cuda --tf32 off
@@ -24,7 +30,15 @@ run det1 --backend cuda --conv-algo deterministic
 run det2 --backend cuda --conv-algo deterministic
 run heur --backend cuda --conv-algo heuristic
 run auto --backend cuda --conv-algo autotune
-run fixed --backend cuda --conv-algo fixed:0
+if [ "$api" = legacy ]; then
+    run fixed --backend cuda --conv-algo fixed:0
+else
+    for e in 0 1 2 3 4 5 6 7; do
+        run fixed --backend cuda --conv-algo fixed:eng$e 2>"$TMP/fixed.err" && break
+        echo "fixed:eng$e: $(cat "$TMP/fixed.err")"
+    done
+    echo "fixed: eng$e"
+fi
 run b1 --backend cuda --batch 1
 run b7 --backend cuda --batch 7
 
@@ -63,6 +77,8 @@ d = load("det1-det2")
 algos = [(l["name"], l.get("algo", {}).get("a"), l.get("algo", {}).get("b")) for l in d["layers"]]
 check(all(a == b for _, a, b in algos),
       "deterministic twice: the same algorithms (%s)" % [x for x in algos if x[1] != x[2]])
+api = "graph" if "cudnn graph" in str(algos) else "legacy"
+print("deterministic convolutions (%s API): %s" % (api, [x for x in algos if x[1] and "cudnn" in x[1]]))
 check(all(l["verdict"] == "identical" for l in d["layers"]), "deterministic twice: bitwise identical")
 
 for pair in ("heur-auto", "heur-fixed", "off-b1", "off-b7"):

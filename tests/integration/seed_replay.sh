@@ -68,6 +68,10 @@ pulled=$(grep -c "pulled layer" "$TMP/pull.err")
 REP=$(jq -r .id "$TMP/rep_pulled/run.json")
 expect 200 GET "/api/v1/diff?a=$TF32&b=$CPU64"
 cp "$TMP/body" "$TMP/server_with.json"
+# the replay against its own source: a replay diff by itself (it once took itself as the
+# replay of the pair and answered 400 "run  replays no run")
+expect 200 GET "/api/v1/diff?a=$REP&b=$CPU64"
+cp "$TMP/body" "$TMP/server_self.json"
 server_stop
 
 "$PYTHON_NUMPY" - "$TMP" "$REP" <<'PY'
@@ -113,5 +117,9 @@ for label, d in (("agent", load("with")), ("daemon", load("server_with"))):
               % (label, name, layers[name]["own"]["verdict"]))
     check("the cause" in d["explanation"], "%s: the explanation names the cause" % label)
 check(load("server_with")["replay"]["id"] == rep, "daemon: the diff uses the pulled replay")
+d = load("server_self")
+check(d["mode"] == "replay" and d["cause"] == "fc1",
+      "daemon: the replay against its source is a replay diff, cause fc1 (got %s, %s)"
+      % (d["mode"], d["cause"]))
 sys.exit(1 if failed else 0)
 PY

@@ -23,6 +23,12 @@
 #include "db_fixture.h"
 #include "run_doc.h"
 
+/*
+ * The worker runs on its own thread: waits for it poll every 10 ms and give up only after
+ * 120 s, to end a hung test. A sanitized build on a busy 2-core machine takes seconds.
+ */
+#define WAIT_TICKS 12000
+
 static char db_path[64];
 static struct srv_store *store;
 
@@ -334,7 +340,7 @@ START_TEST(worker_compares_with_the_baseline)
     srv_diff_key_default(&key, RUN_C, RUN_B);
     struct srv_diff_summary sum;
     int rc = SRV_ENOTFOUND;
-    for (int i = 0; i < 500 && rc == SRV_ENOTFOUND; i++) {
+    for (int i = 0; i < WAIT_TICKS && rc == SRV_ENOTFOUND; i++) {
         ck_assert_int_eq(srv_store_acquire(store, &db, &err), 0);
         rc = srv_db_diff_summary(db, &key, "out", &sum, &err);
         srv_store_release(store, db);
@@ -344,7 +350,7 @@ START_TEST(worker_compares_with_the_baseline)
     ck_assert_msg(rc == 0, "the worker did not compare C with the baseline: %s", err.msg);
     ck_assert(sum.max_abs == 0.25);
     /* Setting B as the baseline queued A against it too (A was complete). */
-    for (int i = 0; i < 500 && diffs_cached() < 2; i++)
+    for (int i = 0; i < WAIT_TICKS && diffs_cached() < 2; i++)
         usleep(10000);
     ck_assert_int_eq(diffs_cached(), 2);
 
@@ -355,7 +361,7 @@ START_TEST(worker_compares_with_the_baseline)
     srv_compare_baseline_set(c, "m");
     srv_diff_key_default(&key, RUN_B, RUN_A);
     rc = SRV_ENOTFOUND;
-    for (int i = 0; i < 500 && diffs_cached() < 4; i++)
+    for (int i = 0; i < WAIT_TICKS && diffs_cached() < 4; i++)
         usleep(10000);
     ck_assert_int_eq(diffs_cached(), 4);
     ck_assert_int_eq(jobs_queued(), 0);
@@ -384,7 +390,7 @@ START_TEST(jobs_outlive_the_service)
     /* ...are done by the next one, unasked. */
     struct srv_compare *c = NULL;
     ck_assert_int_eq(srv_compare_start(store, NULL, &c, &err), 0);
-    for (int i = 0; i < 500 && jobs_queued() > 0; i++)
+    for (int i = 0; i < WAIT_TICKS && jobs_queued() > 0; i++)
         usleep(10000);
     ck_assert_int_eq(jobs_queued(), 0);
     ck_assert_int_eq(diffs_cached(), 2);
@@ -416,7 +422,7 @@ main(void)
     Suite *s = suite_create("compare");
     TCase *tc = tcase_create("service");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
+    tcase_set_timeout(tc, 600);
     tcase_add_test(tc, a_diff_and_its_cache);
     tcase_add_test(tc, runs_that_cannot_be_compared);
     tcase_add_test(tc, one_computation_for_many_askers);

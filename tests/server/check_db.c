@@ -62,7 +62,7 @@ START_TEST(migrate_from_empty)
     char *tables = query_text(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM "
                                   "sqlite_master WHERE type = 'table' AND name NOT LIKE "
                                   "'sqlite_%' ORDER BY name)");
-    ck_assert_str_eq(tables, "baselines,blobs,compare_jobs,diff_layers,diffs,layers,matrix_cache,"
+    ck_assert_str_eq(tables, "baselines,blobs,compare_jobs,diff_layers,diffs,layer_requests,layers,matrix_cache,"
                              "models,runs,sweep_runs,sweeps,tokens");
     free(tables);
 

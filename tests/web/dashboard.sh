@@ -3,7 +3,10 @@
 # database holds the seed case's runs (cpu, cpu64, cpu --emulate tf32; the cpu run is the
 # baseline), two tiny runs whose uploaded strings are HTML (`<script>alert(1)</script>` as
 # GPU name), two runs of a GPU-like device whose driver and cuDNN change, and 10,000
-# listed-only runs for paging; then dashboard.test.mjs drives Debian's
+# listed-only runs for paging; the seed's cpu64 run replayed with TF32 emulated, the seed's two
+# framework output files, one network in two model files with an op near its pole, a sweep
+# (tests/web/README.md lists all); then it computes the comparisons the browser reads through
+# the API, each waited for as long as it takes, and dashboard.test.mjs drives Debian's
 # Chromium through playwright-core and checks each view (it prints what it checked and writes
 # a screenshot of each view to tests/web/screenshots/).
 #
@@ -12,6 +15,7 @@
 . ./tests/integration/env.sh
 . "$GD_SRCDIR/tests/integration/server.sh"
 need_seed
+started=$(date +%s)
 WEB_TESTS="$GD_SRCDIR/tests/web"
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 [ -x "$CHROMIUM" ] || skip "no Chromium at $CHROMIUM (deploy/setup.sh installs Debian's chromium)"
@@ -33,6 +37,11 @@ run() {
 }
 run cpu
 run cpu64 --backend cpu64
+# web2: the cpu64 run replayed with TF32 emulated in its Gemms (each layer from cpu64's captured
+# inputs), before the tf32 run, so that the tf32 run stays its device's newest (the matrix)
+"$AGENT" replay "$TMP/cpu64" --emulate tf32 --model "$SEED_MODEL" --weights-dir "$SEED_DIR/initializer" \
+    --out "$TMP/replay" >/dev/null
+sleep 1 # created_at counts seconds
 run tf32 --emulate tf32
 
 # ---- one GPU-like device, upgraded between two of its runs: the seed's cpu layers under
@@ -71,6 +80,14 @@ bundle_xss xss-name "$XSS"
 bundle_xss xss1 xss-probe
 bundle_xss xss2 xss-probe
 
+# ---- web2: the seed case's two framework output files (only the output layer dumped) and,
+# from tests/web/make_fleet.py, one network in two model files with a Reciprocal near its
+# pole (pole: model a on cpu, model b emulating TF32) ----
+for fw in pytorch_gpu paddle_gpu; do
+    "$AGENT" bundle --from "$SEED_DIR/$fw/output.npz" --out "$TMP/$fw" --backend "$fw" \
+        --model lenet-11-821 >/dev/null
+done
+
 # ---- the scale test's data (tests/web/make_fleet.py): a 1,000-layer model run three ways
 # (cpu, cpu64 as the truth, cpu emulating TF32 in its Gemms), and 50 devices of a small model
 # as framework dumps with their GPU names, versions and knobs ----
@@ -86,6 +103,10 @@ big cpu & big cpu64 --backend cpu64 & big tf32 --emulate tf32 & wait
 for b in cpu cpu64 tf32; do
     [ -f "$TMP/big-$b/run.json" ] || { cat "$TMP/big-$b.log"; fail "the 1,000-layer run $b failed"; }
 done
+"$AGENT" run --model "$TMP/gen/pole/model_a.json" --input "$TMP/gen/pole/input.npy" \
+    --out "$TMP/pole-a" >/dev/null
+"$AGENT" run --model "$TMP/gen/pole/model_b.json" --input "$TMP/gen/pole/input.npy" \
+    --emulate tf32 --out "$TMP/pole-b" >/dev/null
 fleet=0
 while IFS='|' read -r dir backend gpu driver cuda cudnn knobs; do
     ops=""
@@ -132,7 +153,8 @@ SQL
 AGENT_TOKEN=$(token agent)
 ADMIN_TOKEN=$(token admin)
 server_start --web-root "$GD_SRCDIR/web"
-for b in cpu cpu64 tf32 gpu-old gpu-new xss1 xss2 xss-name big-cpu big-cpu64 big-tf32; do
+for b in cpu cpu64 replay tf32 gpu-old gpu-new xss1 xss2 xss-name big-cpu big-cpu64 big-tf32 \
+         pytorch_gpu paddle_gpu pole-a pole-b; do
     GPUDIFF_TOKEN="$AGENT_TOKEN" "$AGENT" push "$TMP/$b" --server "$URL" >/dev/null ||
         fail "gpudiff-agent push $b failed"
 done
@@ -151,6 +173,45 @@ baseline lenet-11-821 "$TMP/cpu"
 baseline big-1000 "$TMP/big-cpu"
 baseline fleet-50 "$TMP/gen/fleet/00.bundle"
 
+# ---- web2: a sweep of the seed network on the CPU (three emulation settings, two batch sizes),
+# uploaded with its runs; the model is renamed so that its runs do not become the seed model's
+# newest (the seed steps read those) ----
+sed 's/"name": *"lenet-11-821"/"name": "lenet-sweep"/' "$SEED_MODEL" >"$TMP/lenet-sweep.json"
+grep -q '"lenet-sweep"' "$TMP/lenet-sweep.json" || fail "the sweep's model was not renamed"
+GPUDIFF_TOKEN="$AGENT_TOKEN" "$AGENT" sweep --model "$TMP/lenet-sweep.json" \
+    --weights-dir "$SEED_DIR/initializer" --input "$SEED_DIR/input.npz" --input-key inp \
+    --grid 'emulate=none,tf32,bf16;batch=250,all' --repeats 2 --captures 2 --json \
+    --server "$URL" >"$TMP/sweep.json" 2>"$TMP/sweep.err" ||
+    fail "sweep --server: $(tail -5 "$TMP/sweep.err")"
+
+# ---- web2: the comparisons the browser steps read, computed through the API first, each
+# waited for: a sanitized daemon on a loaded machine takes minutes where a browser step's
+# wait is fixed. The matrix of 50 devices is filled but for its last two rows (98 cells), so
+# that the page still computes some row by row with its progress ----
+prefetch() { # prefetch WHAT PATH: one GET, as long as it takes
+    t0=$(date +%s)
+    curl -sf -o /dev/null "$URL$2" || fail "prefetch $1: GET $2 failed"
+    echo "prefetched $1 in $(($(date +%s) - t0)) s"
+}
+diff_path() { # diff_path A B [TRUTH] [tolerances]
+    echo "/api/v1/diff?a=$(id_of "$1")&b=$(id_of "$2")${3:+&truth=$(id_of "$3")}${4:-}"
+}
+prefetch "seed: cpu vs tf32, truth cpu64" "$(diff_path "$TMP/cpu" "$TMP/tf32" "$TMP/cpu64")"
+prefetch "seed: tf32 vs cpu64 with the replay" "$(diff_path "$TMP/tf32" "$TMP/cpu64")"
+prefetch "seed: the replay vs its source" "$(diff_path "$TMP/replay" "$TMP/cpu64")"
+prefetch "seed: pytorch vs cpu64" "$(diff_path "$TMP/pytorch_gpu" "$TMP/cpu64" "" '&atol=0.01&rtol=0')"
+prefetch "seed: pytorch vs paddle, truth cpu64" \
+    "$(diff_path "$TMP/pytorch_gpu" "$TMP/paddle_gpu" "$TMP/cpu64" '&atol=0.01&rtol=0')"
+prefetch "pole: two model files" "$(diff_path "$TMP/pole-a" "$TMP/pole-b")"
+prefetch "1,000 layers: cpu vs tf32, truth cpu64" "$(diff_path "$TMP/big-cpu" "$TMP/big-tf32" "$TMP/big-cpu64")"
+prefetch "the matrix of lenet-11-821" "/api/v1/matrix?model=lenet-11-821"
+devices=$(curl -sf "$URL/api/v1/matrix?model=fleet-50&compute=none" | jq '.devices | length')
+[ "$devices" = 50 ] || fail "fleet-50 has $devices devices, not 50"
+t0=$(date +%s)
+seq 0 47 | xargs -P 2 -I '{}' curl -sf -o /dev/null "$URL/api/v1/matrix?model=fleet-50&row={}" ||
+    fail "filling rows of the fleet-50 matrix failed"
+echo "prefetched rows 1-48 of the fleet-50 matrix (2,352 cells) in $(($(date +%s) - t0)) s"
+
 export GD_URL="$URL" GD_CHROMIUM="$CHROMIUM" GD_TMP="$TMP" ADMIN_TOKEN
 export GD_SHOTS="${GD_SHOTS:-$WEB_TESTS/screenshots}"
 export RUN_CPU="$(id_of "$TMP/cpu")" RUN_CPU64="$(id_of "$TMP/cpu64")"
@@ -159,9 +220,14 @@ export RUN_XSS2="$(id_of "$TMP/xss2")" RUN_XSS_NAME="$(id_of "$TMP/xss-name")"
 export RUN_GPU_NEW="$(id_of "$TMP/gpu-new")" RUN_BIG_CPU="$(id_of "$TMP/big-cpu")"
 export RUN_BIG_CPU64="$(id_of "$TMP/big-cpu64")" RUN_BIG_TF32="$(id_of "$TMP/big-tf32")"
 export RUN_FLEET0="$(id_of "$TMP/gen/fleet/00.bundle")"
+export RUN_REPLAY="$(id_of "$TMP/replay")" RUN_PT="$(id_of "$TMP/pytorch_gpu")"
+export RUN_PD="$(id_of "$TMP/paddle_gpu")" RUN_POLE_A="$(id_of "$TMP/pole-a")"
+export RUN_POLE_B="$(id_of "$TMP/pole-b")" SWEEP_ID="$(jq -r .id "$TMP/sweep.json")"
 export BUNDLE_CPU="$TMP/cpu" BUNDLE_TF32="$TMP/tf32"
 status=0
+seeded=$(date +%s)
 node "$WEB_TESTS/dashboard.test.mjs" || status=1
+echo "seeding and prefetching took $((seeded - started)) s, the browser steps $(($(date +%s) - seeded)) s"
 server_stop
 # GD_WEB_KEEP=DIR keeps the seeded database, the two bundles the layer step reads and the
 # run ids, to serve them again by hand (gpudiffd --db DIR/gpudiff.db --web-root web) and run
@@ -171,7 +237,7 @@ if [ -n "${GD_WEB_KEEP:-}" ]; then
     cp "$DB" "$GD_WEB_KEEP/gpudiff.db"
     rm -rf "$GD_WEB_KEEP/cpu" "$GD_WEB_KEEP/tf32"
     cp -r "$TMP/cpu" "$TMP/tf32" "$GD_WEB_KEEP/"
-    env | grep -E '^RUN_' | sed 's/^/export /' >"$GD_WEB_KEEP/ids.env"
+    env | grep -E '^(RUN_|SWEEP_ID=)' | sed 's/^/export /' >"$GD_WEB_KEEP/ids.env"
     echo "export BUNDLE_CPU=$GD_WEB_KEEP/cpu BUNDLE_TF32=$GD_WEB_KEEP/tf32" >>"$GD_WEB_KEEP/ids.env"
 fi
 exit "$status"

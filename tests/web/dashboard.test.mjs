@@ -2,29 +2,33 @@
 // playwright-core), against a real gpudiffd that tests/web/dashboard.sh started and seeded.
 // Every step prints "ok" or "FAIL" with what it compared; screenshots of each view go to
 // $GD_SHOTS. The seed case's steps are here; the steps at scale (a 1,000-layer model, 50
-// devices, 10,000 runs, phones, dark mode) are in scale_steps.mjs. Exit status 1 when any
-// step failed.
+// devices, 10,000 runs, phones, dark mode) are in scale_steps.mjs, those of the diagnosis's
+// fields (truth, partial data, replay, facts) and of sweeps in truth_steps.mjs. Exit status 1
+// when any step failed.
 //
 // Environment (from dashboard.sh): GD_URL, GD_CHROMIUM, GD_TMP, GD_SHOTS, ADMIN_TOKEN, RUN_CPU,
 // RUN_CPU64, RUN_TF32, RUN_XSS1, RUN_XSS2, RUN_XSS_NAME, RUN_GPU_NEW, RUN_BIG_CPU,
-// RUN_BIG_CPU64, RUN_BIG_TF32, RUN_FLEET0, BUNDLE_CPU, BUNDLE_TF32; GD_WEB_BENCH=N repeats each
-// timing N times and prints the medians (docs/PERFORMANCE.md).
+// RUN_BIG_CPU64, RUN_BIG_TF32, RUN_FLEET0, RUN_REPLAY, RUN_PT, RUN_PD, RUN_POLE_A, RUN_POLE_B,
+// SWEEP_ID, BUNDLE_CPU, BUNDLE_TF32; GD_WEB_BENCH=N repeats each timing N times and prints the
+// medians (docs/PERFORMANCE.md).
 import {createHash} from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {URL0, page, step, check, open, shot, axe, text, chartContrast, foreignRequests, finish}
     from './harness.mjs';
 import {scaleSteps} from './scale_steps.mjs';
+import {truthSteps} from './truth_steps.mjs';
 
 const env = process.env;
 const ids = {cpu: env.RUN_CPU, cpu64: env.RUN_CPU64, tf32: env.RUN_TF32, xss1: env.RUN_XSS1,
-             xss2: env.RUN_XSS2, gpuNew: env.RUN_GPU_NEW};
+             xss2: env.RUN_XSS2, gpuNew: env.RUN_GPU_NEW, pt: env.RUN_PT, pd: env.RUN_PD};
 const XSS = '<script>alert(1)</script>';
 const short = (id) => id.slice(0, 8);
-// The runs dashboard.sh made: 10,000 listed-only runs of "bulk", 5 of the seed model (cpu,
-// cpu64, tf32 and the GPU device's two), 3 whose strings are HTML, 3 of the 1,000-layer model
-// and 50 of the fleet.
-const ALL_RUNS = 10000 + 5 + 3 + 3 + 50;
+// The runs dashboard.sh made: 10,000 listed-only runs of "bulk", 8 of the seed model (cpu,
+// cpu64, its replay, tf32, the GPU device's two, the two framework dumps), 3 whose strings are
+// HTML, 3 of the 1,000-layer model, 50 of the fleet, 2 of "pole" and 4 of the sweep.
+const SEED_RUNS = 8;
+const ALL_RUNS = 10000 + SEED_RUNS + 3 + 3 + 50 + 2 + 4;
 
 function sha256(buf) {
     return createHash('sha256').update(buf).digest('hex');
@@ -84,7 +88,7 @@ await step('runs: filters through the form, and 10,000 runs paged to the last pa
     await page.click('form.filters button[type=submit]');
     await page.waitForFunction(() => location.hash.includes('model=lenet-11-821') &&
         document.getElementById('view').dataset.rendered === location.hash);
-    check(/of 5\b/.test(await text('.pager-status')), 'model lenet-11-821: 5 runs');
+    check(new RegExp(`of ${SEED_RUNS}\\b`).test(await text('.pager-status')), `model lenet-11-821: ${SEED_RUNS} runs`);
     await page.fill('#f-backend', 'cpu64');
     await page.press('#f-backend', 'Enter');
     await page.waitForFunction(() => location.hash.includes('backend=cpu64') &&
@@ -156,7 +160,7 @@ await step('keyboard: the main controls are reached and used with keys alone', a
     // Pick a = cpu, b = tf32, truth = cpu64 with arrows and space, then Compare with Enter.
     async function pick(group, id) {
         await page.focus(`input[name="${group}"]`);
-        for (let i = 0; i < 5; i++) {
+        for (let i = 0; i < 2 * SEED_RUNS; i++) {
             if (await page.evaluate(() => document.activeElement.value) === id)
                 break;
             await page.keyboard.press('ArrowDown');
@@ -222,11 +226,13 @@ await step('matrix: the three seed runs among the devices; a cell opens that dif
     await open('#/matrix/lenet-11-821');
     const runsInCells = await page.evaluate(() => [...new Set([...document.querySelectorAll('#matrix td.cell[data-a]')]
         .map((td) => td.dataset.a))]);
-    for (const k of ['cpu', 'cpu64', 'tf32', 'gpuNew'])
+    for (const k of ['cpu', 'cpu64', 'tf32', 'gpuNew', 'pt', 'pd'])
         check(runsInCells.includes(ids[k]), `the matrix holds the ${k} run`);
+    check(!runsInCells.includes(env.RUN_REPLAY), 'and not the replay (the tf32 run is its device\'s newest)');
     const n = await page.locator('#matrix tbody tr').count();
-    check(n === 4 && await page.locator('#matrix td.cell').count() === 16,
-          `4 x 4 cells: cpu, cpu64, cpu emulate=tf32:gemm and the GPU device's newest run (${n} rows)`);
+    check(n === 6 && await page.locator('#matrix td.cell').count() === 36,
+          `6 x 6 cells: cpu, cpu64, cpu emulate=tf32:gemm, the GPU device's newest run and the two ` +
+          `framework dumps (${n} rows)`);
     await shot('matrix');
     await axe('the matrix view');
     const cell = page.locator(`#matrix td.cell[data-a="${ids.cpu}"][data-b="${ids.tf32}"] a`);
@@ -307,6 +313,8 @@ await step('names from the address stay text, and unknown things say so', async 
           'no element was made from the address');
     await shot('escaping');
 }, {httpErrors: true});
+
+await truthSteps();
 
 await scaleSteps();
 

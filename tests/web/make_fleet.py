@@ -19,6 +19,11 @@ writes, deterministically (numpy's RandomState with fixed seeds):
   CUDA, cuDNN, knobs (JSON), separated by "|". The device keys are long on purpose (GPU names with knobs), as
   fleets have them; device 0 is a GPU dump that records no GPU name.
 
+- DIR/pole/model_a.json, model_b.json, weights.npz, input.npy: one network in two model
+  files ("pole"): a MatMul, an Add and a Reciprocal, model b with a Mul by ones between the
+  Add and the Reciprocal (a layer only one file has); the Add's output of row 0, column 0 is
+  3e-4, so under TF32 rounding upstream the Reciprocal is ill-conditioned there (near its pole).
+
 Only numpy and the standard library: CI has Debian's /usr/bin/python3 with python3-numpy.
 """
 import json
@@ -146,11 +151,42 @@ def fleet(out):
         f.write("\n".join(lines) + "\n")
 
 
+def pole(out):
+    rng = np.random.RandomState(7)
+    os.makedirs(out, exist_ok=True)
+    x = rng.uniform(-2, 2, (8, 64)).astype(np.float32)
+    np.save(os.path.join(out, "input.npy"), x)
+    w = (rng.standard_normal((64, 32)) / 8).astype(np.float32)
+    y = x.astype(np.float64) @ w
+    t = np.zeros(32, np.float32)
+    t[0] = np.float32(3e-4 - y[0, 0])
+    np.savez(os.path.join(out, "weights.npz"), w=w, t=t, one=np.ones(32, np.float32))
+
+    def spec(n, shape):
+        return {"name": n, "file": "weights.npz", "key": n, "dtype": "float32", "shape": shape}
+
+    head = [{"name": "gemm", "op": "MatMul", "inputs": ["input", "w"]},
+            {"name": "add", "op": "Add", "inputs": ["gemm", "t"]}]
+    for name, nodes, weights in (
+            ("model_a", head + [{"name": "recip", "op": "Reciprocal", "inputs": ["add"]}],
+             [spec("w", [64, 32]), spec("t", [32])]),
+            ("model_b", head + [{"name": "scale", "op": "Mul", "inputs": ["add", "one"]},
+                                {"name": "recip", "op": "Reciprocal", "inputs": ["scale"]}],
+             [spec("w", [64, 32]), spec("t", [32]), spec("one", [32])])):
+        model = {"format": "gpudiff-model", "version": 1, "name": "pole",
+                 "description": "tests/web/make_fleet.py: a Reciprocal near its pole (%s)" % name,
+                 "inputs": [{"name": "input", "dtype": "float32", "shape": [-1, 64]}],
+                 "outputs": ["recip"], "weights": weights, "nodes": nodes}
+        with open(os.path.join(out, name + ".json"), "w") as f:
+            json.dump(model, f, indent=0)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_fleet.py DIR")
     big_model(os.path.join(sys.argv[1], "big"))
     fleet(os.path.join(sys.argv[1], "fleet"))
+    pole(os.path.join(sys.argv[1], "pole"))
 
 
 if __name__ == "__main__":

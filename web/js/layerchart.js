@@ -1,10 +1,13 @@
 // layerchart.js: the diff along the network, for two layers or two thousand: the overview
 // strip of every layer with a brush that picks the range the chart below shows, and that
-// chart: the metric on a log scale against the noise band, the errors against a truth run and
-// a replay's introduced and inherited error as their own lines when the diff has them, the
-// first divergent layer and the amplifiers marked, labels thinned to what fits, and each
-// point's values shown on hover and on keyboard focus.
+// chart: the metric on a log scale against the noise band, each side's error against a truth
+// run (a cross where that side is not right: beyond its rounding bound of the truth) and the
+// error each layer makes of its own in a replay as lines of their own when the diff has them,
+// the first divergent layer (or, with partial data, the first observed difference) and the
+// amplifiers marked, labels thinned to what fits, and each point's values shown on hover and
+// on keyboard focus.
 import {s, fmtNum} from './dom.js';
+import {BEYOND, startOf, ownWords} from './diff_facts.js';
 import {addTooltip, decades, logAxis, marker} from './charts.js';
 
 // The metrics the chart can show: what they read from a diff layer, and the noise band in
@@ -16,15 +19,17 @@ export const LAYER_METRICS = {
     max_ulp: {label: 'max ULP distance', value: (l) => l.max_ulp, band: () => null},
 };
 
-// Lines besides a vs b, drawn when every layer that has the field gives a number (truth:
-// with a truth run; replay: when the daemon serves a replay's split of the error).
+// Lines besides a vs b (which is the whole error: what the layer makes and what it inherits),
+// drawn when a layer has the field (truth: with a truth run, right: whether that side is
+// within its bound of the truth there; own: with a replay, the error the layer introduces
+// itself, from the inputs it was given).
 export const EXTRA_LINES = [
-    {key: 'truth-a', label: 'a against the truth', value: (l) => l.truth && l.truth.err_a},
-    {key: 'truth-b', label: 'b against the truth', value: (l) => l.truth && l.truth.err_b},
-    {key: 'replay-introduced', label: 'error introduced by the layer (replay)',
-     value: (l) => l.replay && l.replay.introduced},
-    {key: 'replay-inherited', label: 'error inherited from its inputs (replay)',
-     value: (l) => l.replay && l.replay.inherited},
+    {key: 'truth-a', label: 'a against the truth', value: (l) => l.truth && l.truth.err_a,
+     right: (l) => l.truth && (l.truth.right === 'a' || l.truth.right === 'both')},
+    {key: 'truth-b', label: 'b against the truth', value: (l) => l.truth && l.truth.err_b,
+     right: (l) => l.truth && (l.truth.right === 'b' || l.truth.right === 'both')},
+    {key: 'replay-own', label: 'own error, introduced by the layer (replay)',
+     value: (l) => l.own && l.own.err},
 ];
 
 const MAX_POINTS = 160; // above this many layers in view, only marked layers get a point
@@ -46,9 +51,10 @@ function tipText(l, metric, v, band) {
     if (band != null)
         parts.push(`noise band ${fmtNum(band)}`);
     if (l.truth)
-        parts.push(`vs truth a ${fmtNum(l.truth.err_a)}, b ${fmtNum(l.truth.err_b)}`);
-    if (l.replay)
-        parts.push(`introduced ${fmtNum(l.replay.introduced)}, inherited ${fmtNum(l.replay.inherited)}`);
+        parts.push(`vs truth a ${fmtNum(l.truth.err_a)}, b ${fmtNum(l.truth.err_b)}; right: ` +
+                   (l.truth.right || 'not known'));
+    if (l.own)
+        parts.push(`own error ${ownWords(l)}`);
     return parts.join('; ');
 }
 
@@ -69,11 +75,14 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
     // role group, not img: its points are links (an img may hold nothing focusable).
     const svg = s('svg', {class: 'chart layer-chart', viewBox: `0 0 ${W} ${H}`, width: W,
                           height: H, role: 'group', 'aria-labelledby': 'layer-chart-title'});
-    const first = diff.first_divergent;
+    const st = startOf(diff);
+    const first = st ? st.layer.name : null;
+    const firstWord = st && !st.known ? 'first observed' : 'first divergent';
     const amps = new Set(diff.amplifiers || []);
     svg.append(s('title', {id: 'layer-chart-title'},
                  `${metric.label} of layers ${from + 1} to ${to} of ${all.length}, log scale. ` +
-                 (first ? `First divergent layer: ${first}. ` : 'No divergent layer. ') +
+                 (first ? `${st.known ? 'First divergent layer' : 'First observed difference (the start ' +
+                          'may lie before it)'}: ${first}. ` : 'No divergent layer. ') +
                  (amps.size ? `Amplifiers: ${[...amps].join(', ')}.` : 'No amplifier.')));
     const g = s('g');
     svg.append(g);
@@ -110,10 +119,31 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
     for (const e of extras)
         line(e.values, 'extra-line ' + e.key);
     line(values, 'value-line');
+    // The layers that make an error of their own (replay): a diamond on the own-error line.
+    const own = extras.find((e) => e.key === 'replay-own');
+    if (own)
+        layers.forEach((l, k) => {
+            if (l.own && BEYOND.has(l.own.verdict) && Number.isFinite(own.values[k]))
+                g.append(marker('diamond', x(k), clampY(own.values[k]), 4.5, {class: 'own-pt'}));
+        });
+    // Where a side is not right against the truth: a cross on its line (every layer in view,
+    // or the first 160 of them).
+    for (const e of extras.filter((x) => x.right)) {
+        let d = '';
+        layers.forEach((l, k) => {
+            const v = e.values[k];
+            if (d.length < 160 * 40 && Number.isFinite(v) && l.truth && l.truth.right && !e.right(l)) {
+                const px = x(k), py = clampY(v);
+                d += `M${(px - 7).toFixed(1)} ${(py - 7).toFixed(1)}l14 14m0 -14l-14 14`;
+            }
+        });
+        if (d)
+            g.append(s('path', {class: 'wrong-mark ' + e.key, d}));
+    }
 
     // Labels: every stride-th, and always the marked layers, none closer than LABEL_GAP.
-    const special = (l) => l.first_divergent || l.name === first || l.amplifier || amps.has(l.name);
-    const stride = Math.max(1, Math.ceil(LABEL_GAP / Math.max(step, 0.001)));
+    const special = (l) => l.name === first || l.amplifier || amps.has(l.name);
+    const stride = n > 1 ? Math.max(1, Math.ceil(LABEL_GAP / Math.max(step, 0.001))) : 1;
     const labelled = [];
     layers.forEach((l, k) => {
         if (special(l))
@@ -140,7 +170,7 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
     let callouts = 0;
     layers.forEach((l, k) => {
         const v = values[k];
-        const isFirst = l.first_divergent || l.name === first;
+        const isFirst = l.name === first;
         const isAmp = l.amplifier || amps.has(l.name);
         const loud = isFirst || isAmp || l.verdict === 'divergent' || l.verdict === 'amplified' ||
             l.verdict === 'nonfinite';
@@ -167,7 +197,7 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
         g.append(link);
         if ((isFirst || isAmp) && callouts < 4) {
             callouts++;
-            const label = isFirst ? 'first divergent' : `amplifier ×${fmtNum(l.growth)}`;
+            const label = isFirst ? firstWord : `amplifier ×${fmtNum(l.growth)}`;
             const above = py - 18 >= top - 12;
             // Beside the ring (a point at the top): on the side with room.
             const nearRight = above ? px > right - 120 : px > (left + right) / 2;
@@ -197,8 +227,10 @@ export function overviewStrip(diff, metricKey, {from, to, width, onChange}) {
     const [lo, hi] = decades(values);
     const hOf = (v) => (v > 0 ? Math.max(2, ((Math.log10(v) - lo) / (hi - lo)) * (bottom - top))
                               : 1);
+    const compared = layers.filter((l) => l.verdict !== 'incomparable').length;
     const svg = s('svg', {class: 'overview', viewBox: `0 0 ${W} ${H}`, width: W, height: H,
-                          role: 'group', 'aria-label': `Overview of all ${n} layers`});
+                          role: 'group', 'aria-label': `Overview of all ${n} layers` +
+                              (compared < n ? `, ${compared} of them compared (grey: in one run only)` : '')});
     // One path per verdict: cheap at thousands of layers.
     const paths = new Map();
     const bw = Math.max(0.6, span / n - (span / n > 3 ? 1 : 0));
@@ -213,11 +245,16 @@ export function overviewStrip(diff, metricKey, {from, to, width, onChange}) {
         svg.append(s('path', {class: 'ov-bar v-' + verdict, d}));
     svg.append(s('line', {class: 'axis', x1: left, x2: right, y1: bottom, y2: bottom}));
     const amps = new Set(diff.amplifiers || []);
+    const st = startOf(diff);
     layers.forEach((l, i) => {
-        const isFirst = l.first_divergent || l.name === diff.first_divergent;
-        if (isFirst || l.amplifier || amps.has(l.name))
-            svg.append(s('path', {class: isFirst ? 'ov-first' : 'ov-amp',
-                                  d: `M${(xOf(i) + bw / 2).toFixed(1)} ${bottom + 1}l-5 8h10z`}));
+        const isFirst = st && st.layer === l;
+        if (isFirst || l.amplifier || amps.has(l.name)) {
+            const mark = s('path', {class: isFirst ? (st.known ? 'ov-first' : 'ov-first ov-observed') : 'ov-amp',
+                                    d: `M${(xOf(i) + bw / 2).toFixed(1)} ${bottom + 1}l-5 8h10z`});
+            mark.append(s('title', {}, `${l.name}: ${isFirst ? (st.known ? 'first divergent'
+                : 'first observed difference; the start may lie before it') : 'amplifier'}`));
+            svg.append(mark);
+        }
     });
     svg.append(s('text', {class: 'tick', x: left - 6, y: bottom, 'text-anchor': 'end'}, 'all'));
 

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "gpudiff/fingerprint.h"
 #include "gpudiff/graph.h"
 #include "gpudiff/run.h"
 #include "gpudiff/tensor.h"
@@ -47,7 +48,9 @@ int gd_bundle_writer_new(const char *dir, int replace, struct gd_bundle_writer *
 /*
  * Records one captured layer (usable directly as the body of a gd_capture_fn). With
  * batching, slices of a layer arrive in order and are appended to one file whose header
- * already holds the whole shape. Layer facts that come from the graph (reduction length,
+ * already holds the whole shape; so do the pieces of an output larger than
+ * knobs.capture_limit (struct gd_layer's piece fields), each written and hashed as it
+ * comes. Layer facts that come from the graph (reduction length,
  * discontinuous) are taken from g, which may be NULL for bundles made from dumps.
  */
 int gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
@@ -69,6 +72,12 @@ int gd_bundle_writer_commit(struct gd_bundle_writer *w, json_t *meta, struct gd_
 /* The layers array as it will be written (borrowed), for printing a summary. */
 json_t *gd_bundle_writer_layers(const struct gd_bundle_writer *w);
 
+/*
+ * fp: with on, commit gives every layer written with a tensor but delivered without a
+ * fingerprint (slices of a --batch run, dumps) one computed from its file.
+ */
+void gd_bundle_writer_set_fingerprints(struct gd_bundle_writer *w, int on);
+
 /* Frees the writer; without a commit the temporary folder and its files are removed. */
 void gd_bundle_writer_free(struct gd_bundle_writer *w);
 
@@ -80,14 +89,17 @@ struct gd_bundle_layer {
     const char *op;             /* "" when unknown (bundles made from dumps) */
     enum gd_dtype dtype;
     struct gd_shape shape;
-    const char *sha256;         /* of the data bytes (C order, little-endian) */
-    const char *file;           /* relative to the bundle folder */
+    const char *sha256;         /* of the data bytes (C order, little-endian); NULL: no tensor */
+    const char *file;           /* relative to the bundle folder; NULL: no tensor (fp) */
     double time_us;             /* < 0 when unknown */
     int64_t reduction_len;      /* 0 when unknown */
     int discontinuous;          /* -1 when unknown */
     const char *algo;           /* "" when none */
     const char *math;           /* arithmetic the backend used ("tf32", "fp32"); "" when none */
     json_t *inputs;             /* names of the layers it reads (borrowed); NULL: unknown */
+    /* fp: the layer's fingerprint (owned by the bundle or the view's maker); NULL: none */
+    const struct gd_fingerprint *fingerprint;
+    int tensor_absent;          /* fp: 1 when only the fingerprint is there */
 };
 
 struct gd_bundle {
@@ -95,12 +107,14 @@ struct gd_bundle {
     json_t *run;                /* run.json, owned */
     int n_layers;
     struct gd_bundle_layer *layers;
+    struct gd_fingerprint **fingerprints; /* fp: per layer, NULL where none; owned */
 };
 
 /* Opens dir/run.json and checks its structure. GD_EFORMAT names what is wrong. */
 int gd_bundle_open(const char *dir, struct gd_bundle **out, struct gd_err *err);
 
-/* Loads layer i and checks that its dtype and shape match run.json. */
+/* Loads layer i and checks that its dtype and shape match run.json. GD_ENOENT when the
+ * bundle holds only its fingerprint. */
 int gd_bundle_layer_load(const struct gd_bundle *b, int i, struct gd_tensor **out,
                          struct gd_err *err);
 

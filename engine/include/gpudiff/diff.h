@@ -147,6 +147,16 @@ struct gd_diff_layer {
     int n_rows;                  /* how many of them are listed in rows[] */
     int64_t rows[GD_DIFF_MAX_ROWS];
     char note[160];              /* why incomparable or unknown, and similar */
+    /* fp: a side had only its fingerprint. Then m and the figures above are over the
+     * sample (GD_FINGERPRINT_SAMPLES elements at the same indices on both sides), except
+     * m.abs_max and err, which are the largest lower bound of max |a-b| that the sample and
+     * the statistics give, m.count (every element) and scale (from the statistics). A
+     * divergent or nonfinite verdict is then certain, a noise verdict only the sample's. */
+    int sampled;
+    int64_t n_sampled;
+    const char *bound_from;      /* which fact gave err: "sample", "max", "min", "mean", "l2" */
+    int fetch_a, fetch_b;        /* worth fetching this side's tensor (sampled, differs, and
+                                    where a difference starts, amplifies or is nonfinite) */
 };
 
 struct gd_diff {
@@ -159,6 +169,7 @@ struct gd_diff {
     int start_known;             /* first_divergent is that layer and its inputs are known */
     int cause;                   /* replay: first layer whose own error exceeds its bound */
     int n_amplifiers;
+    int n_sampled;               /* fp: layers judged from fingerprints */
     int inputs_differ;           /* the runs' input sha256: 1 differ, 0 same, -1 unknown */
     int has_truth;
     char truth_outcome;          /* 'a', 'b', '2', '0' as per layer; 0 without a truth */

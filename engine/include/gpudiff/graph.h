@@ -217,6 +217,28 @@ int gd_graph_infer_folds(const struct gd_graph *g, const struct gd_shape *input_
                          struct gd_shape *value_shapes, struct gd_params *node_params,
                          struct gd_tensor **folded, int *values_read, struct gd_err *err);
 
+/*
+ * Runs a float32 (or float64) model in float16 or bfloat16, as PyTorch's model.half() and
+ * model.bfloat16() do: every float32 or float64 weight becomes `dtype`, rounded once to
+ * nearest even, except a weight read only where ONNX types a parameter as float whatever the
+ * model's data (Resize's and Upsample's roi and scales, Dropout's ratio); float32 and float64
+ * graph inputs are declared `dtype` (a run rounds its float input to it); Cast and EyeLike
+ * to float32 or float64, and ConstantOfShape values computed at inference, aim at `dtype`
+ * instead. Integer and bool tensors stay. Call it before gd_graph_finalize() (or finalize
+ * again after it). GD_EINVAL for a dtype other than float16 and bfloat16; on another failure
+ * (GD_ENOMEM) the graph may be partly cast and should be freed.
+ */
+int gd_graph_cast_floats(struct gd_graph *g, enum gd_dtype dtype, struct gd_err *err);
+
+/*
+ * Frees the data of every float weight of at least min_bytes that no fold reads, keeping
+ * its dtype and shape; returns the bytes freed. For a caller whose sessions are made (each
+ * backend holds its own copy of the weights): the parameters shape inference reads are
+ * integers or a few floats, so inference and the sessions made go on, but a session made
+ * after this fails (GD_EINVAL, naming the weight).
+ */
+int64_t gd_graph_release_weights(struct gd_graph *g, size_t min_bytes);
+
 /* The attribute called name, or NULL. */
 const struct gd_attr *gd_node_attr(const struct gd_node *n, const char *name);
 

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "gpudiff/fingerprint.h"
 #include "gpudiff/graph.h"
 #include "gpudiff/tensor.h"
 
@@ -31,14 +32,37 @@ struct gd_knobs {
     unsigned emulate_classes;    /* GD_CLASS_* bits the emulation applies to */
     int64_t batch;               /* run dim 0 in slices of this size; 0 = whole input */
     int threads;                 /* cpu worker threads; 0 = one per online core */
-    char conv_algo[32];          /* cuda: heuristic, autotune, deterministic, fixed:N; "" unset */
+    /* cuda: heuristic, autotune, deterministic, or fixed:CHOICE (a legacy algorithm id N
+     * under conv_api legacy, an engine config engN[_kT=V...] under graph); "" unset */
+    char conv_algo[96];
     int tf32;                    /* cuda: 0 off, 1 on; -1 unset */
     char math_mode[32];          /* cuda: cuBLAS math mode; "" unset */
     int64_t workspace_limit;     /* cuda: bytes; -1 unset */
-    /* cuda: "NODE=ID[,NODE=ID...]": these Conv/ConvTranspose nodes run cuDNN algorithm ID,
-     * the others as conv_algo says; "" none. gd_session_new refuses a name that is not a
-     * convolution of the graph. */
+    /* cuda: "NODE=CHOICE[,NODE=CHOICE...]": these Conv/ConvTranspose nodes run that choice
+     * (what fixed: takes: an algorithm id under conv_api legacy, an engine config under
+     * graph), the others as conv_algo says; "" none. gd_session_new refuses a name that is
+     * not a convolution of the graph. */
     char conv_pins[1024];
+    /* cuda: float16 and bfloat16 GEMMs may sum split-K partial products in the half format
+     * (cuBLASLt's output-type reduction scheme), as PyTorch's
+     * allow_fp16_reduced_precision_reduction and allow_bf16_reduced_precision_reduction
+     * allow: 1 on, 0 off (the partial sums stay float32); -1 unset (on, PyTorch's default) */
+    int reduced_reduction;
+    /* "float16" or "bfloat16": the model was cast to it at load (gd_graph_cast_floats(),
+     * `--dtype`), which the caller does before the session; "" the model's own dtypes.
+     * Sessions do not read it: it is here to be recorded with the other knobs. */
+    char dtype[16];
+    /* Host memory a capture may hold in flight, in bytes (cuda: the pinned ring the layers
+     * are copied into). 0: the backend's default, 1 GiB or GPUDIFF_CUDA_PINNED_MB, and a
+     * layer larger than it grows the ring. > 0: at most this (at least 4 KiB), and a layer
+     * larger than it reaches the capture callback in pieces, in order (struct gd_layer's
+     * piece fields), which gd_bundle_writer_layer() appends; only for a callback that takes
+     * pieces. The CPU backends hand over their own tensors and hold nothing for capture.
+     * Changes no number. */
+    int64_t capture_limit;
+    /* cuda: "graph" (cuDNN's backend descriptor API: engine configs), "legacy"
+     * (cudnnConvolutionForward and algorithm ids); "" unset, which is graph */
+    char conv_api[16];
 };
 
 /* Fills knobs with "unset" everywhere (emulate_classes preset to GD_CLASS_GEMM). */
@@ -91,6 +115,18 @@ struct gd_layer {
     double time_us;              /* the node's compute time for this slice */
     const char *algo;            /* algorithm the backend used, "" when none applies */
     const char *math;            /* math mode used (e.g. "fp32", "tf32"), "" when none */
+    /* With knobs.capture_limit, an output larger than the limit comes in pieces: value is
+     * then a 1-D run of elements starting at element piece_offset (C order) of the output
+     * (of this slice, with --batch), whose own shape is piece_shape[0 .. piece_ndim); the
+     * pieces of one output come one after another, and the time is on the first.
+     * piece_ndim 0: value is the whole output. */
+    int64_t piece_offset;
+    int piece_ndim;
+    const int64_t *piece_shape;
+    /* With gd_session_set_capture(): value->data is NULL when the tensor was not asked for
+     * (dtype and shape are still set), and fingerprint is the layer's (NULL when not asked),
+     * computed by the backend where the tensor lies. */
+    const struct gd_fingerprint *fingerprint;
 };
 
 /* Returning non-zero stops the run with that code. */
@@ -126,6 +162,29 @@ const char *gd_session_backend(const struct gd_session *s);
  */
 int gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
                    gd_capture_fn capture, void *user, struct gd_err *err);
+
+/*
+ * What the capture callback gets (fp). Without a call to gd_session_set_capture() every
+ * layer's tensor and no fingerprint. A layer asked for neither is not delivered at all.
+ */
+struct gd_capture_sel {
+    int fingerprints;            /* 1: every layer's fingerprint */
+    int tensors;                 /* 1: every layer's tensor; 0: those `only` marks */
+    const unsigned char *only;   /* per layer index (n_only entries): 1 = its tensor; copied */
+    int n_only;
+    int last_layer;              /* >= 0: stop after the node that makes this layer; -1 run all */
+};
+
+/*
+ * Sets what the following runs capture. A fingerprint covers a whole layer, so a run with
+ * fingerprints and knobs.batch > 0 (slices) is refused with GD_ENOTSUP by gd_session_run().
+ * GD_EINVAL for a negative n_only or last_layer below -1.
+ */
+int gd_session_set_capture(struct gd_session *s, const struct gd_capture_sel *sel,
+                           struct gd_err *err);
+
+/* Number of layers (node outputs) a run of this session's graph delivers at most. */
+int gd_session_n_layers(const struct gd_session *s);
 
 /* ---- timing without capture, batch sizes, algorithm choices (gpudiff-agent sweep) ---- */
 
@@ -166,10 +225,15 @@ int gd_session_set_batch(struct gd_session *s, int64_t batch, struct gd_err *err
 
 /* One algorithm a backend offers for a node's shapes. */
 struct gd_algo_offer {
-    int id;                      /* cuDNN's id: what conv_algo fixed:N and conv_pins name */
-    char name[32];               /* "implicit_gemm", "winograd", "algo_1", ... */
+    int id;                      /* legacy: cuDNN's algorithm id; graph: the engine's index */
+    char name[32];               /* legacy: "implicit_gemm", "winograd", ...; graph: "eng3" */
+    char config[80];             /* what conv_algo fixed: and conv_pins take to run it: the
+                                  * id as digits (legacy), the engine config (graph) */
+    char notes[48];              /* graph: cuDNN's notes on it, "tc,nondet" (docs/
+                                  * CUDA_KERNELS.md); "" none or legacy */
     int deterministic;           /* 1: the library says it gives the same bits every run */
-    int64_t workspace;           /* bytes of scratch memory it needs */
+    int64_t workspace;           /* bytes of scratch memory it needs; -1 not known (graph:
+                                  * known once its plan is built) */
     char math[16];               /* "fp32" or "tf32" */
     double time_us;              /* measured (conv_algo autotune); < 0 when not measured */
     int chosen;                  /* 1 for the one the node ran with */
@@ -187,6 +251,23 @@ struct gd_algo_offer {
  */
 int gd_session_algo_offers(const struct gd_session *s, int node_index, struct gd_algo_offer *out,
                            int max, int *n, struct gd_err *err);
+
+/* Memory a session's backend has used (gd_session_memory()); -1 where it cannot tell. */
+struct gd_memory {
+    /* cuda: the most device memory the session's tensors held at once since it opened (the
+     * stream-ordered pool's high-water mark: weights, live layer outputs, workspaces and
+     * temporaries); the CPU backends: -1 */
+    int64_t device_peak;
+    int64_t device_now;          /* cuda: what they hold now; -1 on the CPU backends */
+    /* cpu and cpu64: the most bytes of tensors held at once (weights included); cuda: -1 */
+    int64_t host_peak;
+    /* cuda: pinned host memory the capture ring holds (what capturing costs the host);
+     * 0 before any capture and on the CPU backends (they hand over their own tensors) */
+    int64_t capture_buffer;
+};
+
+/* Fills out for session s. GD_ENOTSUP for a backend that keeps no account (none now). */
+int gd_session_memory(const struct gd_session *s, struct gd_memory *out, struct gd_err *err);
 
 /* Engine version string ("0.1.0"). */
 const char *gd_version(void);

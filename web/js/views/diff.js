@@ -1,10 +1,12 @@
 // views/diff.js: two runs layer by layer (GET /api/v1/diff), for networks of a dozen or
-// thousands of layers: the summary (first divergent layer, amplifiers, the output, the
-// truth), the divergence along the network (an overview strip of every layer with a brush,
-// and the chart of the brushed range against the noise band), the per-layer table (folded,
-// searchable, with a jump to the first divergent layer), the daemon's explanation, the two
-// environments side by side, and the ways to share it: a link that keeps the range and the
-// filters, CSV/JSON/SVG, and the diff as a bug report in Markdown.
+// thousands of layers: the summary (the first divergent layer, or with partial data the first
+// observed difference and how many layers were matched; two model files; the replay's cause;
+// amplifiers; the output; who is right against the truth: a, b, both or neither), the
+// divergence along the network (an overview strip of every layer with a brush, and the chart
+// of the brushed range against the noise band), the per-layer table (folded, searchable, with
+// a jump to where the difference starts), the daemon's explanation, the environments side by
+// side (diff_env.js), and the ways to share it: a link that keeps the range and the filters,
+// CSV/JSON/SVG, and the diff as a bug report in Markdown.
 import {h, message, fmtNum, fmtInt, fmtTime, shortId, runLabel, routeHref, replaceHash}
     from '../dom.js';
 import {apiUrl, getRun, getDiff, getModels} from '../api.js';
@@ -14,7 +16,10 @@ import {actionButton, copyLinkButton, copyText, domTableExports, download, svgEx
 import {runPicker} from '../runpicker.js';
 import {warm as warmLayout} from '../graphlayout.js';
 import {layerTable} from './diff_table.js';
+import {envTable} from './diff_env.js';
 import {bugReport} from './diff_report.js';
+import {matchInfo, matchWords, startOf, excess, precision, truthSummary, sideDistance,
+        replayInfo, layerByName} from '../diff_facts.js';
 
 const WINDOW = 150; // layers the chart shows at first when there are more
 
@@ -86,58 +91,94 @@ function card(title, ...body) {
     return h('div', {class: 'card'}, h('h3', {}, title), ...body);
 }
 
-// "5.3× what rounding and its inputs allow", from the envelope (never a ratio below 1).
-function excess(l) {
-    if (l.envelope > 0 && l.err > l.envelope)
-        return `${fmtNum(l.err / l.envelope)}× what rounding and its inputs allow`;
-    if (l.envelope_median > 0 && l.err_median > l.envelope_median)
-        return `median error ${fmtNum(l.err_median / l.envelope_median)}× its bound`;
-    return 'beyond noise';
+function layerLink(q, l, id) {
+    return h('a', {href: layerHref(q, l), id}, l.name);
 }
 
-function precision(l) {
-    if (l.sparse)
-        return `${fmtInt(l.values_differ)} of ${fmtInt(l.count)} values differ (sparse)`;
-    return `${fmtInt(l.values_differ)} of ${fmtInt(l.count)} values differ` +
-        (l.arithmetic ? `; ${fmtNum(l.bits)} bits (${l.arithmetic})` : '');
-}
-
-function summary(d, q) {
-    const layers = d.layers;
-    const byName = new Map(layers.map((l) => [l.name, l]));
-    const first = d.first_divergent ? byName.get(d.first_divergent) : null;
-    const observed = d.first_observed ? byName.get(d.first_observed) : null;
-    const m = d.matched || {};
-    const total = Math.max(m.of_a || 0, m.of_b || 0);
-    const partial = m.layers !== undefined && m.layers < total
-        ? h('p', {id: 'matched'}, `${fmtInt(m.layers)} of ${fmtInt(total)} layers matched` +
-            (d.mode === 'models' ? ' by output tensor names (two model files)' : ''))
-        : null;
-    const cards = [];
-    if (first && d.start_known !== false)
-        cards.push(card('First divergent layer',
-            h('p', {class: 'big first'}, h('a', {href: layerHref(q, first), id: 'first-divergent'},
-                                            first.name), ` (${first.op || 'op not recorded'})`),
-            h('p', {}, `${excess(first)}; ${precision(first)}`), partial));
-    else if (observed)
-        cards.push(card('First observed difference',
-            h('p', {class: 'big first'}, h('a', {href: layerHref(q, observed), id: 'first-observed'},
-                                            observed.name), ` (${observed.op || 'op not recorded'})`),
-            h('p', {}, `${excess(observed)}; ${precision(observed)}`),
-            partial, h('p', {class: 'muted'}, 'The start may lie before it, in layers that were ' +
-                                              'not compared.')));
-    else
-        cards.push(card('First divergent layer',
+// The start card: the first divergent layer, or, with partial data, the first observed
+// difference and that the start may lie before it.
+function startCard(d, q, mi) {
+    const st = startOf(d);
+    const matched = mi.partial && !mi.models ? h('p', {id: 'matched'}, matchWords(mi) + '.') : null;
+    if (!st)
+        return card('First divergent layer',
             h('p', {class: 'big', id: 'first-divergent'}, 'none: every compared layer is within noise'),
-            partial));
-    if (d.replay)
-        cards.push(card('Cause (from the replay)', d.cause
-            ? [h('p', {class: 'big'}, h('a', {href: layerHref(q, byName.get(d.cause)), id: 'cause'},
-                                        d.cause)),
-               h('p', {}, 'own error in: ' + layers.filter((l) => l.own && l.own.verdict === 'divergent')
-                   .map((l) => l.name).join(', '))]
-            : h('p', {id: 'cause'}, 'no layer makes an error of its own beyond its bound')));
-    const amps = (d.amplifiers || []).map((n) => byName.get(n)).filter(Boolean);
+            matched);
+    const l = st.layer;
+    if (st.known)
+        return card('First divergent layer',
+            h('p', {class: 'big first'}, layerLink(q, l, 'first-divergent'), ` (${l.op || 'op not recorded'})`),
+            h('p', {}, `${excess(l)}; ${precision(l)}`), matched);
+    return card('First observed difference',
+        h('p', {class: 'big first'}, layerLink(q, l, 'first-observed'), ` (${l.op || 'op not recorded'})`),
+        h('p', {}, `${excess(l)}; ${precision(l)}`), matched,
+        h('p', {class: 'start-unknown', id: 'start-unknown'},
+          'The start may lie before it: ' + (mi.partial ? 'layers before it were not compared.'
+              : 'what its inputs carried in was not compared.')),
+        st.divergent ? h('p', {}, 'First layer whose inputs were compared and agree: ',
+                         layerLink(q, st.divergent, 'first-divergent'), '.') : null);
+}
+
+// Two model files: which layers have no counterpart.
+function modelsCard(d, mi) {
+    const only = (side, names) => (names.length ? h('p', {}, `Only in run ${side}'s model file: `,
+        h('span', {class: 'only-' + side}, names.join(', ')), ` (${fmtInt(names.length)}).`) : null);
+    return card('Two model files', h('p', {id: 'models-matched'}, matchWords(mi) + '.'),
+                only('a', mi.onlyA), only('b', mi.onlyB),
+                !mi.onlyA.length && !mi.onlyB.length ? h('p', {}, 'Every layer has a counterpart.') : null);
+}
+
+function replayCard(d, q, ri) {
+    const rep = ri.self ? 'Run a replays run b' : 'Replay ' + shortId(ri.id) + ' of run ' + shortId(ri.of);
+    const words = ri.cause
+        ? [h('p', {class: 'big'}, layerLink(q, ri.cause, 'cause'), ` (${ri.cause.op || 'op not recorded'})`),
+           h('p', {}, 'the first layer whose own error exceeds its bound, however the error spreads after it.'),
+           h('p', {id: 'own-layers'}, 'Own error beyond its bound: ', ri.own.map((l, i) => [i ? ', ' : '',
+               h('a', {href: layerHref(q, l)}, l.name), ` (${fmtNum(l.own.bits)} bits` +
+               (l.own.arithmetic ? `, ${l.own.arithmetic})` : ')')]),
+             '; every other layer computes within its bound from the inputs it was given.')]
+        : h('p', {id: 'cause'}, 'none: every layer computes within its bound from the inputs it was given');
+    return card('Cause (from the replay)', words,
+                h('p', {class: 'muted'}, `${rep}: each layer ran from the captured inputs, so its own ` +
+                  'error is told apart from what it inherits.'));
+}
+
+function truthCard(d, ts) {
+    const o = ts.outcome;
+    const head = o === 'a' || o === 'b' ? [h('strong', {}, 'Run ' + o), ' is right']
+        : o === 'both' ? [h('strong', {}, 'Both runs'), ' are right']
+        : o === 'neither' ? [h('strong', {}, 'Neither run'), ' is right'] : 'Unknown';
+    const l = ts.at;
+    const side = (k) => h('li', {class: 'truth-' + k},
+        `run ${k}: `, l.truth.right === k || l.truth.right === 'both' ? h('strong', {}, 'right') : 'not right',
+        ', ' + sideDistance(l, k));
+    return card('Against the truth',
+        h('p', {id: 'truth-outcome', class: 'big outcome-' + o}, head),
+        h('p', {id: 'truth-words'}, ts.scope.length
+            ? `Against ${d.truth.backend}, over the ${fmtInt(ts.scope.length)} layer${ts.scope.length === 1 ? '' : 's'} ` +
+              `${ts.diverged ? 'where the runs differ beyond noise' : 'compared'}: run a is right at ` +
+              `${fmtInt(ts.nA)}, run b at ${fmtInt(ts.nB)} (right: within its rounding bound of the truth).`
+            : 'The truth run has none of the compared layers, or none with a known bound.'),
+        l ? [h('p', {}, `At ${l.name}:`), h('ul', {class: 'truth-sides'}, side('a'), side('b'))] : null,
+        l && o !== 'both' && (l.truth.closer === 'a' || l.truth.closer === 'b') && o !== l.truth.closer
+            ? h('p', {id: 'truth-closer'}, `Run ${l.truth.closer} is closer there, and still not right.`) : null);
+}
+
+function summary(d, q, runs) {
+    const layers = d.layers;
+    const mi = matchInfo(d, runs[2]);
+    const cards = [];
+    if (d.inputs_differ)
+        cards.push(card('Different inputs', h('p', {id: 'inputs-differ', class: 'big'},
+            'The runs had different inputs'), h('p', {}, 'Their input sha256 differ: every difference ' +
+            'below may come from the inputs.')));
+    cards.push(startCard(d, q, mi));
+    if (mi.models)
+        cards.push(modelsCard(d, mi));
+    const ri = replayInfo(d);
+    if (ri)
+        cards.push(replayCard(d, q, ri));
+    const amps = (d.amplifiers || []).map((n) => layerByName(d, n)).filter(Boolean);
     cards.push(card('Amplifiers', amps.length
         ? h('ul', {class: 'amps', id: 'amplifiers'}, amps.map((l) => h('li', {},
             h('a', {href: layerHref(q, l)}, l.name), ` (${l.op}) ×${fmtNum(l.growth)}`,
@@ -151,20 +192,9 @@ function summary(d, q) {
             h('strong', {}, fmtNum(last.max_abs)), `; ${fmtInt(last.mismatches)} of ` +
             `${fmtInt(last.count)} values outside atol ${fmtNum(d.atol)} + rtol ${fmtNum(d.rtol)}` +
             `; ${fmtInt(last.mismatch_rows)} rows differ`)));
-    if (d.truth) {
-        const o = d.truth_outcome;
-        const t = last && last.truth;
-        const words = o === 'a' || o === 'b' ? [h('strong', {}, 'run ' + o), ' is right: within its ' +
-                                               'rounding bound wherever the runs differ']
-            : o === 'both' ? 'both runs are right'
-            : o === 'neither' ? [h('strong', {}, 'neither run'), ' is right']
-            : 'the truth has none of these layers';
-        cards.push(card('Against the truth', h('p', {id: 'truth-outcome'}, words,
-            ` (truth: ${d.truth.backend}).`),
-            t ? h('p', {}, `At ${last.name}: run a ${fmtNum(t.err_a)} (${fmtInt(t.rows_a)} rows off), ` +
-                           `run b ${fmtNum(t.err_b)} (${fmtInt(t.rows_b)} rows off); closer: ${t.closer}.`)
-              : null));
-    }
+    const ts = truthSummary(d);
+    if (ts)
+        cards.push(truthCard(d, ts));
     return h('section', {class: 'cards', 'aria-label': 'Summary'}, cards);
 }
 
@@ -175,64 +205,21 @@ function metricSwitch(q) {
                          'aria-current': key === q.metric ? 'true' : null}, m.label)));
 }
 
-// The facts of a run as flat "section.key" -> text, for the side-by-side table.
-function flatFacts(run) {
-    const out = new Map();
-    if (!run)
-        return out;
-    out.set('backend', run.backend);
-    out.set('created_at', run.created_at);
-    out.set('model.name', run.model && run.model.name);
-    out.set('model.sha256', run.model && run.model.sha256);
-    out.set('input.sha256', run.input && run.input.sha256);
-    for (const sec of ['env', 'knobs', 'labels'])
-        for (const [k, v] of Object.entries(run[sec] || {}))
-            out.set(`${sec}.${k}`, v === null ? 'null' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-    return out;
-}
-
-function envTable(d, runs) {
-    const [ra, rb, rt] = runs;
-    const fa = flatFacts(ra), fb = flatFacts(rb), ft = flatFacts(rt);
-    const keys = [...new Set([...fa.keys(), ...fb.keys(), ...ft.keys()])];
-    // The daemon's statuses: "differs", or "not recorded" (one run lacks it: no difference).
-    const status = new Map((d.env_diff || []).map((e) => [e.key, e.status || 'differs']));
-    const ignore = new Set(['created_at']); // always differs, shown but not marked
-    const rows = keys.map((k) => {
-        const va = fa.get(k), vb = fb.get(k);
-        const st = status.get(k) || (!ignore.has(k) && va !== undefined && vb !== undefined &&
-                                     va !== vb ? 'differs' : '');
-        const differs = st === 'differs';
-        return h('tr', {class: differs ? 'differs' : null},
-                 h('th', {scope: 'row'}, k),
-                 h('td', {}, va ?? h('span', {class: 'muted'}, '(not recorded)')),
-                 h('td', {}, vb ?? h('span', {class: 'muted'}, '(not recorded)')),
-                 rt ? h('td', {}, ft.get(k) ?? h('span', {class: 'muted'}, '(not recorded)')) : null,
-                 h('td', {class: 'differs-cell'}, differs ? h('span', {class: 'mark differs'}, 'differs')
-                     : st ? h('span', {class: 'muted'}, st) : ''));
-    });
-    const nDiffer = (d.env_diff || []).filter((e) => (e.status || 'differs') === 'differs').length;
-    // Differences first: they are what the eye should find.
-    rows.sort((x, y) => (y.classList.contains('differs') ? 1 : 0) - (x.classList.contains('differs') ? 1 : 0));
-    return h('div', {class: 'table-wrap'}, h('table', {class: 'env', id: 'env-table'},
-        h('caption', {}, `Environments and knobs: ${nDiffer} ` +
-          `difference${nDiffer === 1 ? '' : 's'} between a and b, listed first (a key one run ` +
-          'does not record is no difference)'),
-        h('thead', {}, h('tr', {}, h('th', {scope: 'col'}, 'Key'),
-            h('th', {scope: 'col'}, 'Run a'), h('th', {scope: 'col'}, 'Run b'),
-            rt ? h('th', {scope: 'col'}, 'Truth') : null, h('th', {scope: 'col'}, 'Differs'))),
-        h('tbody', {}, rows)));
+// Where the difference starts (or is first observed), as an index of d.layers; -1 for none.
+function startIndex(d) {
+    const st = startOf(d);
+    return st ? d.layers.indexOf(st.layer) : -1;
 }
 
 // The range the chart shows at first: everything, or a window from just before the first
-// divergent layer when there are many.
+// divergent (or first observed) layer when there are many.
 function initialRange(d, q) {
     const n = d.layers.length;
     if (q.from !== null && q.to !== null && q.from >= 0 && q.to > q.from && q.to <= n)
         return [q.from, q.to];
     if (n <= WINDOW)
         return [0, n];
-    const f = d.layers.findIndex((l) => l.first_divergent);
+    const f = startIndex(d);
     if (f < 0)
         return [0, n];
     const from = Math.max(0, Math.min(n - WINDOW, f - 25));
@@ -252,7 +239,7 @@ function chartSection(d, q, setState, signal) {
         chart = layerChart(d, q.metric, (l) => layerHref(q, l), {from, to, width: width(),
                                                                 height: height()});
         box.replaceChildren(chart);
-        rangeNote.textContent = from === 0 && to === n ? `All ${fmtInt(n)} layers.`
+        rangeNote.textContent = from === 0 && to === n ? (n === 1 ? 'One layer.' : `All ${fmtInt(n)} layers.`)
             : `Layers ${fmtInt(from + 1)}–${fmtInt(to)} of ${fmtInt(n)}.`;
     };
     const setRange = (a, b, final) => {
@@ -265,7 +252,7 @@ function chartSection(d, q, setState, signal) {
             setState({from: a === 0 && b === n ? null : a, to: a === 0 && b === n ? null : b});
     };
     const drawOverview = () => {
-        if (n < 30) {
+        if (!strip) {
             overBox.replaceChildren();
             overview = null;
             return;
@@ -273,11 +260,16 @@ function chartSection(d, q, setState, signal) {
         overview = overviewStrip(d, q.metric, {from, to, width: width(), onChange: setRange});
         overBox.replaceChildren(overview);
     };
-    const first = d.layers.findIndex((l) => l.first_divergent);
+    const first = startIndex(d);
+    const st = startOf(d);
+    const startWord = st && !st.known ? 'first observed difference' : 'first divergent layer';
+    // The strip for long networks, and for partial data: it shows which layers were compared.
+    const strip = n >= 30 || (n > 1 && matchInfo(d, null).partial);
     const allButton = h('button', {type: 'button', class: 'small', id: 'range-all'}, 'Show all layers');
     allButton.addEventListener('click', () => setRange(0, n, true));
     const firstButton = h('button', {type: 'button', class: 'small', id: 'range-first',
-                                     disabled: first < 0}, 'Zoom to the first divergent');
+                                     disabled: first < 0},
+                            st && !st.known ? 'Zoom to the first observed' : 'Zoom to the first divergent');
     firstButton.addEventListener('click', () => {
         const w = Math.min(n, 60), a = Math.max(0, Math.min(n - w, first - 10));
         setRange(a, a + w, true);
@@ -285,17 +277,17 @@ function chartSection(d, q, setState, signal) {
     const extras = extraLines(d, q.metric);
     const section = h('section', {'aria-labelledby': 'chart-h', class: 'along'},
         h('div', {class: 'section-head'}, h('h2', {id: 'chart-h'}, 'Along the network'), metricSwitch(q)),
-        n >= 30 ? h('p', {class: 'hint'}, 'The strip shows all layers: drag the window (or focus it ' +
+        strip ? h('p', {class: 'hint'}, 'The strip shows all layers: drag the window (or focus it ' +
                     'and use the arrow keys, Shift to resize) to pick the layers the chart shows.') : null,
         overBox,
         h('figure', {class: 'chart-box'}, box,
           h('figcaption', {}, 'Log scale. Shaded: the noise band. Ringed: ',
-            h('span', {class: 'key-first'}, 'first divergent layer'), '; triangles: ',
+            h('span', {class: 'key-first'}, startWord), '; triangles: ',
             h('span', {class: 'key-amp'}, 'amplifiers'),
             extras.length ? ['; lines: ', extras.map((e, i) => [i ? ', ' : '',
                 h('span', {class: 'key-line ' + e.key}, e.label)])] : '',
             '. A point opens the layer; focus one for its values. ', rangeNote, ' ',
-            n >= 30 ? [allButton, ' ', firstButton, ' '] : '',
+            strip ? [allButton, ' ', firstButton, ' '] : '',
             svgExport('diff-chart', () => chart))));
     // Drawn once the section is on the page and has a width.
     section.draw = () => {
@@ -341,6 +333,8 @@ export async function render(root, ctx) {
             getDiff(q, {signal: ctx.signal}),
             Promise.all([q.a, q.b, q.truth].map((id) => (id ? getRun(id).catch(() => null) : null))),
         ]);
+        // The replay the daemon used, for its command in the bug report.
+        runs.push(d.replay ? await getRun(d.replay.id).catch(() => null) : null);
     } catch (e) {
         if (e.name === 'AbortError')
             throw e;
@@ -377,21 +371,22 @@ export async function render(root, ctx) {
         h('dt', {}, 'a'), h('dd', {}, runLabel(runs[0] || d.a)),
         h('dt', {}, 'b'), h('dd', {}, runLabel(runs[1] || d.b)),
         d.truth ? [h('dt', {}, 'truth'), h('dd', {}, runLabel(runs[2] || d.truth))] : null,
-        h('dt', {}, 'model'), h('dd', {}, model, ' · ', `${fmtInt(d.layers.length)} layers · `,
+        h('dt', {}, 'model'), h('dd', {}, model, ' · ', `${fmtInt(d.layers.length)} layer${d.layers.length === 1 ? '' : 's'} · `,
             h('a', {href: graphHref(q), id: 'graph-link'}, 'graph'), ' · ',
             h('a', {href: '#/matrix/' + encodeURIComponent(model)}, 'device matrix'), ' · ',
             h('a', {href: routeHref('/history/' + encodeURIComponent(model),
                                     {layer: d.first_divergent || ''})}, 'history'))));
-    root.append(summary(d, q));
+    root.append(summary(d, q, runs));
     const chart = chartSection(d, q, setState, ctx.signal);
     root.append(chart);
     chart.draw();
     const table = layerTable(d, q, (l) => layerHref(q, l), setState);
+    const first = startIndex(d);
     root.append(h('section', {'aria-labelledby': 'layers-h'}, h('h2', {id: 'layers-h'}, 'Layers'),
                   table.el));
     const jump = root.querySelector('#jump-first');
     if (jump)
-        jump.addEventListener('click', () => chart.showLayer(d.first_divergent));
+        jump.addEventListener('click', () => first >= 0 && chart.showLayer(d.layers[first].name));
     root.append(h('section', {'aria-labelledby': 'expl-h'}, h('h2', {id: 'expl-h'}, 'Explanation'),
                   h('p', {class: 'explanation', id: 'explanation'}, d.explanation || '–')));
     const env = envTable(d, runs);

@@ -5,6 +5,8 @@
 // record is said to be missing, not guessed.
 import {fmtNum, fmtInt, fmtTime, deviceLabel, knobWords} from '../dom.js';
 import {mdCell} from '../share.js';
+import {matchInfo, matchWords, startOf, excess, precision, truthSummary, truthWords, replayInfo,
+        ownWords, layerNotes, layerByName} from '../diff_facts.js';
 
 const ENV_ROWS = [
     ['backend', (r) => r.backend],
@@ -22,101 +24,155 @@ const ENV_ROWS = [
     ['run id', (r) => r.id],
 ];
 
-// The command that made a run, from what its run.json records; null for a framework dump.
-export function runCommand(r, out) {
-    if (!r || !r.env || !r.env.engine_version)
-        return null;
-    const q = (v) => (/^[A-Za-z0-9_./:=@+-]+$/.test(v) ? v : `'${String(v).replace(/'/g, "'\\''")}'`);
-    const parts = ['gpudiff-agent run', '--model', q((r.model && r.model.file) || 'MODEL.json')];
-    if (r.input) {
-        parts.push('--input', q(r.input.file || 'INPUT'));
-        if (r.input.key)
-            parts.push('--input-key', q(r.input.key));
-    }
-    parts.push('--backend', q(r.backend));
+const quote = (v) => (/^[A-Za-z0-9_./:=@+-]+$/.test(v) ? v : `'${String(v).replace(/'/g, "'\\''")}'`);
+
+// The knobs a run records, as the agent's options.
+function knobArgs(r) {
+    const parts = [];
     const k = r.knobs || {};
     if (k.emulate && k.emulate !== 'none')
-        parts.push('--emulate', q(k.emulate));
+        parts.push('--emulate', quote(k.emulate));
     if (k.batch !== undefined && k.batch !== null)
         parts.push('--batch', String(k.batch));
     if (k.conv_algo)
-        parts.push('--conv-algo', q(k.conv_algo));
+        parts.push('--conv-algo', quote(k.conv_algo));
     if (k.tf32 === true || k.tf32 === false)
         parts.push('--tf32', k.tf32 ? 'on' : 'off');
     if (k.math_mode)
-        parts.push('--math-mode', q(k.math_mode));
-    parts.push('--out', out);
+        parts.push('--math-mode', quote(k.math_mode));
+    return parts;
+}
+
+// The command that made a run, from what its run.json records; null for a framework dump.
+// A replay's is the replay command of the bundle it replays (`of`: that bundle's folder).
+export function runCommand(r, out, of) {
+    if (!r || !r.env || !r.env.engine_version)
+        return null;
+    const model = ['--model', quote((r.model && r.model.file) || 'MODEL.json')];
+    if (r.replay)
+        return ['gpudiff-agent replay', of || 'BUNDLE', ...model, '--backend', quote(r.backend),
+                ...knobArgs(r), '--out', out].join(' ');
+    const parts = ['gpudiff-agent run', ...model];
+    if (r.input) {
+        parts.push('--input', quote(r.input.file || 'INPUT'));
+        if (r.input.key)
+            parts.push('--input-key', quote(r.input.key));
+    }
+    parts.push('--backend', quote(r.backend), ...knobArgs(r), '--out', out);
     return parts.join(' ');
+}
+
+// The start: the first divergent layer, or with partial data the first observed difference.
+function startLines(d, mi) {
+    const st = startOf(d);
+    const out = [];
+    if (mi.partial || mi.models)
+        out.push(`**Layers matched:** ${matchWords(mi)}.` +
+                 (mi.onlyA.length ? ` Only in run a${mi.models ? "'s model file" : ''}: ` +
+                  mi.onlyA.map((n) => `\`${n}\``).join(', ') + '.' : '') +
+                 (mi.onlyB.length ? ` Only in run b${mi.models ? "'s model file" : ''}: ` +
+                  mi.onlyB.map((n) => `\`${n}\``).join(', ') + '.' : ''), '');
+    if (!st) {
+        out.push('**First divergent layer:** none: every compared layer is within the rounding noise ' +
+                 'its op allows.');
+        return out;
+    }
+    const l = st.layer;
+    const facts = `layer ${d.layers.indexOf(l)} of ${d.layers.length}: max |a−b| ${fmtNum(l.max_abs)}, ` +
+        `${fmtNum(l.err)} of the layer's largest value, ${excess(l)}; ${precision(l)}`;
+    const notes = layerNotes(l, d);
+    if (st.known)
+        out.push(`**First divergent layer:** \`${l.name}\` (${l.op || 'op ?'}), ${facts}.` +
+                 (notes.length ? ` ${cap(notes.join('; '))}.` : ''));
+    else
+        out.push(`**First observed difference:** \`${l.name}\` (${l.op || 'op ?'}), ${facts}. ` +
+                 'The start may lie before it: ' + (mi.partial ? 'layers before it were not compared.'
+                     : 'what its inputs carried in was not compared.') +
+                 (st.divergent ? ` The first layer whose compared inputs agree is \`${st.divergent.name}\`.` : ''));
+    return out;
+}
+
+function cap(t) {
+    return t ? t[0].toUpperCase() + t.slice(1) : t;
+}
+
+function replayLines(d) {
+    const ri = replayInfo(d);
+    if (!ri)
+        return [];
+    const how = ri.self ? 'Run a replays run b' : `Replay \`${ri.id}\` of run \`${ri.of}\``;
+    const own = ri.own.map((l) => `\`${l.name}\` ${ownWords(l)}`).join('; ');
+    return ['', `**Replay:** ${how}: each layer ran from the captured inputs, so its own error is ` +
+            'told apart from what it inherits. ' +
+            (ri.own.length ? `Own error beyond its bound: ${own}; every other layer none. `
+                : 'No layer makes an error of its own beyond its bound. ') +
+            (ri.cause ? `**Cause:** \`${ri.cause.name}\` (${ri.cause.op || 'op ?'}), the first layer whose ` +
+                        'own error exceeds its bound.' : '')];
 }
 
 // bugReport(d, runs, link, apiLink): the Markdown text.
 export function bugReport(d, runs, link, apiLink) {
     const [ra, rb, rt] = runs;
-    const byName = new Map(d.layers.map((l) => [l.name, l]));
-    const first = d.first_divergent ? byName.get(d.first_divergent) : null;
+    const mi = matchInfo(d, rt);
+    const st = startOf(d);
     const model = (d.a && d.a.model) || (ra && ra.model && ra.model.name) || '?';
     const sides = [['a', ra || d.a], ['b', rb || d.b]];
     if (d.truth)
         sides.push(['truth', rt || d.truth]);
     const out = [];
-    out.push(`## ${model}: ${first ? `runs diverge at \`${first.name}\` (${first.op || 'op ?'})`
-                                   : 'runs agree within rounding noise'}`, '');
+    out.push(`## ${model}: ${!st ? 'runs agree within rounding noise'
+        : st.known ? `runs diverge at \`${st.layer.name}\` (${st.layer.op || 'op ?'})`
+            : `first observed difference at \`${st.layer.name}\` (${st.layer.op || 'op ?'}); ` +
+              'the start may lie before it'}`, '');
     const sha = ra && ra.model && ra.model.sha256;
     out.push(`**Model:** ${model}${sha ? ` (sha256 \`${sha.slice(0, 16)}…\`)` : ''}` +
              (ra && ra.input && ra.input.sha256 ? `; input sha256 \`${ra.input.sha256.slice(0, 16)}…\`` +
               (ra.input.shape ? `, shape [${ra.input.shape.join(', ')}]` : '') : ''), '');
+    if (d.inputs_differ)
+        out.push('**The runs had different inputs** (their input sha256 differ).', '');
     out.push('| | ' + sides.map(([k]) => 'run ' + k).join(' | ') + ' |',
              '|---|' + sides.map(() => '---').join('|') + '|');
     for (const [label, get] of ENV_ROWS)
         out.push(`| ${label} | ` + sides.map(([, r]) => mdCell(r ? get(r) : null) || '–').join(' | ') + ' |');
     out.push('');
-    if (first) {
-        out.push(`**First divergent layer:** \`${first.name}\` (${first.op || 'op ?'}), layer ` +
-                 `${d.layers.indexOf(first)} of ${d.layers.length}: max |a−b| ${fmtNum(first.max_abs)}, ` +
-                 `${fmtNum(first.err)} of the layer's largest value, ${fmtNum(first.growth)}× the rounding ` +
-                 `noise its op allows; effective precision ${fmtNum(first.bits)} bits` +
-                 `${first.arithmetic ? ` (${first.arithmetic})` : ''}.`);
-    } else {
-        out.push('**First divergent layer:** none: every layer is within the rounding noise its op allows.');
-    }
-    const amps = (d.amplifiers || []).map((n) => byName.get(n)).filter(Boolean);
+    out.push(...startLines(d, mi));
+    const amps = (d.amplifiers || []).map((n) => layerByName(d, n)).filter(Boolean);
     out.push('', '**Amplifiers:** ' + (amps.length ? amps.map((l) => `\`${l.name}\` (${l.op || 'op ?'}) ×` +
-        `${fmtNum(l.growth)}${l.flipped ? `, ${fmtInt(l.flipped)} outputs flipped` : ''}`).join('; ') : 'none') + '.');
-    const last = d.layers[d.layers.length - 1];
-    if (last && last.verdict !== 'incomparable')
+        `${fmtNum(l.growth)}` + (layerNotes(l, d).length ? `: ${layerNotes(l, d).join('; ')}` : '')).join('; ')
+        : 'none') + '.');
+    const compared = d.layers.filter((l) => l.verdict !== 'incomparable');
+    const last = compared[compared.length - 1];
+    if (last)
         out.push('', `**At the output** \`${last.name}\`: max |a−b| ${fmtNum(last.max_abs)}; ` +
                  `${fmtInt(last.mismatches)} of ${fmtInt(last.count)} values outside atol ${fmtNum(d.atol)} + ` +
-                 `rtol ${fmtNum(d.rtol)}; verdict ${last.verdict}.`);
+                 `rtol ${fmtNum(d.rtol)}, in ${fmtInt(last.mismatch_rows)} rows; verdict ${last.verdict}.`);
+    out.push(...replayLines(d));
     out.push('', '**Cause** (gpudiff\'s explanation): ' + (d.explanation || 'none given'));
-    out.push('', '**Who is right:** ' + whoIsRight(d, first));
-    const diffs = (d.env_diff || []);
+    out.push('', '**Who is right:** ' + truthWords(truthSummary(d), d.truth && d.truth.backend));
+    const served = d.env_diff || [];
+    const diffs = served.filter((e) => (e.status || 'differs') === 'differs');
+    const missing = served.filter((e) => e.status === 'not recorded');
     if (diffs.length)
-        out.push('', '**What differs between a and b:** ' + diffs.slice(0, 12)
+        out.push('', '**What differs between a and b** (what can change numerics first): ' + diffs.slice(0, 12)
             .map((e) => `${e.key}: ${e.a ?? '(none)'} → ${e.b ?? '(none)'}`).join('; ') +
             (diffs.length > 12 ? `; and ${diffs.length - 12} more` : '') + '.');
+    if (missing.length)
+        out.push('', '**Not recorded by one run** (no difference, no cause): ' + missing.slice(0, 12)
+            .map((e) => e.key).join(', ') + (missing.length > 12 ? `, and ${missing.length - 12} more` : '') + '.');
     out.push('', '**To reproduce:**', '', '```sh');
     for (const [k, r] of sides) {
-        const cmd = runCommand(r, 'run-' + k);
+        const cmd = runCommand(r, 'run-' + k, k === 'a' ? 'run-b' : 'run-a');
         out.push(cmd || `# run ${k} (${r ? r.backend : '?'}) is a framework's dump: ` +
                  'gpudiff-agent bundle made it; the command that ran the model is not recorded');
     }
-    out.push(`gpudiff-agent diff run-a run-b${d.truth ? ' --truth run-truth' : ''}`);
+    // A diff with a replay (not a replay against its source, which is run a): its command too.
+    const ri = replayInfo(d);
+    const replayOf = ri && !ri.self ? (ri.of === (d.a && d.a.id) ? 'run-a' : 'run-b') : null;
+    if (replayOf)
+        out.push(runCommand(runs[3], 'run-replay', replayOf) ||
+                 `# the replay ${ri.id} of ${replayOf}: its record was not read`);
+    out.push(`gpudiff-agent diff run-a run-b${d.truth ? ' --truth run-truth' : ''}` +
+             (replayOf ? ' --replay run-replay' : ''));
     out.push(`curl '${apiLink}'`, '```', '', `Dashboard: ${link}`, '');
     return out.join('\n');
-}
-
-function whoIsRight(d, first) {
-    if (!d.truth)
-        return 'unknown: no truth run (a cpu64 run of the same model and input) was compared.';
-    const from = first ? d.layers.indexOf(first) : 0;
-    const n = {a: 0, b: 0, even: 0};
-    d.layers.slice(from).forEach((l) => {
-        if (l.truth && n[l.truth.closer] !== undefined)
-            n[l.truth.closer]++;
-    });
-    const winner = n.a > n.b ? 'a' : n.b > n.a ? 'b' : null;
-    const span = `${d.layers.length - from} layers${first ? ` from \`${first.name}\` on` : ''}`;
-    return winner ? `run ${winner} is closer to the truth (${d.truth.backend}) on ${n[winner]} of ${span}` +
-                    ` (run ${winner === 'a' ? 'b' : 'a'} on ${n[winner === 'a' ? 'b' : 'a']}, even on ${n.even}).`
-        : `neither: each is closer on as many of ${span} (${n.a}; even on ${n.even}).`;
 }

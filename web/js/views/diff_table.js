@@ -1,14 +1,25 @@
 // views/diff_table.js: the diff's per-layer table for networks of thousands of layers:
 // stretches of identical layers folded into one row (unfolded on request), filters by name,
-// op and verdict, a sparkline of each layer's ULP distances, and "jump to" a layer, which
-// unfolds and filters as needed so that the layer is on screen.
+// op and verdict, a sparkline of each layer's ULP distances, each side's error against a
+// truth run and who is right there, a replay's own error per layer, the notes the daemon's
+// facts give (sparse differences, steps, poles, layers only one run has), and "jump to" the
+// first divergent (or first observed) layer, which unfolds and filters as needed so that the
+// layer is on screen.
 import {h, s, fmtNum, fmtInt, verdictBadge, VERDICTS} from '../dom.js';
 import {tableExports} from '../share.js';
+import {BEYOND, startOf, rightOf, replayInfo, ownWords, layerNotes} from '../diff_facts.js';
 
 const FOLD_MIN = 4; // identical stretches of at least this many layers are folded
 
 // The ULP histogram as a tiny bar chart: bin 0 (equal) then 1, 2, 4, ... ULP apart, heights
 // on a log scale of counts. Decorative beside the numbers; its title says the same in words.
+
+// fp: a verdict judged from fingerprints (a side without its tensor) says so.
+function sampledMark(l) {
+    return h('span', {class: 'mark sampled', title: `judged from fingerprints: ${fmtInt(l.samples)} ` +
+        'sampled values; max |a−b| is a lower bound' + (l.fetch && l.fetch.length ? '; the daemon asks ' +
+        'for the tensor' : '')}, 'sampled');
+}
 function sparkline(l) {
     const hist = l.ulp_hist || [];
     const svg = s('svg', {class: 'spark', viewBox: '0 0 66 16', width: 66, height: 16,
@@ -42,58 +53,88 @@ function sparkline(l) {
     return svg;
 }
 
-function notesOf(l) {
-    const notes = [];
-    if (l.note)
-        notes.push(l.note);
-    if (l.algo && l.algo.a !== l.algo.b)
-        notes.push(`algorithm a: ${l.algo.a || '–'}, b: ${l.algo.b || '–'}`);
-    if (l.discontinuous && l.flipped)
-        notes.push(`${fmtInt(l.flipped)} outputs flipped; ${fmtInt(l.near_boundary)} inputs ` +
-                   `within ${fmtNum(l.boundary_distance)} of a step`);
-    if (l.nan_disagree || l.inf_disagree)
-        notes.push(`NaN disagree ${fmtInt(l.nan_disagree)}, Inf disagree ${fmtInt(l.inf_disagree)}`);
-    return notes.join('; ');
-}
-
-// The columns of the table and of its CSV.
-export function layerColumns(hasTruth) {
+// The columns of the table and of its CSV (truth: each side's error against the truth and
+// who is right there; replay: each layer's own error).
+export function layerColumns(d) {
+    const hasTruth = !!d.truth, hasReplay = !!replayInfo(d);
+    const st = startOf(d);
     const cols = [
         {key: (l) => l.position, label: '#'}, {key: 'name', label: 'layer'}, {key: 'op', label: 'op'},
         {key: 'verdict', label: 'verdict'}, {key: 'max_abs', label: 'max_abs'}, {key: 'err', label: 'err'},
         {key: 'envelope', label: 'noise_band'}, {key: 'growth', label: 'growth'},
         {key: 'max_ulp', label: 'max_ulp'}, {key: 'bits', label: 'bits'},
+        {key: 'values_differ', label: 'values_differ'}, {key: 'sparse', label: 'sparse'},
         {key: 'mismatches', label: 'outside_tolerance'},
     ];
     if (hasTruth)
         cols.push({key: (l) => l.truth && l.truth.err_a, label: 'err_a_vs_truth'},
                   {key: (l) => l.truth && l.truth.err_b, label: 'err_b_vs_truth'},
+                  {key: (l) => l.truth && l.truth.bound_a, label: 'bound_a_vs_truth'},
+                  {key: (l) => l.truth && l.truth.bound_b, label: 'bound_b_vs_truth'},
+                  {key: rightOf, label: 'right'},
                   {key: (l) => l.truth && l.truth.closer, label: 'closer'});
-    cols.push({key: (l) => (l.first_divergent ? 'first divergent' : l.amplifier ? 'amplifier' : ''),
-               label: 'mark'}, {key: notesOf, label: 'notes'});
+    if (hasReplay)
+        cols.push({key: (l) => l.own && l.own.err, label: 'own_err'},
+                  {key: (l) => l.own && l.own.bound, label: 'own_bound'},
+                  {key: (l) => l.own && l.own.verdict, label: 'own_verdict'},
+                  {key: (l) => l.own && l.own.bits, label: 'own_bits'},
+                  {key: (l) => l.own && l.own.arithmetic, label: 'own_arithmetic'},
+                  {key: (l) => (l.name === d.cause ? 'cause' : ''), label: 'cause'});
+    cols.push({key: (l) => markOf(l, st), label: 'mark'},
+              {key: (l) => layerNotes(l, d).join('; '), label: 'notes'});
     return cols;
 }
 
-function row(l, i, hrefOf, hasTruth) {
-    const cls = [l.first_divergent ? 'first-divergent' : '', l.amplifier ? 'amplifier' : '']
-        .filter(Boolean).join(' ');
-    const mark = l.first_divergent ? h('span', {class: 'mark first'}, 'first divergent')
+// "first divergent", "first observed" (the start may lie before it), "amplifier" or ''.
+function markOf(l, st) {
+    if (st && st.layer === l)
+        return st.known ? 'first divergent' : 'first observed';
+    return l.amplifier ? 'amplifier' : '';
+}
+
+const RIGHT_WORDS = {a: 'a', b: 'b', both: 'both', neither: 'neither'};
+
+function row(l, i, hrefOf, d, st) {
+    const hasTruth = !!d.truth, hasReplay = !!replayInfo(d);
+    const mark = markOf(l, st);
+    const cls = [mark === 'first divergent' ? 'first-divergent' : mark === 'first observed' ? 'first-observed' : '',
+                 l.amplifier ? 'amplifier' : '', l.name === d.cause ? 'cause' : ''].filter(Boolean).join(' ');
+    const markEl = mark === 'first divergent' ? h('span', {class: 'mark first'}, 'first divergent')
+        : mark === 'first observed' ? h('span', {class: 'mark first observed', title: 'the start may lie before it'},
+                                        'first observed')
         : l.amplifier ? h('span', {class: 'mark amp'}, 'amplifier') : null;
+    const causeEl = l.name === d.cause ? h('span', {class: 'mark cause'}, 'cause') : null;
     const na = l.verdict === 'incomparable';
     const num = (v, f = fmtNum) => h('td', {class: 'num'}, na ? '–' : f(v));
+    const bits = na ? '–' : l.sparse ? h('span', {class: 'muted', title: `${fmtInt(l.values_differ)} of ` +
+        `${fmtInt(l.count)} values differ: no precision is read from single values`}, 'sparse')
+        : fmtNum(l.bits);
     const cells = [
         h('td', {class: 'num'}, String(i)),
-        h('th', {scope: 'row'}, h('a', {href: hrefOf(l)}, l.name), mark ? ' ' : '', mark),
+        h('th', {scope: 'row'}, h('a', {href: hrefOf(l)}, l.name), markEl ? ' ' : '', markEl,
+          causeEl ? ' ' : '', causeEl),
         h('td', {}, l.op || '–'),
-        h('td', {}, verdictBadge(l.verdict)),
+        h('td', {}, verdictBadge(l.verdict), l.sampled ? ' ' : '', l.sampled ? sampledMark(l) : ''),
         h('td', {class: 'spark-cell'}, na ? '' : sparkline(l)),
-        num(l.max_abs), num(l.err), num(l.envelope), num(l.growth), num(l.max_ulp, fmtInt),
-        h('td', {class: 'num', title: l.arithmetic || null}, na ? '–' : fmtNum(l.bits)),
+        l.sampled ? h('td', {class: 'num', title: 'a lower bound: judged from fingerprints'},
+                      '≥' + fmtNum(l.max_abs)) : num(l.max_abs), num(l.err), num(l.envelope), num(l.growth), num(l.max_ulp, fmtInt),
+        h('td', {class: 'num', title: l.arithmetic || null}, bits),
         num(l.mismatches, fmtInt),
     ];
-    if (hasTruth)
-        cells.push(h('td', {}, l.truth ? l.truth.closer : '–'));
-    cells.push(h('td', {class: 'notes'}, notesOf(l)));
+    if (hasTruth) {
+        const t = l.truth;
+        const r = rightOf(l);
+        cells.push(num(t && t.err_a), num(t && t.err_b),
+                   h('td', {class: 'right-cell'}, r ? h('span', {class: 'right right-' + r}, RIGHT_WORDS[r] || r)
+                       : h('span', {class: 'muted'}, '–')));
+    }
+    if (hasReplay) {
+        const o = l.own;
+        const w = ownWords(l);
+        cells.push(h('td', {class: 'own-cell' + (o && BEYOND.has(o.verdict) ? ' own-beyond' : '')},
+                     w === null ? '–' : w));
+    }
+    cells.push(h('td', {class: 'notes'}, layerNotes(l, d).join('; ')));
     return h('tr', {class: cls || null, 'data-layer': l.name, 'data-index': i}, cells);
 }
 
@@ -120,19 +161,25 @@ function foldStretches(layers) {
 // told when the user changes a filter (the view keeps them in the address).
 export function layerTable(d, state, hrefOf, onState) {
     const layers = d.layers;
-    const hasTruth = !!d.truth;
+    const hasTruth = !!d.truth, hasReplay = !!replayInfo(d);
+    const start = startOf(d);
     const head = ['#', 'Layer', 'Op', 'Verdict', 'ULP distances', 'Max |a−b|', 'Error / max|b|',
                   'Noise band', 'Growth', 'Max ULP', 'Bits', 'Outside tol.'];
     if (hasTruth)
-        head.push('Closer');
+        head.push('a vs truth', 'b vs truth', 'Right');
+    if (hasReplay)
+        head.push('Own error (replay)');
     head.push('Notes');
     const tbody = h('tbody');
     const table = h('table', {class: 'layers', id: 'layer-table'},
         h('caption', {}, 'Per layer: b is the reference side of each metric. The noise band is ' +
           'the error rounding can explain (the op\'s own bound plus what noisy inputs carry in); ' +
-          'bits: the effective precision, -log2 of the median relative error; ULP distances: ' +
-          'how many values are how far apart, equal first' +
-          (hasTruth ? '; closer: the run nearer the truth.' : '.')),
+          'bits: the effective precision of the values that differ (none read from a sparse ' +
+          'difference); ULP distances: how many values are how far apart, equal first' +
+          (hasTruth ? '; a and b vs truth: each side\'s error against the truth; right: the sides ' +
+                      'within their rounding bound of it (neither: both beyond)' : '') +
+          (hasReplay ? '; own error: what the layer computes differently from the inputs it was ' +
+                       'given (the replay), of its whole error; none: what it shows is inherited' : '') + '.'),
         h('thead', {}, h('tr', {}, head.map((t) => h('th', {scope: 'col'}, t)))), tbody);
     const count = h('span', {class: 'hint', id: 'layer-count', 'aria-live': 'polite'});
     const unfolded = new Set(); // fold starts the user opened
@@ -140,7 +187,7 @@ export function layerTable(d, state, hrefOf, onState) {
     const rowCache = new Map();
     const rowOf = (i) => {
         if (!rowCache.has(i))
-            rowCache.set(i, row(layers[i], i, hrefOf, hasTruth));
+            rowCache.set(i, row(layers[i], i, hrefOf, d, start));
         return rowCache.get(i);
     };
     const st = {q: state.q || '', op: state.op || '', verdict: state.verdict || '',
@@ -225,9 +272,10 @@ export function layerTable(d, state, hrefOf, onState) {
     });
     for (const el of [opSel, vSel, foldBox])
         el.addEventListener('change', changed);
-    const first = layers.find((l) => l.first_divergent);
+    const first = start ? start.layer : null;
     const jumpButton = h('button', {type: 'button', id: 'jump-first', class: 'primary',
-                                    disabled: !first}, 'Jump to first divergent');
+                                    disabled: !first},
+                         start && !start.known ? 'Jump to first observed' : 'Jump to first divergent');
     jumpButton.addEventListener('click', () => api.jumpTo(first.name));
     const tools = h('div', {class: 'table-tools', role: 'search', 'aria-label': 'Find layers'},
         jumpButton,
@@ -236,7 +284,7 @@ export function layerTable(d, state, hrefOf, onState) {
         h('div', {class: 'field'}, h('label', {for: 'layer-verdict'}, 'Verdict'), vSel),
         h('div', {class: 'field field-check'}, foldBox,
           h('label', {for: 'layer-fold'}, 'Fold identical stretches')),
-        tableExports('layers', layerColumns(hasTruth),
+        tableExports('layers', layerColumns(d),
                      () => layers.map((l, i) => ({position: i, ...l}))));
     const api = {
         el: h('div', {}, tools, count, h('div', {class: 'table-wrap'}, table)),

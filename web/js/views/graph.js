@@ -9,6 +9,7 @@ import {layout} from '../graphlayout.js';
 import {errScale, colorOf, textOn, scaleLegend} from '../scale.js';
 import {copyLinkButton, svgExport} from '../share.js';
 import {diffHref, layerHref} from './diff.js';
+import {startOf} from '../diff_facts.js';
 
 const NODE_H = 34;
 
@@ -83,6 +84,7 @@ export async function render(root, ctx) {
     document.title = `gpudiff: graph of ${model}`;
     const {nodes, edges} = modelGraph(run);
     const byName = new Map(d.layers.map((l) => [l.name, l]));
+    const st = startOf(d); // the first divergent layer, or the first observed difference
     const noEdges = !edges.length;
     status.textContent = `Laying out ${fmtInt(nodes.length)} nodes and ${fmtInt(edges.length)} edges…`;
     const t0 = performance.now();
@@ -109,7 +111,7 @@ export async function render(root, ctx) {
     const svg = s('svg', {class: 'graph', role: 'group', id: 'graph',
                           'aria-label': `Graph of ${model}: ${nodes.length} nodes`, tabindex: 0});
     svg.append(s('title', {}, `${model}: ${nodes.length} nodes, ${edges.length} edges. ` +
-                 (d.first_divergent ? `First divergent: ${d.first_divergent}. ` : '') +
+                 (st ? `${st.known ? 'First divergent' : 'First observed difference'}: ${st.layer.name}. ` : '') +
                  'Arrow keys pan, + and − zoom, 0 fits the width.'));
     const scene = s('g', {class: 'scene'});
     svg.append(scene);
@@ -125,7 +127,7 @@ export async function render(root, ctx) {
     const pos = new Map();
     const nodeG = s('g', {class: 'nodes'});
     scene.append(nodeG);
-    const first = d.first_divergent;
+    const first = st ? st.layer.name : null;
     const amps = new Set(d.amplifiers || []);
     const nodeById = new Map(nodes.map((n) => [n.id, n]));
     for (const c of laid.children || []) {
@@ -297,7 +299,8 @@ export async function render(root, ctx) {
         button('−', () => zoom(0.8), {'aria-label': 'Zoom out'}),
         button('+', () => zoom(1.25), {'aria-label': 'Zoom in'}),
         button('Fit width', fit),
-        button('First divergent', () => centre(first, 1), {disabled: !first, id: 'graph-first'}),
+        button(st && !st.known ? 'First observed' : 'First divergent', () => centre(first, 1),
+               {disabled: !first, id: 'graph-first'}),
         h('div', {class: 'field inline'}, h('label', {for: 'graph-find'}, 'Find'), findIn, names),
         findNote),
         frame, focusNote,

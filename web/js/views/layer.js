@@ -4,11 +4,12 @@
 // against b (sampled for large tensors, saying so), for a discontinuous or ill-conditioned
 // op its input elements nearest the step or pole, and downloads of both tensors.
 import {h, clear, message, fmtNum, fmtInt, shortId, verdictBadge, routeHref} from '../dom.js';
-import {apiGetBytes, apiUrl, getDiff, getOps, getRun, getToken, layerNpyPath} from '../api.js';
+import {apiGetBytes, apiPost, apiUrl, getDiff, getOps, getRun, getToken, layerNpyPath} from '../api.js';
 import {ulpHistogram, valueHistograms, scatterAB} from '../charts.js';
 import {parseNpy, valueAt, ulpDistance, unravel} from '../npy.js';
 import {NEAR, nearest, countWithin} from '../nearstep.js';
 import {copyLinkButton, domTableExports, svgExport} from '../share.js';
+import {sideDistance, ownWords, startOf} from '../diff_facts.js';
 
 const AUTO_LOAD_BYTES = 64 << 20; // larger tensors load on request
 const WINDOW = 8; // values shown either side of the largest difference
@@ -58,7 +59,8 @@ function metricsList(l, d) {
         ['RMS', fmtNum(l.rms)],
         ['max relative', fmtNum(l.max_rel)],
         ['max ULP', fmtInt(l.max_ulp)],
-        ['effective bits', `${fmtNum(l.bits)} (${l.arithmetic || '?'})`],
+        ['effective bits', l.sparse ? 'none read: a sparse difference'
+            : fmtNum(l.bits) + (l.arithmetic ? ` (${l.arithmetic})` : '')],
         ['outside atol + rtol·|b|', `${fmtInt(l.mismatches)} of ${fmtInt(l.count)}`],
         ['rows that differ', fmtInt(l.mismatch_rows)],
         ['cosine', l.cosine == null ? '–' : String(l.cosine)],
@@ -70,9 +72,26 @@ function metricsList(l, d) {
     if (l.discontinuous)
         rows.push(['flipped outputs', fmtInt(l.flipped)],
                   ['inputs near a step', `${fmtInt(l.near_boundary)} within ${fmtNum(l.boundary_distance)}`]);
-    if (l.truth)
-        rows.push(['error vs truth', `a ${fmtNum(l.truth.err_a)}, b ${fmtNum(l.truth.err_b)}: ` +
-                   `${l.truth.closer === 'even' ? 'even' : 'run ' + l.truth.closer + ' is closer'}`]);
+    if (l.sparse)
+        rows.push(['values that differ', `${fmtInt(l.values_differ)} of ${fmtInt(l.count)} (sparse)`]);
+    if (l.conditioning)
+        rows.push(['conditioning', `smallest |x| ${fmtNum(l.conditioning.x_min)}; ` +
+                   `${fmtInt(l.conditioning.near_pole)} input${l.conditioning.near_pole === 1 ? '' : 's'} ` +
+                   'within the input\'s difference of 0; ' +
+                   `relative change up to ${fmtNum(l.conditioning.cond)}; growth ×${fmtNum(l.growth)}`]);
+    if (l.reason)
+        rows.push(['why', l.reason]);
+    if (l.truth) {
+        const r = l.truth.right;
+        rows.push(['right against the truth', r === 'both' ? 'both' : r === 'neither' ? 'neither'
+                   : r ? 'run ' + r : 'not known'],
+                  ['run a vs truth', sideDistance(l, 'a')], ['run b vs truth', sideDistance(l, 'b')]);
+        if (l.truth.closer === 'a' || l.truth.closer === 'b')
+            rows.push(['closer to the truth', `run ${l.truth.closer}` +
+                       (r === l.truth.closer || r === 'both' ? '' : ', and still not right')]);
+    }
+    if (l.own)
+        rows.push(['own error (replay)', `${ownWords(l)}; its bound ${fmtNum(l.own.bound)}, ${l.own.verdict}`]);
     if (l.algo && (l.algo.a || l.algo.b))
         rows.push(['algorithm', `a: ${l.algo.a || '–'}; b: ${l.algo.b || '–'}`]);
     return h('dl', {class: 'metrics', id: 'layer-metrics'},
@@ -257,6 +276,34 @@ function tensorBytes(rec) {
     return (rec.shape || []).reduce((a, b) => a * b, 1) * (sizes[rec.dtype] || 1);
 }
 
+// fp: a layer judged from fingerprints: what that means, and "fetch this layer" for each side
+// without its tensor (POST /api/v1/runs/{id}/requests, an agent token; gpudiff-agent
+// fetch-layers sends it, and the diff then measures the layer in full).
+function sampledSection(l, q, ra, rb, recA, recB) {
+    const box = h('section', {'aria-labelledby': 'sampled-h'}, h('h2', {id: 'sampled-h'}, 'Sampled'),
+        h('p', {id: 'sampled'}, `Judged from fingerprints: the figures are over ${fmtInt(l.samples)} ` +
+          `sampled values, and max |a−b| ${fmtNum(l.max_abs)} is a lower bound (from the ` +
+          `${l.max_abs_from || 'sample'}). ` + (l.verdict === 'noise' ? 'Noise holds for the sample only.' : '')));
+    for (const [side, run, rec] of [['a', ra, recA], ['b', rb, recB]]) {
+        if (!rec || rec.present !== false)
+            continue;
+        const status = h('span', {class: 'muted'}, (l.fetch || []).includes(side) ? ' asked for by the diff' : '');
+        const button = h('button', {type: 'button', id: 'fetch-' + side, onclick: async () => {
+            button.disabled = true;
+            try {
+                const r = await apiPost(`runs/${run.id}/requests`, null, {index: rec.index});
+                status.textContent = r.added ? ' asked for: gpudiff-agent fetch-layers sends it'
+                    : ' already asked for';
+            } catch (e) {
+                status.textContent = ' ' + e.message;
+                button.disabled = false;
+            }
+        }}, `Fetch this layer (${side})`);
+        box.append(h('p', {}, button, status));
+    }
+    return box;
+}
+
 export async function render(root, ctx) {
     const p = ctx.params;
     const q = {a: p.get('a') || '', b: p.get('b') || '', truth: p.get('truth') || '',
@@ -290,13 +337,18 @@ export async function render(root, ctx) {
         return;
     }
     const recA = ra.layers[l.index_a], recB = rb.layers[l.index_b];
+    const st = startOf(d);
     title.append(` (${l.op || '?'}) `, verdictBadge(l.verdict),
-                 l.first_divergent ? h('span', {class: 'mark first'}, 'first divergent') : '',
-                 l.amplifier ? h('span', {class: 'mark amp'}, 'amplifier') : '');
+                 st && st.layer === l ? h('span', {class: 'mark first' + (st.known ? '' : ' observed')},
+                                          st.known ? 'first divergent' : 'first observed') : '',
+                 l.amplifier ? h('span', {class: 'mark amp'}, 'amplifier') : '',
+                 d.cause === l.name ? h('span', {class: 'mark cause'}, 'cause') : '');
     if (l.verdict === 'incomparable') {
         root.append(message('info', l.note || 'These layers cannot be compared.'));
         return;
     }
+    if (l.sampled)
+        root.append(sampledSection(l, q, ra, rb, recA, recB));
     const at = l.max_abs_index ?? 0;
     const shape = (recB && recB.shape) || [];
     const pos = unravel(at, shape);
@@ -321,7 +373,9 @@ export async function render(root, ctx) {
         valuesBox));
     const sides = {ra, rb, rt, recA, recB};
     const bytes = tensorBytes(recA) + tensorBytes(recB);
-    if (bytes <= AUTO_LOAD_BYTES) {
+    if ((recA && recA.present === false) || (recB && recB.present === false)) {
+        valuesBox.append(message('info', 'A side holds only its fingerprint: fetch the layer first.'));
+    } else if (bytes <= AUTO_LOAD_BYTES) {
         await loadValues(valuesBox, l, sides, ctx);
     } else {
         valuesBox.append(h('button', {type: 'button', onclick: () => loadValues(valuesBox, l, sides, ctx)},

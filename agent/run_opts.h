@@ -1,0 +1,56 @@
+/*
+ * run_opts.h: what `gpudiff-agent run` was asked, shared with `fetch-layers`, which runs a
+ * model again from the options a run recorded in run.json ("rerun"): the same parser and
+ * loader, so a re-run is the run.
+ */
+#ifndef GPUDIFF_AGENT_RUN_OPTS_H
+#define GPUDIFF_AGENT_RUN_OPTS_H
+
+#include <jansson.h>
+
+#include "gpudiff/graph.h"
+#include "gpudiff/run.h"
+#include "agent.h"
+#include "inputs.h"
+#include "upload.h"
+
+struct agt_run_opts {
+    const char *model;
+    const char *inputs[AGT_MAX_INPUTS]; /* --input, as given: FILE or NAME=FILE */
+    int n_inputs;
+    const char *input_key;
+    const char *backend;
+    const char *out;
+    const char *weights_dir;
+    const char *emulate;
+    const char *capture;           /* --capture as given; NULL: full */
+    int replace;
+    int json;
+    int progress;
+    int verbose;
+    json_t *labels;
+    struct gd_knobs knobs;
+    struct agt_upload_opts upload; /* upload.server NULL: no upload */
+};
+
+/* Parses run's command line into o (knobs, labels and upload initialized by the caller).
+ * 0, 1 after --help, -1 after a usage error (printed). */
+int agt_run_parse(int argc, char **argv, struct agt_run_opts *o);
+
+/* Loads the model and its inputs (records: run.json's input records); an ONNX model is
+ * checked with them. */
+int agt_run_load(const struct agt_run_opts *o, struct gd_graph **g, struct gd_tensor **inputs,
+                 json_t **records, struct gd_err *err);
+
+/* run.json's "rerun": the options that decide what the run computes, with absolute paths
+ * (model, inputs, weights folder, backend, knobs), as arguments for agt_run_parse(). */
+json_t *agt_run_rerun_json(const struct agt_run_opts *o);
+
+/* Layer selection of --capture for graph g: *sel and the per-layer flags in *only (owned by
+ * the caller; NULL when none). GD_EINVAL for a pattern that names no layer. */
+int agt_run_capture_sel(const char *capture, const struct gd_graph *g, int64_t batch,
+                        struct gd_capture_sel *sel, unsigned char **only, struct gd_err *err);
+
+int agt_cmd_fetch_layers(int argc, char **argv);
+
+#endif

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""gpu_half.py: PyTorch's side of tests/bench/gpu_half.sh, on the GPU machine (torch,
+/opt/torch/.venv/bin/python3).
+
+    gpu_half.py check NAME IDS.npy GD_FLOAT16.npy GD_BFLOAT16.npy [--json OUT.json]
+
+builds the model of gpt2_export.py's configuration NAME (the weights of the exported file:
+same seed, drawn on the CPU), and for each format F in float16 and bfloat16:
+  - PyTorch's forward in F on the GPU (model.half() / model.bfloat16()), timed: CUDA events
+    around the forward, median of 5 after a warm-up;
+  - the truth: the same rounded weights in float64 (model.half().double()), the exact
+    computation of the model gpudiff and PyTorch both compute in F;
+  - gpudiff's output in F (bench_half's .npy) against both. Medians are over every 97th
+    element (a 412e6-element output sorts slowly).
+
+The float16 bound. A float16 implementation that computes each op in float32 and stores its
+result rounded (PyTorch's and gpudiff's arithmetic) is within its own rounding error e of the
+truth; that error has no a-priori bound useful for a 12- or 48-layer network, but PyTorch
+measures it: e_pt = max |pt - truth| / max |truth|. gpudiff passes when its own error
+e_gd <= 2 e_pt, the same for the median, so that |gd - pt| <= e_gd + e_pt <= 3 e_pt:
+gpudiff computes what a float16 framework computes, to within a factor 2 of that framework's
+own accuracy. A wrong op, a reduction in the half format where PyTorch keeps float32, or
+weights rounded differently would show as e_gd far above e_pt. The summary prints e_gd,
+e_pt, |gd - pt|, the argmax agreement of the last axis and the times.
+"""
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt2_export  # noqa: E402
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def load_npy_gpu(path, torch):
+    """A gpudiff output (.npy float16, or bfloat16 as a 2-byte void) as a float32 CUDA tensor."""
+    a = np.load(path, mmap_mode="r")
+    if a.dtype.kind == "V" or a.dtype == np.uint16:
+        u = torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).cuda().to(torch.int32)
+        return ((u & 0xFFFF) << 16).view(torch.float32)
+    return torch.from_numpy(np.ascontiguousarray(a)).cuda().float()
+
+
+def timed_forward(model, args, torch, repeats=5):
+    with torch.no_grad():
+        y = model(*args)  # warm-up
+        times = []
+        for _ in range(repeats):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            y = model(*args)
+            e.record()
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e))
+    return y, sorted(times)[len(times) // 2]
+
+
+def check(a):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    ids = torch.from_numpy(np.load(a.ids)).cuda()
+    model = gpt2_export.make_model(a.name, a.seed, "cpu")
+    results = {"model": a.name, "shape": list(ids.shape),
+               "allow_fp16_reduced_precision_reduction":
+                   torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+               "allow_bf16_reduced_precision_reduction":
+                   torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction}
+    ok = True
+    for fmt, path in (("float16", a.gd_float16), ("bfloat16", a.gd_bfloat16)):
+        tdt = torch.float16 if fmt == "float16" else torch.bfloat16
+        # a copy of the float32 module each time, so each format rounds the float32 weights
+        # once, as gpudiff's --dtype casts the float32 file
+        m = copy.deepcopy(model).to(device="cuda", dtype=tdt)
+        t0 = time.time()
+        pt, pt_ms = timed_forward(m, (ids,), torch)
+        pt = pt.float()
+        with torch.no_grad():
+            truth = m.double()(ids)  # the same rounded weights, in float64
+        del m
+        torch.cuda.empty_cache()
+        scale = truth.abs().max().item()
+        r = {"torch_ms": pt_ms, "torch_s": time.time() - t0}
+        if not os.path.exists(path):
+            r["error"] = "no gpudiff output %s" % path
+            results[fmt] = r
+            ok = False
+            log("%s: %s" % (fmt, r["error"]))
+            continue
+        gd = load_npy_gpu(path, torch)
+        if tuple(gd.shape) != tuple(truth.shape):
+            r["error"] = "gpudiff's output is %s, torch's %s" % (tuple(gd.shape),
+                                                                   tuple(truth.shape))
+            results[fmt] = r
+            ok = False
+            continue
+
+        def err(x):
+            d = (x.double() - truth).abs() / scale
+            return d.max().item(), d.flatten()[::97].median().item()
+
+        e_gd, m_gd = err(gd)
+        e_pt, m_pt = err(pt)
+        d_max = ((gd - pt).abs().max().item()) / scale
+        agree = (gd.argmax(-1) == pt.argmax(-1)).double().mean().item()
+        agree_truth = (gd.argmax(-1) == truth.argmax(-1)).double().mean().item()
+        nan_gd = int(torch.isnan(gd).sum().item())
+        passed = nan_gd == 0 and e_gd <= 2 * e_pt and m_gd <= 2 * m_pt
+        ok = ok and passed
+        r.update({"gd_err_max": e_gd, "gd_err_median": m_gd, "torch_err_max": e_pt,
+                  "torch_err_median": m_pt, "gd_vs_torch_max": d_max, "argmax_agree": agree,
+                  "argmax_agree_truth": agree_truth, "gd_nan": nan_gd, "pass": passed})
+        results[fmt] = r
+        log("%s %s: gpudiff %.3g (median %.3g) torch %.3g (median %.3g) |gd-pt| %.3g, argmax "
+            "agree %.4f, torch forward %.2f ms: %s" % (a.name, fmt, e_gd, m_gd, e_pt, m_pt,
+                                                      d_max, agree, pt_ms,
+                                                      "ok" if passed else "OVER"))
+        del gd, pt, truth
+        torch.cuda.empty_cache()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check")
+    c.add_argument("name", choices=sorted(gpt2_export.CONFIGS))
+    c.add_argument("ids")
+    c.add_argument("gd_float16")
+    c.add_argument("gd_bfloat16")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--json")
+    a = ap.parse_args()
+    return check(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
