@@ -357,7 +357,7 @@ tests_onnx_onnx_conformance_CPPFLAGS = $(AM_CPPFLAGS)
 tests_onnx_onnx_conformance_LDADD = $(GD_ENGINE_LIBS)
 ONNX_TESTS = tests/onnx/conformance.sh tests/onnx/seed_onnx.sh tests/onnx/agent_onnx.sh
 TESTS += $(ONNX_TESTS)
-EXTRA_DIST += $(ONNX_TESTS) tests/onnx/pass_list.txt tests/onnx/seed_to_onnx.py
+EXTRA_DIST += $(ONNX_TESTS) tests/onnx/pass_list.txt tests/onnx/known_failures.txt tests/onnx/seed_to_onnx.py
 ONNX_TESTDATA = /usr/share/libonnx-testdata/data
 ONNX_SUITES = node=$(ONNX_TESTDATA)/node pytorch-converted=$(ONNX_TESTDATA)/pytorch-converted \
 	pytorch-operator=$(ONNX_TESTDATA)/pytorch-operator simple=$(ONNX_TESTDATA)/simple \

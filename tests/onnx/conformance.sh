@@ -14,6 +14,7 @@ if [ -d "$GD_SHARED_DIR/onnx-tests" ]; then
 fi
 set +e
 "$GD_BUILDDIR/tests/onnx/onnx_conformance" --quiet --check "$GD_SRCDIR/tests/onnx/pass_list.txt" \
+    --known "$GD_SRCDIR/tests/onnx/known_failures.txt" \
     "$@" >"$TMP/conformance.txt" 2>&1
 rc=$?
 set -e
