@@ -159,8 +159,8 @@ gpt2() {
         fi
         rm -rf "$work"/t_"${gn}"_full
     fi
-    step "${gn}_fpcost" $((2 * glim)) "$build/tests/bench/bench_half" "$gdir/model.onnx" --backend "$be" \
-        --dtype float16 --repeats 5 --fingerprint-cost "input_ids=$ids8"
+    step "${gn}_fpcost" $((2 * glim)) "$build/tests/bench/bench_half" "$gdir/model.onnx" \
+        --backend "$be" --dtype float16 --repeats 5 --fingerprint-cost "input_ids=$ids8"
     say "$gn bench_half --fingerprint-cost: exit $?"
     grep -E '^(forward_ms_median|run_|fingerprint_layers|device_peak)' "$logs/${gn}_fpcost.log" |
         sed "s/^/  $gn warm: /" | tee -a "$summary"
@@ -257,7 +257,8 @@ for c in ("g12", "g48"):
     f8, f1, full1 = size.get((c, "fingerprint")), size.get((c + "b1", "fingerprint")), \
         size.get((c + "b1", "full"))
     full8 = size.get((c, "full"))
-    line = "%s bundle bytes: fingerprint at the export's batch (8) %s; at batch 1 fingerprint / full %s" % (
+    line = ("%s bundle bytes: fingerprint at the export's batch (8) %s; at batch 1 "
+            "fingerprint / full %s") % (
         c, f8, ratio(f1, full1))
     line += ("; at batch 8 fingerprint / full %s" % ratio(f8, full8) if full8 else
              "; full at batch 8 not run (FULL=1 runs it where the disk has room)")
