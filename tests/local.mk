@@ -446,10 +446,21 @@ tests_engine_check_fingerprint_LDADD = $(TEST_LIBS)
 # fp_verify: a bundle's recorded fingerprints against the host's from its tensor files (the
 # CUDA kernels on real captures, tests/bench/gpu_fp.sh).
 EXTRA_PROGRAMS += tests/bench/fp_verify
-tests_bench_fp_verify_SOURCES = tests/bench/fp_verify.c
+tests_bench_fp_verify_SOURCES = tests/bench/fp_verify.c tests/bench/fp_same.h
 tests_bench_fp_verify_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 tests_bench_fp_verify_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
 EXTRA_DIST += tests/bench/gpu_fp.sh
+# fp2: the fingerprint kernels against a device-to-device copy, 1 MiB to 4 GiB, and their
+# result against the host's bit for bit (exits 77 without a GPU; gpu_fp.sh runs it).
+if HAVE_CUDA
+EXTRA_PROGRAMS += tests/bench/bench_fp_cuda
+tests_bench_bench_fp_cuda_SOURCES = tests/bench/bench_fp_cuda.c tests/bench/fp_same.h
+tests_bench_bench_fp_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(CUDA_CFLAGS)
+# The kernels' archive follows the engine on the link line (engine/local.mk); its objects
+# name ops with gd_op_name, which nothing else this program calls pulls in from the engine.
+tests_bench_bench_fp_cuda_LDFLAGS = -Wl,--undefined=gd_op_name
+tests_bench_bench_fp_cuda_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
+endif
 # fp: 500 layers as fingerprints, three asked for, fetched and diffed in full.
 TESTS += tests/integration/server_fingerprints.sh
 EXTRA_DIST += tests/integration/server_fingerprints.sh

@@ -5,8 +5,16 @@
  * gd_session_forward: CUDA events on the compute stream), one end-to-end run whose graph
  * output 0 is written as .npy, and the session's peak device memory.
  *
+ * --fingerprint-cost (fp2): then REPEATS more pairs of warm gd_session_run()s from the host
+ * inputs, alternating, the wall clock of each: without capture, and with every layer's
+ * fingerprint delivered (gd_session_set_capture: fingerprints, no tensors; what `run
+ * --capture fingerprint` asks for), so the cost of fingerprinting every layer is measured
+ * without the process start, the load and the first run's set-up that `gpudiff-agent run`'s
+ * wall and duration include. Prints run_none_ms_median, run_fingerprint_ms_median,
+ * run_fingerprint_ratio, fingerprint_layers.
+ *
  * usage: bench_half MODEL.onnx [--dtype float16|bfloat16] [--backend cuda] [--repeats N]
- *                   [--out OUTPUT.npy] NAME=INPUT.npy...
+ *                   [--out OUTPUT.npy] [--fingerprint-cost] NAME=INPUT.npy...
  * Prints key=value lines on stdout (load_s, cast_s, session_s, forward_ms_median,
  * forward_ms_min, end_to_end_ms, device_peak_bytes, device_now_bytes, output); progress
  * on stderr. Exit 1 on any failure, with the engine's message.
@@ -29,12 +37,39 @@ die(const char *what, const struct gd_err *err)
     exit(1);
 }
 
+/* --fingerprint-cost: counts the layers whose fingerprint arrives. */
+static int
+count_fingerprint(void *user, const struct gd_layer *layer, struct gd_err *err)
+{
+    if (layer->fingerprint != NULL)
+        ++*(int *)user;
+    return 0;
+}
+
+/* One warm gd_session_run(), with every layer's fingerprint or without capture; its wall
+ * clock in ms. */
+static double
+timed_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const *ins, int fp,
+          int *n_fp)
+{
+    struct gd_err err = {0};
+    struct gd_capture_sel sel = {.fingerprints = fp, .last_layer = -1};
+    if (gd_session_set_capture(s, &sel, &err) != 0)
+        die("capture", &err);
+    *n_fp = 0;
+    double t0 = bench_now_s();
+    if (gd_session_run(s, n_inputs, ins, fp ? count_fingerprint : NULL, n_fp, &err) != 0)
+        die(fp ? "run with fingerprints" : "run without capture", &err);
+    return (bench_now_s() - t0) * 1e3;
+}
+
+
 int
 main(int argc, char **argv)
 {
     const char *model = NULL, *dtype = NULL, *backend = "cuda", *out = NULL;
     const char *in_names[MAX_INPUTS], *in_files[MAX_INPUTS];
-    int n_in = 0, repeats = 5;
+    int n_in = 0, repeats = 5, fp_cost = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--dtype") == 0 && i + 1 < argc)
@@ -45,6 +80,8 @@ main(int argc, char **argv)
             repeats = atoi(argv[++i]);
         else if (strcmp(a, "--out") == 0 && i + 1 < argc)
             out = argv[++i];
+        else if (strcmp(a, "--fingerprint-cost") == 0)
+            fp_cost = 1;
         else if (model == NULL)
             model = a;
         else if (strchr(a, '=') != NULL && n_in < MAX_INPUTS) {
@@ -52,7 +89,8 @@ main(int argc, char **argv)
             in_files[n_in++] = strchr(a, '=') + 1;
         } else {
             fprintf(stderr, "usage: bench_half MODEL.onnx [--dtype float16|bfloat16] "
-                            "[--backend B] [--repeats N] [--out OUT.npy] NAME=INPUT.npy...\n");
+                            "[--backend B] [--repeats N] [--out OUT.npy] [--fingerprint-cost] "
+                            "NAME=INPUT.npy...\n");
             return 2;
         }
     }
@@ -124,6 +162,25 @@ main(int argc, char **argv)
         char shape[96];
         printf("output=%s %s %s\n", out, gd_dtype_name(y->dtype),
                gd_shape_format(y->ndim, y->shape, shape, sizeof shape));
+    }
+    if (fp_cost) {
+        double *none = calloc((size_t)repeats, sizeof *none);
+        double *fp = calloc((size_t)repeats, sizeof *fp);
+        if (none == NULL || fp == NULL) {
+            fprintf(stderr, "bench_half: out of memory\n");
+            return 1;
+        }
+        int n_fp = 0;
+        timed_run(s, g->n_inputs, ins, 1, &n_fp); /* warm-up: the fingerprint buffers */
+        for (int r = 0; r < repeats; r++) {
+            none[r] = timed_run(s, g->n_inputs, ins, 0, &n_fp);
+            fp[r] = timed_run(s, g->n_inputs, ins, 1, &n_fp);
+        }
+        double mn = bench_median(none, repeats), mf = bench_median(fp, repeats);
+        printf("run_none_ms_median=%.3f\nrun_fingerprint_ms_median=%.3f\n"
+               "run_fingerprint_ratio=%.4f\nfingerprint_layers=%d\n", mn, mf, mf / mn, n_fp);
+        free(none);
+        free(fp);
     }
     free(ms);
     gd_session_free(s);

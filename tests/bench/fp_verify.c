@@ -18,47 +18,7 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/fingerprint.h"
 #include "gpudiff/tensor.h"
-
-static int
-same_double(double a, double b)
-{
-    if (isnan(a) && isnan(b))
-        return 1;
-    return memcmp(&a, &b, sizeof a) == 0;
-}
-
-/* The first field where a and b differ, or NULL. */
-static const char *
-first_difference(const struct gd_fingerprint *a, const struct gd_fingerprint *b)
-{
-    if (a->count != b->count)
-        return "count";
-    if (memcmp(a->hash, b->hash, sizeof a->hash) != 0)
-        return "hash";
-    if (a->has_stats != b->has_stats)
-        return "has_stats";
-    if (a->has_stats) {
-        if (!same_double(a->min, b->min))
-            return "min";
-        if (!same_double(a->max, b->max))
-            return "max";
-        if (!same_double(a->sum, b->sum))
-            return "sum";
-        if (!same_double(a->sumsq, b->sumsq))
-            return "sumsq";
-        if (a->nan_count != b->nan_count)
-            return "nan";
-        if (a->inf_count != b->inf_count)
-            return "inf";
-        if (memcmp(a->hist, b->hist, sizeof a->hist) != 0)
-            return "hist";
-    }
-    if (a->n_samples != b->n_samples)
-        return "n_samples";
-    if (memcmp(a->samples, b->samples, (size_t)a->n_samples * gd_dtype_size(a->dtype)) != 0)
-        return "samples";
-    return NULL;
-}
+#include "fp_same.h"
 
 int
 main(int argc, char **argv)
@@ -93,7 +53,7 @@ main(int argc, char **argv)
             bad++;
             continue;
         }
-        const char *d = first_difference(host, l->fingerprint);
+        const char *d = fp_first_difference(host, l->fingerprint);
         if (d != NULL) {
             bad++;
             if (bad <= 10)
