@@ -24,6 +24,47 @@ struct fp_node {
     double sum, sumsq;
 };
 
+/*
+ * Warp-wide integer reductions: the sm_80 instructions where the device has them, butterfly
+ * shuffles on sm_75 (Turing). Integer sums, minima and maxima are exact in any order, so both
+ * give the same bits.
+ */
+__device__ __forceinline__ unsigned
+warp_add_u32(unsigned v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(0xffffffffu, v);
+#else
+    for (int d = 16; d > 0; d /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
+#endif
+}
+
+__device__ __forceinline__ uint32_t
+warp_min_u32(uint32_t v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_min_sync(0xffffffffu, v);
+#else
+    for (int d = 16; d > 0; d /= 2)
+        v = min(v, (uint32_t)__shfl_xor_sync(0xffffffffu, v, d));
+    return v;
+#endif
+}
+
+__device__ __forceinline__ uint32_t
+warp_max_u32(uint32_t v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(0xffffffffu, v);
+#else
+    for (int d = 16; d > 0; d /= 2)
+        v = max(v, (uint32_t)__shfl_xor_sync(0xffffffffu, v, d));
+    return v;
+#endif
+}
+
 __global__ static void
 fp_sample(const unsigned char *data, int64_t n, int esize, uint64_t seed, int64_t count,
           struct gd__fp_raw *raw)
@@ -228,8 +269,8 @@ fp_chunks(const unsigned char *__restrict__ data, uint64_t nbytes, uint64_t n_ch
         if (s)
             atomicAdd(&raw->hist[b], s);
     }
-    unsigned nan = __reduce_add_sync(0xffffffffu, a.nan);
-    unsigned inf = __reduce_add_sync(0xffffffffu, a.inf);
+    unsigned nan = warp_add_u32(a.nan);
+    unsigned inf = warp_add_u32(a.inf);
     int lane = threadIdx.x & 31;
     if (KIND == GD__FP_F64) {
         for (int d = 16; d > 0; d /= 2) {
@@ -241,8 +282,8 @@ fp_chunks(const unsigned char *__restrict__ data, uint64_t nbytes, uint64_t n_ch
             atomicMax(&raw->max64, a.hi64);
         }
     } else {
-        uint32_t lo = __reduce_min_sync(0xffffffffu, a.lo32);
-        uint32_t hi = __reduce_max_sync(0xffffffffu, a.hi32);
+        uint32_t lo = warp_min_u32(a.lo32);
+        uint32_t hi = warp_max_u32(a.hi32);
         if (lane == 0 && lo != 0xffffffffu) {
             atomicMin(&raw->min32, lo);
             atomicMax(&raw->max32, hi);
