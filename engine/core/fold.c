@@ -411,7 +411,9 @@ fold_reshape(struct fold_call *c, struct gd_err *err)
         if (d < 0)
             return gd_err_set(err, GD_ESHAPE, "shape entry %d is %lld", i, (long long)d);
         s.dim[i] = d;
-        known *= d;
+        if (__builtin_mul_overflow(known, d, &known))
+            return gd_err_set(err, GD_ESHAPE, "the shape's entries multiply past 2^63 "
+                              "elements");
     }
     if (infer >= 0) {
         if (known == 0 || gd_tensor_numel(x) % known != 0)
