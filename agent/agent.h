@@ -107,6 +107,10 @@ void agt_knob_opts_init(struct agt_knob_opts *o);
  * knob flag, -1 after printing what is wrong. cmd names the subcommand in messages. */
 int agt_knob_flag(const char *cmd, int opt, const char *arg, struct agt_knob_opts *o);
 
+/* 0 when this build has the backend called name, else -1 after printing the ones it has.
+ * cmd names the subcommand in the message. */
+int agt_backend_check(const char *cmd, const char *name);
+
 /* 0, or -1 after printing why the knobs do not go with the backend. */
 int agt_knob_opts_check(const char *cmd, const struct agt_knob_opts *o);
 

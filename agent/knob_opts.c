@@ -29,23 +29,29 @@ parse_ll(const char *s, long long min, long long *out)
 }
 
 int
+agt_backend_check(const char *cmd, const char *name)
+{
+    for (const char *const *b = gd_backend_names(); *b != NULL; b++)
+        if (strcmp(*b, name) == 0)
+            return 0;
+    fprintf(stderr, "gpudiff-agent %s: this build has no backend %s (it has:", cmd, name);
+    for (const char *const *b = gd_backend_names(); *b != NULL; b++)
+        fprintf(stderr, " %s", *b);
+    fprintf(stderr, ")\n");
+    return -1;
+}
+
+int
 agt_knob_flag(const char *cmd, int opt, const char *arg, struct agt_knob_opts *o)
 {
     struct gd_err err = {0};
     long long v;
     switch (opt) {
-    case AGT_OPT_BACKEND: {
-        for (const char *const *b = gd_backend_names(); *b != NULL; b++)
-            if (strcmp(*b, arg) == 0) {
-                o->backend = arg;
-                return 1;
-            }
-        fprintf(stderr, "gpudiff-agent %s: this build has no backend %s (it has:", cmd, arg);
-        for (const char *const *b = gd_backend_names(); *b != NULL; b++)
-            fprintf(stderr, " %s", *b);
-        fprintf(stderr, ")\n");
-        return -1;
-    }
+    case AGT_OPT_BACKEND:
+        if (agt_backend_check(cmd, arg) != 0)
+            return -1;
+        o->backend = arg;
+        return 1;
     case AGT_OPT_EMULATE:
         if (gd_emulate_parse(arg, &o->knobs.emulate, &o->knobs.emulate_classes, &err) != 0) {
             fprintf(stderr, "gpudiff-agent %s: --emulate: %s\n", cmd, err.msg);

@@ -209,20 +209,11 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         case O_INPUT_KEY:
             o->input_key = optarg;
             break;
-        case O_BACKEND: {
-            int known = 0;
-            for (const char *const *b = gd_backend_names(); *b != NULL; b++)
-                known |= strcmp(*b, optarg) == 0;
-            if (!known) {
-                fprintf(stderr, "gpudiff-agent run: this build has no backend %s (it has:", optarg);
-                for (const char *const *b = gd_backend_names(); *b != NULL; b++)
-                    fprintf(stderr, " %s", *b);
-                fprintf(stderr, ")\n");
+        case O_BACKEND:
+            if (agt_backend_check("run", optarg) != 0)
                 return -1;
-            }
             o->backend = optarg;
             break;
-        }
         case O_WEIGHTS_DIR:
             o->weights_dir = optarg;
             break;

@@ -179,21 +179,11 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         case O_WEIGHTS_DIR:
             o->weights_dir = optarg;
             break;
-        case O_BACKEND: {
-            int known = 0;
-            for (const char *const *b = gd_backend_names(); *b != NULL; b++)
-                known |= strcmp(*b, optarg) == 0;
-            if (!known) {
-                fprintf(stderr,
-                        "gpudiff-agent sweep: this build has no backend %s (it has:", optarg);
-                for (const char *const *b = gd_backend_names(); *b != NULL; b++)
-                    fprintf(stderr, " %s", *b);
-                fprintf(stderr, ")\n");
+        case O_BACKEND:
+            if (agt_backend_check("sweep", optarg) != 0)
                 return -1;
-            }
             o->backend = optarg;
             break;
-        }
         case O_GRID:
             o->grid = optarg;
             break;
