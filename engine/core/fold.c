@@ -46,33 +46,6 @@ gd__fold_fini(struct gd_fold *f)
 
 /* ---- element access ---- */
 
-static int64_t
-get_int(const struct gd_tensor *t, int64_t i)
-{
-    const void *p = t->data;
-    switch (t->dtype) {
-    case GD_I8:
-        return ((const int8_t *)p)[i];
-    case GD_I16:
-        return ((const int16_t *)p)[i];
-    case GD_I32:
-        return ((const int32_t *)p)[i];
-    case GD_I64:
-        return ((const int64_t *)p)[i];
-    case GD_U8:
-    case GD_BOOL:
-        return ((const uint8_t *)p)[i];
-    case GD_U16:
-        return ((const uint16_t *)p)[i];
-    case GD_U32:
-        return ((const uint32_t *)p)[i];
-    case GD_U64:
-        return (int64_t)((const uint64_t *)p)[i]; /* range checked by get_ints' callers */
-    default:
-        return 0;
-    }
-}
-
 /* Stores v as element i of an integer or bool tensor; GD_ERANGE when it does not fit. */
 static int
 put_int(struct gd_tensor *t, int64_t i, int64_t v, struct gd_err *err)
@@ -220,7 +193,7 @@ input_ints(struct fold_call *c, int i, const char *what, int max, int64_t *out, 
         return gd_err_set(err, GD_EMODEL, "%s has %lld values (at most %d)", what,
                           (long long)count, max);
     for (int64_t k = 0; k < count; k++)
-        out[k] = get_int(t, k);
+        out[k] = gd_tensor_get_i64(t, k);
     *n = (int)count;
     return 0;
 }
@@ -589,7 +562,7 @@ fold_gather(struct fold_call *c, struct gd_err *err)
     char *dst = t->data;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < n_idx; j++) {
-            int64_t i = get_int(idx, j);
+            int64_t i = gd_tensor_get_i64(idx, j);
             if (i < -len || i >= len) {
                 gd_tensor_free(t);
                 return gd_err_set(err, GD_EMODEL, "index %lld is out of range for a "
@@ -866,9 +839,10 @@ fold_int_nary(struct fold_call *c, enum int_op op, enum gd_dtype out_dtype, stru
         return err ? err->code : GD_ENOMEM;
     int64_t idx[GD_MAX_DIMS] = {0}, n = gd__shape_numel(&s);
     for (int64_t o = 0; o < n && rc == 0; o++) {
-        int64_t acc = get_int(c->in[0], bcast_offset(c->in[0], s.ndim, idx));
+        int64_t acc = gd_tensor_get_i64(c->in[0], bcast_offset(c->in[0], s.ndim, idx));
         for (int i = 1; i < c->n_in && rc == 0; i++)
-            rc = int_apply(op, acc, get_int(c->in[i], bcast_offset(c->in[i], s.ndim, idx)),
+            rc = int_apply(op, acc,
+                           gd_tensor_get_i64(c->in[i], bcast_offset(c->in[i], s.ndim, idx)),
                            &acc, err);
         if (rc == 0)
             rc = put_int(t, o, acc, err);
@@ -929,7 +903,7 @@ fold_int_unary(struct fold_call *c, const char *op, struct gd_err *err)
     if (t == NULL)
         return err ? err->code : GD_ENOMEM;
     for (int64_t i = 0; i < gd_tensor_numel(x) && rc == 0; i++) {
-        int64_t v = get_int(x, i);
+        int64_t v = gd_tensor_get_i64(x, i);
         if (strcmp(op, "Not") == 0)
             v = !v;
         else if (v == INT64_MIN)
@@ -978,7 +952,7 @@ fold_range(struct fold_call *c, struct gd_err *err)
         int rc = check_u64(c->in[i], err);
         if (rc != 0)
             return rc;
-        v[i] = get_int(c->in[i], 0);
+        v[i] = gd_tensor_get_i64(c->in[i], 0);
     }
     int64_t start = v[0], limit = v[1], delta = v[2], span;
     if (delta == 0)
@@ -1053,7 +1027,7 @@ fold_reduce(struct fold_call *c, enum int_op op, int64_t init, struct gd_err *er
         int64_t o = 0;
         for (int d = 0; d < x->ndim; d++)
             o = o * kept.dim[d] + (reduced[d] ? 0 : idx[d]);
-        rc = int_apply(op, acc[o], get_int(x, i), &acc[o], err);
+        rc = int_apply(op, acc[o], gd_tensor_get_i64(x, i), &acc[o], err);
         index_next(&xs, idx);
     }
     for (int64_t o = 0; o < n_out && rc == 0; o++)

@@ -380,8 +380,8 @@ gd_tensor_get_f64(const struct gd_tensor *t, int64_t i)
     return NAN;
 }
 
-static int64_t
-get_i64(const struct gd_tensor *t, int64_t i)
+int64_t
+gd_tensor_get_i64(const struct gd_tensor *t, int64_t i)
 {
     const void *p = t->data;
     switch (t->dtype) {
@@ -563,11 +563,11 @@ gd_tensor_cast(const struct gd_tensor *src, enum gd_dtype dtype, struct gd_err *
             }
             put_int(dst, i, (int64_t)tv);
         } else if (dst_float) {
-            int64_t v = get_i64(src, i);
+            int64_t v = gd_tensor_get_i64(src, i);
             double dv = src->dtype == GD_U64 ? (double)(uint64_t)v : (double)v;
             put_float(dst, i, dv, 1);
         } else {
-            put_int(dst, i, get_i64(src, i));
+            put_int(dst, i, gd_tensor_get_i64(src, i));
         }
     }
     return dst;

@@ -114,6 +114,10 @@ char *gd_shape_format(int ndim, const int64_t *shape, char *buf, size_t size);
 /* Element i of a host tensor of any numeric dtype, as double (bool gives 0 or 1). */
 double gd_tensor_get_f64(const struct gd_tensor *t, int64_t i);
 
+/* Element i of an integer or bool tensor as int64 (uint64 above INT64_MAX wraps; bool is 0
+ * or 1); 0 for float dtypes. */
+int64_t gd_tensor_get_i64(const struct gd_tensor *t, int64_t i);
+
 /* Scalar conversions between float32 and the 16-bit float formats (round to nearest even). */
 float gd_f16_to_f32(uint16_t h);
 uint16_t gd_f32_to_f16(float f);
