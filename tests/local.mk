@@ -488,3 +488,8 @@ TESTS += $(FLEET_INTEGRATION)
 EXTRA_DIST += $(FLEET_INTEGRATION) tests/integration/pg.sh deploy/systemd/gpudiffd.service \
 	deploy/systemd/gpudiff-agent.service deploy/systemd/gpudiff-agent.path deploy/grafana/gpudiff.json \
 	tests/bench/bench_pg.sh
+
+# ---- jobsrv: jobs, devices and leases (issue 15 item 1) ----
+JOBSRV_INTEGRATION = tests/integration/server_jobs.sh
+TESTS += $(JOBSRV_INTEGRATION)
+EXTRA_DIST += $(JOBSRV_INTEGRATION)
