@@ -192,7 +192,7 @@ store(struct agt_capture *c, const struct gd_layer *layer, struct gd_err *err)
     slice_place(layer, &off, &bytes);
     if (off + bytes > gd_tensor_nbytes(whole))
         return gd_err_set(err, GD_EINVAL, "layer %s: rows beyond its whole shape", layer->name);
-    memcpy((char *)whole->data + off, t->data, bytes);
+    agt_sweep_copy((char *)whole->data + off, t->data, bytes);
     r->layers[i].time_us += layer->time_us > 0 ? layer->time_us : 0;
     r->seen[i]++;
     return note_algo(r, i, layer->algo, err);
@@ -209,7 +209,7 @@ check(struct agt_capture *c, const struct gd_layer *layer)
     size_t off, bytes;
     slice_place(layer, &off, &bytes);
     if (ref == NULL || ref->dtype != t->dtype || off + bytes > gd_tensor_nbytes(ref) ||
-        memcmp((const char *)ref->data + off, t->data, bytes) != 0)
+        agt_sweep_differ((const char *)ref->data + off, t->data, bytes))
         c->bytes_differ[i] = 1;
     const char *algo = layer->algo ? layer->algo : "";
     const char *had = r->layers[i].algo ? r->layers[i].algo : "";
