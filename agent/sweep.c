@@ -552,6 +552,10 @@ agt_cmd_sweep(int argc, char **argv)
     agt_log_init(o.verbose);
     if (o.report != NULL)
         return print_saved(o.report, o.json);
+    /* the comparisons read captures held in memory (borrowed, not copied): one thread per
+     * core for them, up to 8 (docs/AGENT.md) */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    gd_diff_set_threads(cores < 1 ? 1 : cores > 8 ? 8 : (int)cores);
     struct sweep sw = {.o = &o};
     int code = execute(&sw);
     remove_bundles(&sw);
