@@ -108,6 +108,8 @@ struct agt_capture {
     unsigned char *algo_differs; /* per layer, with check */
     char (*algo_seen)[64];       /* per layer, with check: this run's algorithm */
     double callback_us;          /* time spent in the callback: the sweep's own work */
+    double store_us, check_us;   /* of it: layers copied into memory, compared bit for bit */
+    double store_bytes, check_bytes;
 };
 
 /* A gd_capture_fn over struct agt_capture. */
