@@ -113,6 +113,15 @@ const struct srv_setting srv_settings[] = {
      FIELD(malloc_arenas), NULL},
     {"log-level", SRV_SET_CHOICE, 0, 0, "info", "the most detailed messages logged",
      FIELD(log_level), "error|warn|info|debug"},
+    /* jobsrv: jobs run by agents as a service (docs/SERVER.md, "Jobs, devices and leases") */
+    {"max-file-bytes", SRV_SET_BYTES, 1024, 1LL << 40, "4G",
+     "largest file (model, input, data) a job may name, i.e. the largest PUT /api/v1/files "
+     "body",
+     FIELD(max_file_bytes), NULL},
+    {"max-polls", SRV_SET_INT, 1, 4096, "64",
+     "agents' long polls that may wait at once (each holds a thread of their own pool, no "
+     "database connection); more are answered 503 with Retry-After",
+     FIELD(max_polls), NULL},
 };
 
 const int srv_setting_count = (int)(sizeof srv_settings / sizeof srv_settings[0]);

@@ -519,4 +519,140 @@ int srv_db_replay_find(struct srv_db *db, const char *of, const char *like, char
  */
 int srv_db_replay_finished(struct srv_db *db, const char *id, struct gd_err *err);
 
+/* ---- jobsrv: the fleet's files, devices, jobs and leases (migration 011; docs/SERVER.md,
+ * "Jobs, devices and leases"). "job" alone is a compare job (db_jobs.c): these say fleet. ---- */
+
+/* A JSON object stored by db_devices.c or db_fleet_jobs.c, parsed; {} if it cannot be. */
+json_t *srv__fleet_json(const char *text);
+
+/* Devices seen this long ago or less are targets of a new job. */
+#define SRV_FLEET_SEEN_SECONDS 600
+
+/* Files (db_fleet_files.c). *is_file: a job may name it; *blob_stored: its bytes are here. */
+int srv_db_fleet_file_state(struct srv_db *db, const char *sha256, int *is_file,
+                            int *blob_stored, struct gd_err *err);
+
+/*
+ * In one transaction: stores the blob from spill (when given and its sha256 is new) and
+ * records the file. *created is 0 when the file was recorded already. Without a spill the
+ * blob must exist (SRV_EBUSY asks to send it again if retention dropped it meanwhile).
+ */
+int srv_db_fleet_file_commit(struct srv_db *db, const char *sha256, uint64_t bytes,
+                             const struct srv_blob_spill *spill, int64_t now, int *created,
+                             struct gd_err *err);
+
+struct srv_fleet_file_loc {
+    int64_t blob_id;
+    int elem_size;
+    uint64_t raw_size, stored_size;
+};
+
+/* Where a file's bytes are; SRV_ENOTFOUND when no job may name it. */
+int srv_db_fleet_file_locate(struct srv_db *db, const char *sha256, struct srv_fleet_file_loc *out,
+                             struct gd_err *err);
+
+/* Devices (db_devices.c). One device of a registration, checked by the route. */
+struct srv_fleet_device_in {
+    const char *key, *backend;
+    json_t *env, *labels; /* borrowed objects */
+};
+
+/*
+ * Records a registration of `serve` on host with its devices, in one transaction: a new
+ * agent id; a key seen before keeps its device id and gets the new env, labels, agent and
+ * last_seen. *out: {"agent_id", "devices": [{"key", "id"}]}.
+ */
+int srv_db_agent_register(struct srv_db *db, const char *host, const char *version,
+                          const struct srv_fleet_device_in *devices, int n, int64_t now,
+                          json_t **out, struct gd_err *err);
+
+/* {"devices": [{"id", "key", "host", "backend", "labels", "env", "registered",
+ * "last_seen"}]} newest registration first. */
+int srv_db_devices_list(struct srv_db *db, json_t **out, struct gd_err *err);
+
+/* Jobs (db_fleet_jobs.c). A checked submission. */
+struct srv_fleet_job_in {
+    const char *model;
+    json_t *files, *knobs, *match; /* borrowed; checked by the route */
+    int64_t lease_seconds, attempts, deadline_seconds;
+    int64_t token_id;
+};
+
+/*
+ * 1 when the device (its key, host, backend, env and labels) satisfies match: every key
+ * equal to its string or to one of its array's strings (an env field that is a number or a
+ * boolean compares as its JSON text).
+ */
+int srv_fleet_match(json_t *match, const char *key, const char *host, const char *backend,
+                    json_t *env, json_t *labels);
+
+/*
+ * In one write transaction: the files must all be recorded (SRV_EMISSING, *missing a JSON
+ * array of the sha256s lacking), the targets (devices that match and were seen in the last
+ * SRV_FLEET_SEEN_SECONDS) not none (SRV_ENODEVICE); then the job and one pending task per
+ * target. *out: the job document.
+ */
+int srv_db_fleet_job_create(struct srv_db *db, const struct srv_fleet_job_in *in, int64_t now,
+                            json_t **missing, json_t **out, struct gd_err *err);
+
+/* The job document of GET /api/v1/jobs/{id}; SRV_ENOTFOUND for an unknown id. */
+int srv_db_fleet_job_get(struct srv_db *db, const char *id, json_t **out, struct gd_err *err);
+
+/* {"jobs": [documents, newest first]}. */
+int srv_db_fleet_jobs_list(struct srv_db *db, int64_t limit, json_t **out, struct gd_err *err);
+
+/* Leases (db_leases.c). */
+
+/* Tasks changed by an expiry pass. */
+struct srv_fleet_expired {
+    int64_t requeued;       /* leases expired with attempts left: pending again */
+    int64_t failed;         /* leases expired on the last attempt: failed */
+    int64_t late;           /* pending again after an expiry, past the deadline: failed */
+    int64_t never_answered; /* pending past the deadline, never leased */
+};
+
+/*
+ * *stale = 1 when something is due for expiry (of job_id's tasks, or any with NULL): a
+ * lease past its lease_until, or a pending task past its job's deadline. A read.
+ */
+int srv_db_fleet_stale(struct srv_db *db, const char *job_id, int64_t now, int *stale,
+                       struct gd_err *err);
+
+/* Expires what is due at now, in one write transaction. The expired leases of every call
+ * here are counted in /metrics (gpudiffd_fleet_leases_expired_total). */
+int srv_db_fleet_expire(struct srv_db *db, int64_t now, struct srv_fleet_expired *out,
+                        struct gd_err *err);
+
+/*
+ * *ready = 1 when a task of the agent's devices is pending (or a lease anywhere is due for
+ * expiry): worth a write transaction. SRV_ENOTFOUND for an unknown agent. A read.
+ */
+int srv_db_lease_ready(struct srv_db *db, const char *agent_id, int64_t now, int *ready,
+                       struct gd_err *err);
+
+/*
+ * One write transaction: expiry, the heartbeat of the agent's devices, and the take of the
+ * oldest job's pending task of theirs. *lease: the lease document, or NULL when there was
+ * none. SRV_ENOTFOUND for an unknown agent.
+ */
+int srv_db_lease_take(struct srv_db *db, const char *agent_id, int64_t now, json_t **lease,
+                      struct srv_fleet_expired *expired, struct gd_err *err);
+
+/* Extends a live lease to now + its job's lease_seconds; SRV_ELEASE when it is not live. */
+int srv_db_lease_heartbeat(struct srv_db *db, const char *lease_id, int64_t now, int64_t *until,
+                           struct gd_err *err);
+
+/* The task of a live lease finished with run_id (a complete run, else SRV_EBADREQ). */
+int srv_db_lease_done(struct srv_db *db, const char *lease_id, const char *run_id, int64_t now,
+                      struct gd_err *err);
+
+/* The task of a live lease failed with error (no retry). */
+int srv_db_lease_fail(struct srv_db *db, const char *lease_id, const char *error,
+                      int64_t exit_code, int64_t now, struct gd_err *err);
+
+/* Devices seen in the last SRV_FLEET_SEEN_SECONDS, and tasks by state (pending, leased,
+ * finished, failed, never_answered), for /metrics. */
+int srv_db_fleet_counts(struct srv_db *db, int64_t now, int64_t *devices_seen, int64_t tasks[5],
+                        struct gd_err *err);
+
 #endif

@@ -21,10 +21,11 @@ static const char SQL_RET_TRIM[] = "UPDATE runs SET trimmed_at = ?2 WHERE id = ?
 static const char SQL_RET_ABANDONED[] =
     "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE state = 'uploading' "
     "AND received_at < ?1 LIMIT 100)";
-/* A blob no layer uses. */
+/* A blob no layer uses and no job's file is (jobsrv: files of jobs, migration 011, stay). */
 static const char SQL_RET_BLOBS[] =
     "DELETE FROM blobs WHERE id IN (SELECT b.id FROM blobs b WHERE NOT EXISTS "
-    "(SELECT 1 FROM layers l WHERE l.blob_sha256 = b.sha256) LIMIT 100)";
+    "(SELECT 1 FROM layers l WHERE l.blob_sha256 = b.sha256) AND NOT EXISTS "
+    "(SELECT 1 FROM fleet_files f WHERE f.sha256 = b.sha256) LIMIT 100)";
 
 _Static_assert(BATCH == 100, "the retention statements say LIMIT 100");
 

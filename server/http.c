@@ -282,11 +282,12 @@ req_begin(struct srv_req *req)
         return srv_req_fail(req, SRV_ELENGTH, "send a Content-Length (no chunked bodies)");
     uint64_t limit = body == SRV_BODY_JSON     ? (uint64_t)req->srv->cfg.max_json
                      : body == SRV_BODY_STREAM ? (uint64_t)req->srv->cfg.max_body
+                     : body == SRV_BODY_FILE   ? (uint64_t)req->srv->cfg.max_file_bytes
                                                : NO_BODY_MAX;
     if (req->content_length > limit)
         return srv_req_fail(req, SRV_ETOOBIG, "the body is %llu bytes, over the limit of %llu",
                             (unsigned long long)req->content_length, (unsigned long long)limit);
-    if (body == SRV_BODY_STREAM && !req->has_length)
+    if ((body == SRV_BODY_STREAM || body == SRV_BODY_FILE) && !req->has_length)
         return srv_req_fail(req, SRV_ELENGTH, "send a Content-Length");
     if (body == SRV_BODY_JSON) {
         const char *type = srv_req_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -318,6 +319,7 @@ req_body(struct srv_req *req, const char *data, size_t len)
             srv_req_fail(req, GD_ENOMEM, "out of memory for the body");
         break;
     case SRV_BODY_STREAM:
+    case SRV_BODY_FILE:
         req->route->chunk(req, data, len);
         break;
     case SRV_BODY_NONE:
@@ -343,7 +345,8 @@ deferred_run(struct srv_req *req)
     req->on_pool = 1;
     if (req->err.code == 0) {
         int rc = req->route->end(req);
-        if ((rc == SRV_EDEFER || rc == SRV_EDEFERWRITE) && req->err.code == 0)
+        if ((rc == SRV_EDEFER || rc == SRV_EDEFERWRITE || rc == SRV_EDEFERPOLL) &&
+            req->err.code == 0)
             srv_req_fail(req, SRV_EINTERNAL, "the handler deferred twice");
     }
     req_answer(req);
@@ -363,7 +366,9 @@ req_end(struct srv_req *req)
          * Work that may take long (a diff) or wait (for the write lock): not on a thread that
          * serves connections. The connection is suspended until a pool thread has the answer.
          */
-        struct srv_pool *pool = rc == SRV_EDEFERWRITE ? req->srv->writes : NULL;
+        struct srv_pool *pool = rc == SRV_EDEFERWRITE  ? req->srv->writes
+                                : rc == SRV_EDEFERPOLL ? req->srv->polls
+                                                       : NULL;
         if (req->err.code == 0 && rc == SRV_EDEFER &&
             srv_compare_reserve(req->srv->compare, &req->err) == 0) {
             req->deferred = 1;
@@ -471,11 +476,17 @@ srv_http_start(struct srv_server *srv, struct gd_err *err)
 {
     int rc = srv_pool_start("write", (int)srv->cfg.write_threads, (int)srv->cfg.write_queue, 0,
                             &srv->writes, err);
+    /* jobsrv: a thread per long poll that may wait (route_leases.c takes a place first) */
+    if (rc == 0)
+        rc = srv_pool_start("poll", (int)srv->cfg.max_polls, (int)srv->cfg.max_polls, 0,
+                            &srv->polls, err);
     if (rc == 0)
         rc = srv_gate_open(srv, &srv->gate, err);
     if (rc != 0) {
         srv_pool_stop(srv->writes);
         srv->writes = NULL;
+        srv_pool_stop(srv->polls);
+        srv->polls = NULL;
         return rc;
     }
     /*
@@ -514,8 +525,10 @@ srv_http_stop(struct srv_server *srv)
      * on the write pool finish; then libmicrohttpd sends what is left and stops.
      */
     srv_gate_stop(srv->gate);
+    atomic_store(&srv->polls_stop, 1); /* waiting long polls answer 204 within 0.5 s */
     srv_compare_quiesce(srv->compare);
     srv_pool_quiesce(srv->writes);
+    srv_pool_quiesce(srv->polls);
     if (srv->mhd != NULL)
         MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
@@ -523,4 +536,6 @@ srv_http_stop(struct srv_server *srv)
     srv->gate = NULL;
     srv_pool_stop(srv->writes);
     srv->writes = NULL;
+    srv_pool_stop(srv->polls);
+    srv->polls = NULL;
 }

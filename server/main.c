@@ -342,6 +342,7 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     srv.cfg = *cfg;
     struct gd_err err;
     struct srv_retention *retention = NULL;
+    struct srv_fleet_sweep *fleet_sweep = NULL; /* jobsrv: lease expiry every 5 s */
     int rc = 1;
     if (getrandom(&srv.boot_id, sizeof srv.boot_id, 0) != (ssize_t)sizeof srv.boot_id)
         srv.boot_id = (uint32_t)getpid();
@@ -432,6 +433,7 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
                                      (double)cfg->diff_timeout_ms / 1000.0, cfg->diff_max_memory};
     if (srv_retention_start(srv.store, cfg->retention_days, &retention, &err) != 0 ||
         srv_compare_start(srv.store, &copts, &srv.compare, &err) != 0 ||
+        srv_fleet_sweep_start(srv.store, 5, &fleet_sweep, &err) != 0 ||
         srv_http_start(&srv, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
         goto done;
@@ -454,6 +456,7 @@ done:
     srv_http_stop(&srv);
     srv_compare_stop(srv.compare);
     srv_retention_stop(retention);
+    srv_fleet_sweep_stop(fleet_sweep);
     srv_store_close(srv.store);
     SRV_LOG(GD_LOG_INFO, NULL, "stopped");
     return rc;

@@ -15,7 +15,7 @@
 #include "pool.h"
 #include "server.h"
 
-#define MAX_ROUTES 32
+#define MAX_ROUTES 48
 /* Route slots: the table's routes, then static files, then requests that matched nothing. */
 #define SLOT_STATIC    MAX_ROUTES
 #define SLOT_UNMATCHED (MAX_ROUTES + 1)
@@ -70,6 +70,15 @@ static const struct {
     [SRV_M_TIMEOUT_BODY] = {"gpudiffd_connections_body_timeouts_total",
                             "Connections cut because their body came slower than "
                             "--body-min-rate."},
+    /* jobsrv */
+    [SRV_M_FLEET_JOBS] = {"gpudiffd_fleet_jobs_submitted_total", "Jobs submitted."},
+    [SRV_M_TASKS_LEASED] = {"gpudiffd_fleet_leases_total", "Leases handed out to agents."},
+    [SRV_M_TASKS_FINISHED] = {"gpudiffd_fleet_tasks_finished_total",
+                              "Tasks finished with a run."},
+    [SRV_M_TASKS_FAILED] = {"gpudiffd_fleet_tasks_failed_total",
+                            "Tasks failed by their agent."},
+    [SRV_M_TASKS_EXPIRED] = {"gpudiffd_fleet_leases_expired_total",
+                             "Leases that expired without a heartbeat (by this daemon)."},
 };
 
 static void
@@ -215,6 +224,28 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
                         "gpudiffd_compare_jobs %lld\n",
                         (long long)uploading, (long long)complete, (long long)blobs, (long long)raw,
                         (long long)stored, (long long)jobs);
+    if (rc != 0)
+        return gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
+    /* jobsrv: the fleet's devices and tasks */
+    int64_t seen = 0, tasks[5];
+    rc = srv_db_fleet_counts(db, srv_now(), &seen, tasks, err);
+    if (rc != 0)
+        return rc;
+    rc = srv_buf_printf(out,
+                        "# HELP gpudiffd_fleet_devices_seen Registered devices seen in the last "
+                        "%d s (the targets of a new job).\n"
+                        "# TYPE gpudiffd_fleet_devices_seen gauge\n"
+                        "gpudiffd_fleet_devices_seen %lld\n"
+                        "# HELP gpudiffd_fleet_tasks Tasks of jobs, by state.\n"
+                        "# TYPE gpudiffd_fleet_tasks gauge\n"
+                        "gpudiffd_fleet_tasks{state=\"pending\"} %lld\n"
+                        "gpudiffd_fleet_tasks{state=\"leased\"} %lld\n"
+                        "gpudiffd_fleet_tasks{state=\"finished\"} %lld\n"
+                        "gpudiffd_fleet_tasks{state=\"failed\"} %lld\n"
+                        "gpudiffd_fleet_tasks{state=\"never_answered\"} %lld\n",
+                        SRV_FLEET_SEEN_SECONDS, (long long)seen, (long long)tasks[0],
+                        (long long)tasks[1], (long long)tasks[2], (long long)tasks[3],
+                        (long long)tasks[4]);
     return rc == 0 ? 0 : gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
 }
 

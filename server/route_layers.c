@@ -12,9 +12,6 @@
  * after a .npy header made afresh (the same bytes numpy and the agent write), and hashed on
  * the way so damaged data ends the response with an error instead of being delivered.
  */
-#define _GNU_SOURCE /* O_TMPFILE and mkostemp */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,39 +66,7 @@ static int
 spill_write(void *user, const void *data, size_t len, struct gd_err *err)
 {
     struct layer_put *u = user;
-    const char *p = data;
-    while (len > 0) {
-        ssize_t w = write(u->spill_fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return gd_err_set(err, GD_EIO, "spill file: %s", strerror(errno));
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-/* A file without a name: nothing is left behind whatever happens to the process. */
-static int
-spill_open(const char *dir, int *fd, struct gd_err *err)
-{
-#ifdef O_TMPFILE
-    int f = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (f >= 0) {
-        *fd = f;
-        return 0;
-    }
-#endif
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/.gpudiffd-spill-XXXXXX", dir) >= (int)sizeof path)
-        return gd_err_set(err, GD_EIO, "spill folder path too long");
-    int t = mkostemp(path, O_CLOEXEC);
-    if (t < 0)
-        return gd_err_set(err, GD_EIO, "cannot make a spill file in %s: %s", dir, strerror(errno));
-    unlink(path);
-    *fd = t;
-    return 0;
+    return srv_spill_write(u->spill_fd, data, len, err);
 }
 
 /* Run id and layer index from the path. */
@@ -167,7 +132,7 @@ srv_layer_put_begin(struct srv_req *req)
         return srv_req_fail(req, GD_ENOMEM, "out of memory");
     u->store = !u->spec.present && !u->spec.blob_stored;
     if (u->store) {
-        rc = spill_open(req->srv->spill_dir, &u->spill_fd, &err);
+        rc = srv_spill_open(req->srv->spill_dir, &u->spill_fd, &err);
         if (rc == 0)
             rc = srv_blob_enc_new(gd_dtype_size(u->spec.dtype), u->spec.raw_size,
                                   (int)req->srv->cfg.compress_level, spill_write, u, &u->enc, &err);

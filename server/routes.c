@@ -46,6 +46,23 @@ const struct srv_route srv_routes[] = {
      srv_requests_list},
     {"POST", "/api/v1/runs/{id}/requests", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL,
      srv_requests_add},
+    /* jobsrv: jobs run by agents as a service (docs/SERVER.md, "Jobs, devices and leases") */
+    {"PUT", "/api/v1/files/{sha256}", SRV_ROLE_AGENT, SRV_BODY_FILE, srv_files_put_begin,
+     srv_files_put_chunk, srv_files_put_end},
+    {"GET", "/api/v1/files/{sha256}", SRV_ROLE_AGENT, SRV_BODY_NONE, NULL, NULL, srv_files_get},
+    {"POST", "/api/v1/agents", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL, srv_agents_register},
+    {"GET", "/api/v1/agents", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_agents_list},
+    {"POST", "/api/v1/agents/{agent_id}/poll", SRV_ROLE_AGENT, SRV_BODY_NONE, NULL, NULL,
+     srv_leases_poll},
+    {"POST", "/api/v1/jobs", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL, srv_fleet_jobs_create},
+    {"GET", "/api/v1/jobs", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_fleet_jobs_list},
+    {"GET", "/api/v1/jobs/{id}", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_fleet_jobs_get},
+    {"POST", "/api/v1/leases/{lease_id}/heartbeat", SRV_ROLE_AGENT, SRV_BODY_NONE, NULL, NULL,
+     srv_leases_heartbeat},
+    {"POST", "/api/v1/leases/{lease_id}/done", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL,
+     srv_leases_done},
+    {"POST", "/api/v1/leases/{lease_id}/fail", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL,
+     srv_leases_fail},
 };
 
 const int srv_route_count = (int)(sizeof srv_routes / sizeof srv_routes[0]);

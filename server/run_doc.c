@@ -63,7 +63,11 @@ check_number(json_t *obj, const char *key, int allow_null, const char *path, str
     return bad(err, p, allow_null ? "must be a number or null" : "must be a number");
 }
 
-/* An object whose values are all strings (env, labels). */
+/*
+ * An object whose values are all strings (env, labels); in env, "labels" is itself such an
+ * object (jobsrv: the operator's labels of `gpudiff-agent serve --label`, part of the device
+ * key, device.c).
+ */
 static int
 check_string_map(json_t *obj, const char *key, const char *path, struct gd_err *err)
 {
@@ -84,6 +88,13 @@ check_string_map(json_t *obj, const char *key, const char *path, struct gd_err *
         snprintf(q, sizeof q, "%s.%.64s", p, k);
         if (strlen(k) > 128)
             return bad(err, p, "a key is longer than 128 bytes");
+        if (json_is_object(v) && strcmp(key, "env") == 0 && strcmp(k, "labels") == 0 &&
+            path[0] == '\0') {
+            int rc = check_string_map(m, "labels", "env.", err);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
         if (!json_is_string(v))
             return bad(err, q, "must be a string");
         if (json_string_length(v) > MAX_TEXT)

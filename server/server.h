@@ -56,7 +56,12 @@ struct srv_compare;
     XX(EDIFFTIME, -123, 503, "diff_timeout")                                                       \
     XX(EQUEUE, -124, 503, "queue_full")                                                            \
     XX(EDEFER, -125, 500, "internal")      /* a handler asks to run again on the compare pool */   \
-    XX(EDEFERWRITE, -126, 500, "internal") /* ... on the write pool */
+    XX(EDEFERWRITE, -126, 500, "internal") /* ... on the write pool */                          \
+    /* jobsrv: jobs, devices and leases (issue 15 item 1) */                                      \
+    XX(EDEFERPOLL, -127, 500, "internal") /* ... on the long-poll pool */                       \
+    XX(ENODEVICE, -128, 400, "no_device")                                                          \
+    XX(EMISSING, -129, 409, "missing_files")                                                       \
+    XX(ELEASE, -130, 409, "lease_lost")
 
 enum srv_errno {
 #define SRV__ERR_ENUM(name, value, status, code) SRV_##name = (value),
@@ -130,6 +135,8 @@ struct srv_config {
     int64_t db_mmap;
     int64_t malloc_arenas;
     int64_t log_level;                    /* enum gd_log_level */
+    int64_t max_file_bytes;               /* jobsrv: largest PUT /api/v1/files body */
+    int64_t max_polls;                    /* jobsrv: long polls waiting at once */
     unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
 };
 
@@ -264,6 +271,10 @@ int srv_buf_append(struct srv_buf *b, const void *data, size_t len);
 int srv_buf_printf(struct srv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void srv_buf_fini(struct srv_buf *b);
 
+/* An anonymous file in dir for an upload's compressed bytes (spill.c), and writes to it. */
+int srv_spill_open(const char *dir, int *fd, struct gd_err *err);
+int srv_spill_write(int fd, const void *data, size_t len, struct gd_err *err);
+
 /* ---- the server ---- */
 
 struct srv_gate;
@@ -280,6 +291,10 @@ struct srv_server {
     char spill_dir[PATH_MAX]; /* where uploads are compressed before their commit */
     int port;                 /* bound port */
     uint32_t boot_id;         /* random, starts every request id */
+    /* jobsrv: the long polls of agents (route_leases.c), on a pool of their own */
+    struct srv_pool *polls;
+    _Atomic int polls_active; /* polls taken (at most cfg.max_polls) */
+    _Atomic int polls_stop;   /* the daemon stops: waiting polls answer 204 now */
 };
 
 /* Starts libmicrohttpd behind the gate, which listens on cfg.listen. */
@@ -298,7 +313,8 @@ void srv_request_id_new(const struct srv_server *srv, const char *client_id, cha
 #define SRV_MAX_PARAMS 3
 #define SRV_PARAM_MAX  160
 
-enum srv_body { SRV_BODY_NONE, SRV_BODY_JSON, SRV_BODY_STREAM };
+/* SRV_BODY_FILE: streamed like STREAM, up to --max-file-bytes instead of --max-body. */
+enum srv_body { SRV_BODY_NONE, SRV_BODY_JSON, SRV_BODY_STREAM, SRV_BODY_FILE };
 
 struct srv_route;
 struct srv_conn;
@@ -419,6 +435,21 @@ int srv_ops_list(struct srv_req *req);
 /* fp: tensors asked for where runs hold fingerprints (route_requests.c) */
 int srv_requests_list(struct srv_req *req);
 int srv_requests_add(struct srv_req *req);
+/* jobsrv: files (route_files.c), agents (route_agents.c), jobs (route_jobs.c), leases
+   (route_leases.c) */
+int srv_files_put_begin(struct srv_req *req);
+int srv_files_put_chunk(struct srv_req *req, const char *data, size_t len);
+int srv_files_put_end(struct srv_req *req);
+int srv_files_get(struct srv_req *req);
+int srv_agents_register(struct srv_req *req);
+int srv_agents_list(struct srv_req *req);
+int srv_fleet_jobs_create(struct srv_req *req);
+int srv_fleet_jobs_list(struct srv_req *req);
+int srv_fleet_jobs_get(struct srv_req *req);
+int srv_leases_poll(struct srv_req *req);
+int srv_leases_heartbeat(struct srv_req *req);
+int srv_leases_done(struct srv_req *req);
+int srv_leases_fail(struct srv_req *req);
 
 /* Serves a file under --web-root (GET and HEAD of paths outside /api/). */
 int srv_static_serve(struct srv_req *req);
@@ -440,6 +471,12 @@ enum srv_counter {
     SRV_M_CONN_REFUSED_PER_IP, /* connections refused: their address had its share open */
     SRV_M_TIMEOUT_HEAD,        /* connections closed: no whole head in --header-timeout */
     SRV_M_TIMEOUT_BODY,        /* connections cut: a body slower than --body-min-rate */
+    /* jobsrv */
+    SRV_M_FLEET_JOBS,     /* jobs submitted */
+    SRV_M_TASKS_LEASED,   /* leases handed out */
+    SRV_M_TASKS_FINISHED, /* tasks finished (done with a run) */
+    SRV_M_TASKS_FAILED,   /* tasks failed by their agent */
+    SRV_M_TASKS_EXPIRED,  /* leases that expired without a heartbeat */
     SRV_M_COUNTER_COUNT
 };
 
@@ -499,5 +536,14 @@ struct srv_retention;
 int srv_retention_start(struct srv_store *store, int64_t days, struct srv_retention **out,
                         struct gd_err *err);
 void srv_retention_stop(struct srv_retention *r);
+
+/* ---- jobsrv: periodic lease expiry (fleet_sweep.c) ---- */
+
+struct srv_fleet_sweep;
+
+/* Expires dead leases and passed deadlines every `seconds`, in its own thread. */
+int srv_fleet_sweep_start(struct srv_store *store, int seconds, struct srv_fleet_sweep **out,
+                          struct gd_err *err);
+void srv_fleet_sweep_stop(struct srv_fleet_sweep *s);
 
 #endif

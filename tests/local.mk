@@ -488,3 +488,27 @@ TESTS += $(FLEET_INTEGRATION)
 EXTRA_DIST += $(FLEET_INTEGRATION) tests/integration/pg.sh deploy/systemd/gpudiffd.service \
 	deploy/systemd/gpudiff-agent.service deploy/systemd/gpudiff-agent.path deploy/grafana/gpudiff.json \
 	tests/bench/bench_pg.sh
+
+# ---- jobsrv: jobs, devices and leases (issue 15 item 1) ----
+JOBSRV_INTEGRATION = tests/integration/server_jobs.sh
+TESTS += $(JOBSRV_INTEGRATION)
+EXTRA_DIST += $(JOBSRV_INTEGRATION)
+JOBSRV_SERVER_CHECKS = tests/server/check_db_leases tests/server/check_db_fleet_jobs \
+	tests/server/check_db_devices tests/server/check_db_fleet_files
+check_PROGRAMS += $(JOBSRV_SERVER_CHECKS)
+TESTS += $(JOBSRV_SERVER_CHECKS)
+FLEET_FIXTURE = tests/server/fleet_fixture.c tests/server/fleet_fixture.h
+tests_server_check_db_leases_SOURCES = tests/server/check_db_leases.c $(DB_FIXTURE) $(FLEET_FIXTURE)
+tests_server_check_db_leases_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_leases_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_db_fleet_jobs_SOURCES = tests/server/check_db_fleet_jobs.c $(DB_FIXTURE) \
+	$(FLEET_FIXTURE)
+tests_server_check_db_fleet_jobs_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_fleet_jobs_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_db_devices_SOURCES = tests/server/check_db_devices.c $(DB_FIXTURE) \
+	$(FLEET_FIXTURE)
+tests_server_check_db_devices_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_devices_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_db_fleet_files_SOURCES = tests/server/check_db_fleet_files.c $(DB_FIXTURE)
+tests_server_check_db_fleet_files_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_fleet_files_LDADD = $(SERVER_TEST_LIBS)

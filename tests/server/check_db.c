@@ -62,7 +62,11 @@ START_TEST(migrate_from_empty)
     char *tables = query_text(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM "
                                   "sqlite_master WHERE type = 'table' AND name NOT LIKE "
                                   "'sqlite_%' ORDER BY name)");
-    ck_assert_str_eq(tables, "baselines,blobs,compare_jobs,diff_layers,diffs,layer_requests,layers,matrix_cache,"
+    ck_assert_str_eq(tables, "baselines,blobs,compare_jobs,diff_layers,diffs,"
+                             /* jobsrv: migration 011 */
+                             "fleet_agents,fleet_devices,fleet_files,fleet_jobs,fleet_leases,"
+                             "fleet_tasks,"
+                             "layer_requests,layers,matrix_cache,"
                              "models,runs,sweep_runs,sweeps,tokens");
     free(tables);
 

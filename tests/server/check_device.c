@@ -1,7 +1,7 @@
 /*
  * check_device.c: server/device.c: the device key of runs as the agent writes them (cpu,
  * cpu64, emulated TF32, cuda with its knobs), which knobs count and which values leave a
- * knob out, and documents missing parts.
+ * knob out, documents missing parts, and (jobsrv) the labels of `serve --label`.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -89,6 +89,25 @@ START_TEST(two_runs_one_device)
 }
 END_TEST
 
+START_TEST(labels_of_serve)
+{
+    /* jobsrv: env.labels (serve --label K=V) join the key as " label.K=V", sorted by K */
+    check_key("{\"backend\":\"cpu\",\"env\":{\"host\":\"h3\",\"labels\":{\"site\":\"b\","
+              "\"gpu\":\"sm_86\"}},\"knobs\":{\"emulate\":\"none\",\"batch\":4}}",
+              "cpu batch=4 label.gpu=sm_86 label.site=b");
+    /* three hosts of one backend with other labels: three devices; none: today's key */
+    char *a = key_of("{\"backend\":\"cpu\",\"env\":{\"labels\":{\"gpu\":\"sm_75\"}}}");
+    char *b = key_of("{\"backend\":\"cpu\",\"env\":{\"labels\":{\"gpu\":\"sm_86\"}}}");
+    ck_assert_str_ne(a, b);
+    ck_assert_str_eq(a, "cpu label.gpu=sm_75");
+    free(a);
+    free(b);
+    check_key("{\"backend\":\"cpu\",\"env\":{\"labels\":{}}}", "cpu");
+    /* the run's own top-level labels (run --label) are not the device */
+    check_key("{\"backend\":\"cpu\",\"labels\":{\"gpu\":\"x\"}}", "cpu");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -97,6 +116,7 @@ main(void)
     tcase_add_test(tc, agent_runs);
     tcase_add_test(tc, what_is_left_out);
     tcase_add_test(tc, two_runs_one_device);
+    tcase_add_test(tc, labels_of_serve);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

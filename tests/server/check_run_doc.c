@@ -107,6 +107,27 @@ START_TEST(unknown_keys_are_few_and_small)
 }
 END_TEST
 
+START_TEST(env_labels_are_a_string_map)
+{
+    /* jobsrv: env.labels (serve --label) is an object of strings; env's other values are
+       strings, and labels nest no deeper */
+    struct gd_err err = {0};
+    ck_assert_msg(parse(doc_text("a", "b", "[4]", "[4]",
+                                 ",\"env\":{\"host\":\"h\",\"labels\":{\"gpu\":\"sm_86\"}}"),
+                        &err) == 0,
+                  "%s", err.msg);
+    ck_assert_int_eq(parse(doc_text("a", "b", "[4]", "[4]",
+                                    ",\"env\":{\"labels\":{\"gpu\":86}}"),
+                           &err),
+                     SRV_EBADREQ);
+    ck_assert_msg(strstr(err.msg, "env.labels.gpu") != NULL, "%s", err.msg);
+    ck_assert_int_eq(parse(doc_text("a", "b", "[4]", "[4]", ",\"env\":{\"other\":{}}"), &err),
+                     SRV_EBADREQ);
+    ck_assert_int_eq(parse(doc_text("a", "b", "[4]", "[4]", ",\"labels\":{\"labels\":{}}"), &err),
+                     SRV_EBADREQ);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -115,6 +136,7 @@ main(void)
     tcase_add_test(tc, names_are_unique);
     tcase_add_test(tc, every_dimension_is_bounded);
     tcase_add_test(tc, unknown_keys_are_few_and_small);
+    tcase_add_test(tc, env_labels_are_a_string_map);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

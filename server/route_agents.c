@@ -1,0 +1,148 @@
+/*
+ * route_agents.c: POST /api/v1/agents (what `gpudiff-agent serve` registers: its host and
+ * devices, each with the env `run` records and the operator's labels) and GET
+ * /api/v1/agents (the devices). docs/SERVER.md, "Jobs, devices and leases".
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "db.h"
+#include "fleet.h"
+#include "server.h"
+
+#define MAX_DEVICES 64
+#define MAX_LABELS  32
+
+static int
+check_labels(struct srv_req *req, json_t *labels, int i)
+{
+    if (!json_is_object(labels))
+        return srv_req_fail(req, SRV_EBADREQ, "devices[%d].labels must be an object of strings",
+                            i);
+    if (json_object_size(labels) > MAX_LABELS)
+        return srv_req_fail(req, SRV_EBADREQ, "devices[%d].labels: at most %d labels", i,
+                            MAX_LABELS);
+    const char *k;
+    json_t *v;
+    json_object_foreach(labels, k, v) {
+        if (!srv_is_name(k, 64, "._-"))
+            return srv_req_fail(req, SRV_EBADREQ,
+                                "devices[%d].labels: a label name is 1 to 64 of A-Z a-z 0-9 . _ -",
+                                i);
+        if (!json_is_string(v) || !srv_is_text(json_string_value(v), 256))
+            return srv_req_fail(req, SRV_EBADREQ,
+                                "devices[%d].labels.%s: a label value is 1 to 256 bytes of text",
+                                i, k);
+    }
+    return 0;
+}
+
+static int
+check_device(struct srv_req *req, json_t *d, int i, struct srv_fleet_device_in *out)
+{
+    static const char *const known[] = {"key", "backend", "env", "labels", NULL};
+    char what[32];
+    snprintf(what, sizeof what, "devices[%d]", i);
+    if (!json_is_object(d))
+        return srv_req_fail(req, SRV_EBADREQ, "%s must be an object", what);
+    if (srv_fleet_keys(req, d, known, what) != 0)
+        return req->err.code;
+    const char *key = json_string_value(json_object_get(d, "key"));
+    const char *backend = json_string_value(json_object_get(d, "backend"));
+    json_t *env = json_object_get(d, "env"), *labels = json_object_get(d, "labels");
+    if (key == NULL || !srv_is_text(key, 200))
+        return srv_req_fail(req, SRV_EBADREQ, "%s.key must be 1 to 200 bytes of text", what);
+    if (backend == NULL ||
+        (strcmp(backend, "cpu") != 0 && strcmp(backend, "cpu64") != 0 &&
+         strcmp(backend, "cuda") != 0))
+        return srv_req_fail(req, SRV_EBADREQ, "%s.backend must be cpu, cpu64 or cuda", what);
+    if (!json_is_object(env))
+        return srv_req_fail(req, SRV_EBADREQ, "%s.env must be an object (run.json's env)", what);
+    if (labels != NULL && check_labels(req, labels, i) != 0)
+        return req->err.code;
+    out->key = key;
+    out->backend = backend;
+    out->env = env;
+    out->labels = labels;
+    return 0;
+}
+
+int
+srv_agents_register(struct srv_req *req)
+{
+    static const char *const known_q[] = {NULL};
+    static const char *const known[] = {"host", "agent_version", "devices", NULL};
+    if (srv_req_query_check(req, known_q) != 0)
+        return req->err.code;
+    if (!req->on_pool)
+        return SRV_EDEFERWRITE;
+    json_t *body = NULL, *empty = json_object();
+    if (srv_fleet_body(req, &body) != 0 || srv_fleet_keys(req, body, known, "the body") != 0)
+        goto done;
+    const char *host = json_string_value(json_object_get(body, "host"));
+    const char *version = json_string_value(json_object_get(body, "agent_version"));
+    json_t *devices = json_object_get(body, "devices");
+    if (host == NULL || !srv_is_name(host, 253, "._-")) {
+        srv_req_fail(req, SRV_EBADREQ, "host must be a host name: 1 to 253 of A-Z a-z 0-9 . _ -");
+        goto done;
+    }
+    if (version == NULL || !srv_is_text(version, 64)) {
+        srv_req_fail(req, SRV_EBADREQ, "agent_version must be 1 to 64 bytes of text");
+        goto done;
+    }
+    if (!json_is_array(devices) || json_array_size(devices) < 1 ||
+        json_array_size(devices) > MAX_DEVICES) {
+        srv_req_fail(req, SRV_EBADREQ, "devices must be an array of 1 to %d devices",
+                     MAX_DEVICES);
+        goto done;
+    }
+    struct srv_fleet_device_in in[MAX_DEVICES];
+    int n = (int)json_array_size(devices);
+    for (int i = 0; i < n; i++) {
+        if (check_device(req, json_array_get(devices, (size_t)i), i, &in[i]) != 0)
+            goto done;
+        if (in[i].labels == NULL)
+            in[i].labels = empty;
+        for (int j = 0; j < i; j++)
+            if (strcmp(in[j].key, in[i].key) == 0) {
+                srv_req_fail(req, SRV_EBADREQ, "devices[%d] and devices[%d] have one key", j, i);
+                goto done;
+            }
+    }
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        goto done;
+    json_t *out = NULL;
+    struct gd_err err;
+    int rc = srv_db_agent_register(db, host, version, in, n, srv_now(), &out, &err);
+    srv_req_db_release(req, db);
+    if (rc != 0) {
+        srv_req_fail_err(req, &err);
+        goto done;
+    }
+    SRV_LOG(GD_LOG_INFO, req, "agent %s on %s registered %d devices",
+            json_string_value(json_object_get(out, "agent_id")), host, n);
+    srv_reply_json(req, 200, out);
+done:
+    json_decref(body);
+    json_decref(empty);
+    return req->err.code;
+}
+
+int
+srv_agents_list(struct srv_req *req)
+{
+    static const char *const known[] = {NULL};
+    if (srv_req_query_check(req, known) != 0)
+        return req->err.code;
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        return req->err.code;
+    json_t *out = NULL;
+    struct gd_err err;
+    int rc = srv_db_devices_list(db, &out, &err);
+    srv_req_db_release(req, db);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+    return srv_reply_json(req, 200, out);
+}
