@@ -37,8 +37,8 @@ int agt_cache_path(const char *dir, const char *sha256, long pid, char *out, siz
                    char *tmp, size_t tmp_size, struct gd_err *err);
 
 /*
- * `--knob K=V` of submit into knobs: V as an integer when it is a decimal integer, else as a
- * string; K must be a knob agt_knob_args() knows (a mistake is found before the job goes
+ * `--knob K=V` of submit into knobs: V as an integer when the knob takes one and V is a
+ * decimal integer, else as a string; K must be a knob agt_knob_args() knows (a mistake is found before the job goes
  * out), and given once. GD_EINVAL with the message in err.
  */
 int agt_knob_kv(const char *arg, json_t *knobs, struct gd_err *err);

@@ -125,7 +125,8 @@ agt_knob_kv(const char *arg, json_t *knobs, struct gd_err *err)
     char *end;
     const char *digits = v[0] == '-' ? v + 1 : v;
     long long n = strtoll(v, &end, 10);
-    int integer = *digits >= '0' && *digits <= '9' && *end == '\0' && strlen(digits) < 19;
+    int integer = knob_table[k].kind == KNOB_INT && *digits >= '0' && *digits <= '9' &&
+                  *end == '\0' && strlen(digits) < 19;
     json_object_set_new(knobs, name, integer ? json_integer(n) : json_string(v));
     return 0;
 }
@@ -202,7 +203,7 @@ agt_knob_args(json_t *knobs, char **argv, int *argc, int max, struct gd_err *err
         if (json_is_string(v) && json_string_length(v) < sizeof value &&
             strlen(json_string_value(v)) == json_string_length(v)) {
             snprintf(value, sizeof value, "%s", json_string_value(v));
-        } else if (json_is_integer(v) && kind != KNOB_ONOFF) {
+        } else if (json_is_integer(v) && kind == KNOB_INT) {
             snprintf(value, sizeof value, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         } else if (json_is_boolean(v) && kind == KNOB_ONOFF) {
             snprintf(value, sizeof value, "%s", json_is_true(v) ? "on" : "off");

@@ -61,10 +61,13 @@ submit_usage(FILE *out)
             "                      row; default: a JSON model's \"name\", else the model file's\n"
             "                      name without its extension)\n"
             "  --knob K=V          one of run's options without \"--\", e.g. --knob batch=4\n"
-            "                      --knob tf32=on; repeatable. Known: %s.\n"
-            "                      A decimal V is sent as an integer. Each agent checks the\n"
-            "                      values: a bad one fails the job on that device with run's\n"
-            "                      message\n"
+            "                      --knob tf32=on; repeatable. Known: batch, capture,\n"
+            "                      conv-algo, conv-api, dtype, emulate, host-memory,\n"
+            "                      input-key, math-mode, reduced-reduction, tf32, threads,\n"
+            "                      workspace-limit. A decimal V of a knob that takes a\n"
+            "                      number is sent as an integer. Each agent checks the\n"
+            "                      values: a bad one fails the job on that device with\n"
+            "                      run's message (--backend is the device's, not a knob)\n"
             "  --match K=V[,V]     run only on devices whose K is V (or one of the Vs); K is\n"
             "                      backend, host, key, env.FIELD (a field of run.json's env,\n"
             "                      e.g. env.gpu_name) or labels.NAME (serve --label);\n"
@@ -82,8 +85,7 @@ submit_usage(FILE *out)
             "  --json              print the job document (with --wait: the final one)\n"
             "  -h, --help          this help\n\n"
             "Exit codes: as below; with --wait, 0 only when every device finished, 10 when\n"
-            "a device failed or never answered, 11 when --timeout ran out first.\n",
-            agt_knob_names());
+            "a device failed or never answered, 11 when --timeout ran out first.\n");
     agt_print_exit_codes(out);
 }
 

@@ -1,0 +1,133 @@
+#!/bin/sh
+# Jobs end to end on loopback (issue 15 item 1; docs/AGENT.md, "submit" and "serve"): one
+# daemon, two `gpudiff-agent serve` agents with different labels, `submit --wait` of the
+# seed case (as ONNX, with the input-key knob) finishes on both; the runs carry the job and
+# env.labels, the matrix has both devices; a second job reuses the cached files (no second
+# download); a bad knob value fails with run's message and exit code, an unknown knob with
+# serve's, without a crash: both agents take the next job; SIGTERM ends them with 0.
+. ./tests/integration/env.sh
+. "$GD_SRCDIR/tests/integration/server.sh"
+need_seed
+need_numpy
+"$PYTHON_NUMPY" -c 'import onnx' 2>/dev/null || skip "$PYTHON_NUMPY has no onnx module (python3-onnx)"
+
+export GPUDIFF_TOKEN
+GPUDIFF_TOKEN=$(token agent)
+server_start
+"$PYTHON_NUMPY" "$GD_SRCDIR/tests/onnx/seed_to_onnx.py" "$SEED_MODEL" "$SEED_DIR/initializer" \
+    "$TMP/lenet.onnx"
+cp "$SEED_DIR/input.npz" "$TMP/input.npz"
+
+SERVE_PIDS=""
+stop_agents() {
+    for p in $SERVE_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in $SERVE_PIDS; do wait "$p" 2>/dev/null || true; done
+    SERVE_PIDS=""
+}
+trap 'stop_agents; server_cleanup' EXIT
+serve() { # NAME GPU-LABEL
+    "$AGENT" serve --server "$URL" --backend cpu --host "$1" --label "gpu=$2" \
+        --cache "$TMP/cache-$1" --poll-wait 2 2>"$TMP/serve-$1.log" &
+    SERVE_PIDS="$SERVE_PIDS $!"
+}
+serve hostA sm_75
+serve hostB sm_86
+A="Authorization: Bearer $GPUDIFF_TOKEN"
+n=0
+until [ "$(api GET /api/v1/agents -H "$A")" = 200 ] &&
+    [ "$(jq '.devices | length' "$TMP/body")" = 2 ]; do
+    n=$((n + 1)); [ "$n" -le 100 ] || fail "the two agents did not register: $(cat "$TMP"/serve-*.log)"
+    sleep 0.1
+done
+jq -e '[.devices[] | .key] | sort == ["hostA/cpu", "hostB/cpu"]' "$TMP/body" >/dev/null ||
+    fail "device keys: $(cat "$TMP/body")"
+jq -e '[.devices[] | select(.key == "hostA/cpu") | .labels.gpu, .env.engine_version != null]
+    == ["sm_75", true]' "$TMP/body" >/dev/null || fail "hostA's labels or env: $(cat "$TMP/body")"
+echo "ok: two agents registered hostA/cpu and hostB/cpu with their labels and run's env"
+
+# ---- a job on both ----
+"$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/input.npz" \
+    --name lenet-11-821 --knob input-key=inp --lease-seconds 30 --wait --timeout 60 >"$TMP/submit.txt" \
+    2>"$TMP/submit.err" || fail "submit --wait exited $?: $(cat "$TMP/submit.err" "$TMP"/serve-*.log)"
+cat "$TMP/submit.txt"
+JOB=$(head -n 1 "$TMP/submit.txt")
+grep -q "uploading .*lenet.onnx (model)" "$TMP/submit.err" || fail "the model was not uploaded"
+[ "$(grep -c ' finished ' "$TMP/submit.txt")" = 2 ] || fail "the table has not two finished rows"
+grep -q "job $JOB: 2 finished, 0 failed" "$TMP/submit.err" || fail "no progress line on stderr"
+expect 200 GET "/api/v1/jobs/$JOB" -H "$A"
+jq -e '.state == "done" and .counts.finished == 2 and .model == "lenet-11-821"
+    and ([.tasks[] | .run_id | strings] | length) == 2' "$TMP/body" >/dev/null ||
+    fail "the job document: $(cat "$TMP/body")"
+RUN_A=$(jq -r '.tasks[] | select(.device.key == "hostA/cpu") | .run_id' "$TMP/body")
+expect 200 GET "/api/v1/runs/$RUN_A" -H "$A"
+jq -e --arg j "$JOB" '.job.id == $j and (.job.lease | length) > 0 and .env.labels.gpu == "sm_75"
+    and .model.name == "lenet-11-821" and .backend == "cpu"' "$TMP/body" >/dev/null ||
+    fail "hostA's run does not record the job and its labels: $(head -c 800 "$TMP/body")"
+echo "ok: submit --wait: the job finished on both; hostA's run records the job and env.labels"
+# the same layers as a run made here by hand (the job ran the seed, nothing else)
+"$AGENT" run --model "$TMP/lenet.onnx" --input "$TMP/input.npz" --input-key inp \
+    --out "$TMP/local" --json >/dev/null
+jq -r '[.layers[] | .sha256] | join(" ")' "$TMP/local/run.json" >"$TMP/local.sha"
+jq -r '[.layers[] | .sha256] | join(" ")' "$TMP/body" >"$TMP/job.sha"
+cmp -s "$TMP/local.sha" "$TMP/job.sha" || fail "the job's layers differ from a local run's"
+echo "ok: the job's layers are the bits of the same run made by hand"
+
+expect 200 GET /api/v1/models/lenet-11-821/matrix -H "$A"
+jq -e '(.devices | length) == 2 and ([.devices[].key | test("label.gpu=sm_75")] | any)
+    and ([.devices[].key | test("label.gpu=sm_86")] | any)' "$TMP/body" >/dev/null ||
+    fail "the matrix has not the two devices: $(head -c 800 "$TMP/body")"
+echo "ok: the matrix has both devices, told apart by their labels"
+
+# ---- a bad knob value: run's message; an unknown knob: serve's ----
+set +e
+"$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/input.npz" \
+    --knob input-key=inp --knob threads=0 --wait --timeout 60 >"$TMP/bad.txt" 2>"$TMP/bad.err"
+rc=$?
+set -e
+[ "$rc" = 10 ] || fail "submit of a bad knob exited $rc, not 10: $(cat "$TMP/bad.err")"
+! grep -q "uploading" "$TMP/bad.err" || fail "a second job uploaded the files again"
+BAD=$(head -n 1 "$TMP/bad.txt")
+expect 200 GET "/api/v1/jobs/$BAD" -H "$A"
+jq -e '.counts.failed == 2 and ([.tasks[] | .error | test("--threads needs 1 to 256, not 0")]
+    | all)' "$TMP/body" >/dev/null || fail "bad knob: $(cat "$TMP/body")"
+echo "ok: threads=0 failed on both devices with run's message; submit --wait exited 10"
+printf '{"model": "lenet-11-821", "knobs": {"warp-speed": 9}, "match": {"labels.gpu": "sm_86"},
+  "files": [{"role": "model", "name": "lenet.onnx", "sha256": "%s"},
+            {"role": "input", "name": "input.npz", "sha256": "%s"}]}' \
+    "$(sha256sum "$TMP/lenet.onnx" | cut -d' ' -f1)" "$(sha256sum "$TMP/input.npz" | cut -d' ' -f1)" \
+    >"$TMP/unknown.json"
+expect 201 POST /api/v1/jobs -H "$A" -H 'Content-Type: application/json' \
+    --data-binary @"$TMP/unknown.json"
+UNK=$(jq -r .id "$TMP/body")
+n=0
+until [ "$(api GET "/api/v1/jobs/$UNK" -H "$A")" = 200 ] &&
+    [ "$(jq -r .state "$TMP/body")" = done ]; do
+    n=$((n + 1)); [ "$n" -le 200 ] || fail "the unknown knob's job did not end: $(cat "$TMP/body")"
+    sleep 0.1
+done
+jq -e '.counts.failed == 1 and (.tasks[0].error | test("unknown knob \"warp-speed\""))
+    and .tasks[0].device.key == "hostB/cpu"' "$TMP/body" >/dev/null ||
+    fail "unknown knob: $(cat "$TMP/body")"
+echo "ok: an unknown knob failed on the one device matched, with serve's message"
+
+# both agents are alive and take the next job; the files come from their caches
+"$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/input.npz" \
+    --knob input-key=inp --knob batch=250 --wait --timeout 60 >"$TMP/again.txt" \
+    2>"$TMP/again.err" || fail "the job after the failures exited $?: $(cat "$TMP/again.err")"
+[ "$(grep -c ' finished ' "$TMP/again.txt")" = 2 ] || fail "the last job did not finish on both"
+for h in hostA hostB; do
+    [ "$(grep -c 'fetched' "$TMP/serve-$h.log")" = 2 ] ||
+        fail "$h fetched files more than once: $(grep fetched "$TMP/serve-$h.log")"
+    [ -z "$(ls "$TMP/cache-$h/work")" ] || fail "$h left a work folder"
+    ! ls "$TMP/cache-$h/files" | grep -q tmp || fail "$h left a temporary file"
+done
+echo "ok: both agents ran the next job (batch=250) from their caches: each file fetched once"
+
+stop_agents_check() {
+    for p in $SERVE_PIDS; do kill -TERM "$p"; done
+    for p in $SERVE_PIDS; do wait "$p" || fail "serve exited $? at SIGTERM"; done
+    SERVE_PIDS=""
+}
+stop_agents_check
+grep -q "stopped by a signal" "$TMP/serve-hostA.log" || fail "no stop message"
+echo "ok: SIGTERM stops both agents with exit 0"
