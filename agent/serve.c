@@ -250,6 +250,18 @@ serve_parse(int argc, char **argv, struct agt_serve *s)
                 strerror(errno));
         return -1;
     }
+    /* absolute: the job's links point into the cache, and its run starts in its folder */
+    char abs[PATH_MAX];
+    if (realpath(s->cache, abs) == NULL || strlen(abs) >= sizeof s->cache - 8) {
+        fprintf(stderr, "gpudiff-agent serve: %s: %s\n", s->cache, strerror(errno));
+        return -1;
+    }
+    memcpy(s->cache, abs, strlen(abs) + 1);
+    if (realpath(s->work, abs) == NULL || strlen(abs) >= sizeof s->work - 128) {
+        fprintf(stderr, "gpudiff-agent serve: %s: %s\n", s->work, strerror(errno));
+        return -1;
+    }
+    memcpy(s->work, abs, strlen(abs) + 1);
     for (int i = 0; i < s->n_backends; i++)
         snprintf(s->keys[i], sizeof s->keys[i], "%s/%s", s->host, s->backends[i]);
     return 0;

@@ -216,16 +216,16 @@ place_files(struct task *t, char **argv, int *argc, struct gd_err *err)
             if (models++ > 0)
                 return gd_err_set(err, GD_EINVAL, "the job has two models");
             argv[(*argc)++] = strdup("--model");
-            argv[(*argc)++] = strdup(link);
+            argv[(*argc)++] = strdup(name); /* the child runs in t->dir */
         } else if (strcmp(role, "input") == 0) {
             argv[(*argc)++] = strdup("--input");
             char arg[PATH_MAX + 600];
             const char *dot = strrchr(name, '.');
             int stem = dot != NULL && dot != name ? (int)(dot - name) : (int)strlen(name);
             if (n_inputs > 1)
-                snprintf(arg, sizeof arg, "%.*s=%s", stem, name, link);
+                snprintf(arg, sizeof arg, "%.*s=%s", stem, name, name);
             else
-                snprintf(arg, sizeof arg, "%s", link);
+                snprintf(arg, sizeof arg, "%s", name);
             argv[(*argc)++] = strdup(arg);
         }
     }
@@ -261,6 +261,8 @@ child_exec(struct task *t, char **argv, char **envp, pid_t parent)
     int in = open("/dev/null", O_RDONLY);
     int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0640);
     int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    if (chdir(t->dir) != 0) /* the job's files by their names, as the user named them */
+        _exit(127);
     if (in < 0 || o < 0 || e < 0 || dup2(in, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
         _exit(127);
     execve(t->s->self, argv, envp);
@@ -451,9 +453,7 @@ agt_serve_lease(struct agt_serve *s, json_t *lease)
     }
     if (t.lost)
         goto done;
-    char out[PATH_MAX + 20];
-    snprintf(out, sizeof out, "%s/bundle", t.dir);
-    add_arg(argv, &argc, "--out", out);
+    add_arg(argv, &argc, "--out", "bundle");
     add_arg(argv, &argc, "--backend", t.backend);
     add_arg(argv, &argc, "--model-name", t.model);
     add_arg(argv, &argc, "--job", t.job_id);

@@ -4,7 +4,9 @@
 # seed case (as ONNX, with the input-key knob) finishes on both; the runs carry the job and
 # env.labels, the matrix has both devices; a second job reuses the cached files (no second
 # download); a bad knob value fails with run's message and exit code, an unknown knob with
-# serve's, without a crash: both agents take the next job; SIGTERM ends them with 0.
+# serve's, a model that is none with run's, without a crash: both agents take the next job.
+# The daemon stopped for 3 s: the agents log their retries and go on. SIGTERM mid-job: the
+# job is finished and reported, then serve exits 0.
 . ./tests/integration/env.sh
 . "$GD_SRCDIR/tests/integration/server.sh"
 need_seed
@@ -123,11 +125,62 @@ for h in hostA hostB; do
 done
 echo "ok: both agents ran the next job (batch=250) from their caches: each file fetched once"
 
-stop_agents_check() {
-    for p in $SERVE_PIDS; do kill -TERM "$p"; done
-    for p in $SERVE_PIDS; do wait "$p" || fail "serve exited $? at SIGTERM"; done
-    SERVE_PIDS=""
-}
-stop_agents_check
-grep -q "stopped by a signal" "$TMP/serve-hostA.log" || fail "no stop message"
-echo "ok: SIGTERM stops both agents with exit 0"
+# ---- a model that is no model: run's error, serve goes on ----
+head -c 5000 /dev/urandom >"$TMP/garbage.onnx"
+set +e
+"$AGENT" submit --server "$URL" --model "$TMP/garbage.onnx" --input "$TMP/input.npz" \
+    --match labels.gpu=sm_75 --wait --timeout 60 >"$TMP/garbage.txt" 2>"$TMP/garbage.err"
+rc=$?
+set -e
+[ "$rc" = 10 ] || fail "submit of a garbage model exited $rc: $(cat "$TMP/garbage.err")"
+expect 200 GET "/api/v1/jobs/$(head -n 1 "$TMP/garbage.txt")" -H "$A"
+jq -e '.counts.failed == 1 and (.tasks[0].error | test("^garbage.onnx: not a valid ONNX")) and
+    (.tasks[0].error | test("^gpudiff-agent") | not)' "$TMP/body" >/dev/null ||
+    fail "garbage model: $(cat "$TMP/body")"
+echo "ok: a model that is no model fails on hostA with run's error: $(jq -r '.tasks[0].error' "$TMP/body")"
+
+# ---- the daemon away for a while: the agents retry with backoff, then go on ----
+port=${URL##*:}
+server_stop
+sleep 3
+server_start --listen "127.0.0.1:$port"
+[ "$URL" = "http://127.0.0.1:$port" ] || fail "the daemon came back on $URL, not port $port"
+for h in hostA hostB; do
+    grep -q "Couldn't connect to server; retry 2 in" "$TMP/serve-$h.log" ||
+        fail "$h did not log its retries: $(tail -n 5 "$TMP/serve-$h.log")"
+done
+"$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/input.npz" \
+    --knob input-key=inp --wait --timeout 90 >"$TMP/back.txt" 2>"$TMP/back.err" ||
+    fail "the job after the daemon's restart exited $?: $(cat "$TMP/back.err")"
+[ "$(grep -c ' finished ' "$TMP/back.txt")" = 2 ] || fail "not both after the restart"
+echo "ok: with the daemon down both agents logged retries with backoff, then ran the next job"
+
+# ---- SIGTERM mid-job: serve finishes and reports the job, then exits 0 ----
+"$PYTHON_NUMPY" -c 'import numpy, sys
+numpy.save(sys.argv[2], numpy.tile(numpy.load(sys.argv[1])["inp"], (8, 1, 1, 1)))' \
+    "$SEED_DIR/input.npz" "$TMP/big.npy"
+runs=$(grep -c 'running (lease' "$TMP/serve-hostA.log")
+"$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/big.npy" \
+    --match labels.gpu=sm_75 --knob threads=1 --knob capture=fingerprint --wait --timeout 90 \
+    >"$TMP/term.txt" 2>"$TMP/term.err" &
+submit_pid=$!
+n=0
+until [ "$(grep -c 'running (lease' "$TMP/serve-hostA.log")" -gt "$runs" ]; do
+    n=$((n + 1)); [ "$n" -le 300 ] || fail "hostA did not start the long job"
+    sleep 0.1
+done
+PID_A=${SERVE_PIDS# }
+PID_A=${PID_A%% *}
+kill -TERM "$PID_A"
+wait "$PID_A" || fail "serve exited $? after SIGTERM mid-job"
+wait "$submit_pid" || fail "the job serve finished at SIGTERM exited $?: $(cat "$TMP/term.err")"
+grep -q ' finished ' "$TMP/term.txt" || fail "the job is not finished: $(cat "$TMP/term.txt")"
+grep -q "reported done" "$TMP/serve-hostA.log" || fail "hostA did not report done"
+echo "ok: SIGTERM during a job: hostA finished it, reported done and exited 0"
+SERVE_PIDS=${SERVE_PIDS#* $PID_A}
+
+for p in $SERVE_PIDS; do kill -TERM "$p"; done
+for p in $SERVE_PIDS; do wait "$p" || fail "serve exited $? at SIGTERM"; done
+SERVE_PIDS=""
+grep -q "stopped by a signal" "$TMP/serve-hostB.log" || fail "no stop message"
+echo "ok: SIGTERM stops the idle agent with exit 0"
