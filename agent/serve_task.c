@@ -284,6 +284,23 @@ stop_child(pid_t pid, int *wstatus)
     waitpid(pid, wstatus, 0);
 }
 
+/* The run's stderr (its last 16 KiB) onto serve's, each line marked, for the operator. */
+static void
+relay_stderr(struct task *t)
+{
+    char path[PATH_MAX + 20], line[1024];
+    snprintf(path, sizeof path, "%s/run.err", t->dir);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return;
+    long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+    if (fseek(f, end > 16384 ? end - 16384 : 0, SEEK_SET) == 0)
+        while (fgets(line, sizeof line, f) != NULL)
+            fprintf(stderr, "gpudiff-agent serve: job %s: run: %s%s", t->job_id, line,
+                    strchr(line, '\n') ? "" : "\n");
+    fclose(f);
+}
+
 /* The run's stderr, its last line into line. */
 static void
 child_error(struct task *t, char *line, size_t size)
@@ -357,6 +374,7 @@ run_child(struct task *t, char **argv)
         }
         agt_sleep(0.1, NULL);
     }
+    relay_stderr(t);
     if (stopped)
         return fail(t, 128 + SIGTERM, "serve on %s was stopped while the run went on",
                     t->s->host);

@@ -184,3 +184,6 @@ for p in $SERVE_PIDS; do wait "$p" || fail "serve exited $? at SIGTERM"; done
 SERVE_PIDS=""
 grep -q "stopped by a signal" "$TMP/serve-hostB.log" || fail "no stop message"
 echo "ok: SIGTERM stops the idle agent with exit 0"
+# the ASan+UBSan build: a report from serve, submit or a child run fails the test
+! grep -lE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$TMP"/*.log "$TMP"/*.err \
+    2>/dev/null || fail "a sanitizer report in the logs above"

@@ -175,3 +175,6 @@ echo "$err" | grep -Eq '^lease expired: no heartbeat from h3/cpu for [0-9]+ s \(
 ended=$(date +%s)
 echo "ok: h3 failed after $((ended - killed_at)) s: $err; h1 and h2 finished"
 echo "ok: the whole test took $((ended - t0)) s"
+# the ASan+UBSan build: a report from serve, submit or a child run fails the test
+! grep -lE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$TMP"/*.log "$TMP"/*.err \
+    2>/dev/null || fail "a sanitizer report in the logs above"
