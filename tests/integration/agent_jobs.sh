@@ -5,8 +5,9 @@
 # env.labels, the matrix has both devices; a second job reuses the cached files (no second
 # download); a bad knob value fails with run's message and exit code, an unknown knob with
 # serve's, a model that is none with run's, without a crash: both agents take the next job.
-# The daemon stopped for 3 s: the agents log their retries and go on. SIGTERM mid-job: the
-# job is finished and reported, then serve exits 0.
+# The daemon stopped for 3 s: the agents log their retries and go on. A lease lost (the
+# agent stopped past lease_seconds): the 409 of its heartbeat ends the run, the second
+# attempt finishes. SIGTERM mid-job: the job is finished and reported, then serve exits 0.
 . ./tests/integration/env.sh
 . "$GD_SRCDIR/tests/integration/server.sh"
 need_seed
@@ -31,6 +32,7 @@ serve() { # NAME GPU-LABEL
     "$AGENT" serve --server "$URL" --backend cpu --host "$1" --label "gpu=$2" \
         --cache "$TMP/cache-$1" --poll-wait 2 2>"$TMP/serve-$1.log" &
     SERVE_PIDS="$SERVE_PIDS $!"
+    eval "PID_$1=$!"
 }
 serve hostA sm_75
 serve hostB sm_86
@@ -126,7 +128,7 @@ done
 echo "ok: both agents ran the next job (batch=250) from their caches: each file fetched once"
 
 # ---- a model that is no model: run's error, serve goes on ----
-head -c 5000 /dev/urandom >"$TMP/garbage.onnx"
+printf "not a model at all, only text\n" >"$TMP/garbage.onnx"
 set +e
 "$AGENT" submit --server "$URL" --model "$TMP/garbage.onnx" --input "$TMP/input.npz" \
     --match labels.gpu=sm_75 --wait --timeout 60 >"$TMP/garbage.txt" 2>"$TMP/garbage.err"
@@ -155,10 +157,39 @@ done
 [ "$(grep -c ' finished ' "$TMP/back.txt")" = 2 ] || fail "not both after the restart"
 echo "ok: with the daemon down both agents logged retries with backoff, then ran the next job"
 
-# ---- SIGTERM mid-job: serve finishes and reports the job, then exits 0 ----
+# ---- a lease lost: hostB (serve and run) stopped past lease_seconds; once it is back, the
+# heartbeat's 409 stops the run, and the second attempt finishes ----
 "$PYTHON_NUMPY" -c 'import numpy, sys
 numpy.save(sys.argv[2], numpy.tile(numpy.load(sys.argv[1])["inp"], (8, 1, 1, 1)))' \
     "$SEED_DIR/input.npz" "$TMP/big.npy"
+runs=$(grep -c 'running (lease' "$TMP/serve-hostB.log")
+"$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/big.npy" \
+    --match labels.gpu=sm_86 --knob threads=1 --knob capture=fingerprint --lease-seconds 10 \
+    --attempts 2 --wait --timeout 90 >"$TMP/lost.txt" 2>"$TMP/lost.err" &
+submit_pid=$!
+child=""
+n=0
+until [ -n "$child" ]; do
+    n=$((n + 1)); [ "$n" -le 300 ] || fail "hostB did not start the long job"
+    sleep 0.1
+    [ "$(grep -c 'running (lease' "$TMP/serve-hostB.log")" -gt "$runs" ] || continue
+    child=$(ps -o pid= --ppid "$PID_hostB" | tr -d ' ' | head -n 1)
+done
+kill -STOP "$PID_hostB" "$child"
+sleep 12
+kill -CONT "$PID_hostB"
+sleep 1
+kill -CONT "$child" 2>/dev/null || true
+wait "$submit_pid" || fail "the job of the lost lease exited $?: $(cat "$TMP/lost.err")"
+grep -q "the daemon took the lease back (lease_lost" "$TMP/serve-hostB.log" ||
+    fail "hostB did not see its lease lost: $(tail -n 5 "$TMP/serve-hostB.log")"
+! kill -0 "$child" 2>/dev/null || fail "the run of the lost lease still runs"
+expect 200 GET "/api/v1/jobs/$(head -n 1 "$TMP/lost.txt")" -H "$A"
+jq -e '.counts.finished == 1 and .tasks[0].attempts_used == 2' "$TMP/body" >/dev/null ||
+    fail "the lost lease's job: $(cat "$TMP/body")"
+echo "ok: a lease lost while hostB was stopped: its heartbeat's 409 ended the run; attempt 2 finished"
+
+# ---- SIGTERM mid-job: serve finishes and reports the job, then exits 0 ----
 runs=$(grep -c 'running (lease' "$TMP/serve-hostA.log")
 "$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/big.npy" \
     --match labels.gpu=sm_75 --knob threads=1 --knob capture=fingerprint --wait --timeout 90 \
@@ -169,8 +200,7 @@ until [ "$(grep -c 'running (lease' "$TMP/serve-hostA.log")" -gt "$runs" ]; do
     n=$((n + 1)); [ "$n" -le 300 ] || fail "hostA did not start the long job"
     sleep 0.1
 done
-PID_A=${SERVE_PIDS# }
-PID_A=${PID_A%% *}
+PID_A=$PID_hostA
 kill -TERM "$PID_A"
 wait "$PID_A" || fail "serve exited $? after SIGTERM mid-job"
 wait "$submit_pid" || fail "the job serve finished at SIGTERM exited $?: $(cat "$TMP/term.err")"
