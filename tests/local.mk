@@ -270,6 +270,7 @@ EXTRA_DIST += tests/web/harness.mjs tests/web/scale_steps.mjs tests/web/make_fle
 	tests/web/vendor.sh tests/integration/server_web_api.sh tests/bench/web_views.mjs
 # web2: the steps of the diagnosis's fields (truth, partial data, replay) and of sweeps
 EXTRA_DIST += tests/web/truth_steps.mjs
+EXTRA_DIST += tests/web/jobs_steps.mjs
 
 # ---- cuda: TF32 errors in the range of a 10-bit mantissa (skipped without a GPU) ----
 if HAVE_CHECK

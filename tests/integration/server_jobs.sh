@@ -124,6 +124,18 @@ expect 201 POST /api/v1/jobs -H "$A" -H "$JSON" --data-binary @"$TMP/job.json"
 J2=$(body .id)
 check '.counts.pending == 1 and .tasks[0].device.key == "h3/cpu"' "job 2: one task, on h3"
 
+# A run for job 1's done: the seed case, trimmed to its small layers, uploaded whole; and the
+# same with another id, created but never finished.
+seed_bundle "$TMP/seed"
+jq '.layers = [.layers[2:] | to_entries[] | .value + {index: .key} | del(.fingerprint)]' \
+    "$TMP/seed/run.json" > "$TMP/seed/run.small.json"
+mv "$TMP/seed/run.small.json" "$TMP/seed/run.json"
+RUN=$(jq -r .id "$TMP/seed/run.json")
+upload_bundle "$TMP/seed" "$AGENT_TOKEN"
+RUN_UP=33333333-3333-4333-8333-333333333333
+jq --arg id "$RUN_UP" '.id = $id' "$TMP/seed/run.json" > "$TMP/run_up.json"
+expect 201 POST /api/v1/runs -H "$A" -H "$JSON" --data-binary @"$TMP/run_up.json"
+
 # ---- leases ----
 poll() { # AGENT WAIT: prints the status; the lease in $TMP/body
     api POST "/api/v1/agents/$1/poll?wait=$2" -H "$A"
@@ -153,26 +165,19 @@ expect_error 409 lease_lost POST "/api/v1/leases/$L2/heartbeat" -H "$A"
 expect_error 409 lease_lost POST "/api/v1/leases/$L2/fail" -H "$A" -H "$JSON" \
     --data-binary '{"error": "again"}'
 
-# A run for job 1's done: the seed case, trimmed to its small layers.
-seed_bundle "$TMP/seed"
-jq '.layers = [.layers[2:] | to_entries[] | .value + {index: .key} | del(.fingerprint)]' \
-    "$TMP/seed/run.json" > "$TMP/seed/run.small.json"
-mv "$TMP/seed/run.small.json" "$TMP/seed/run.json"
-RUN=$(jq -r .id "$TMP/seed/run.json")
-expect 201 POST /api/v1/runs -H "$A" -H "$JSON" --data-binary @"$TMP/seed/run.json"
 expect_error 400 bad_request POST "/api/v1/leases/$L1/done" -H "$A" -H "$JSON" \
-    --data-binary "{\"run_id\": \"$RUN\"}"
+    --data-binary "{\"run_id\": \"$RUN_UP\"}"
 expect_error 400 bad_request POST "/api/v1/leases/$L1/done" -H "$A" -H "$JSON" \
     --data-binary '{"run_id": "22222222-2222-4222-8222-222222222222"}'
-upload_bundle "$TMP/seed" "$AGENT_TOKEN"
 
 # The heartbeat after 6 s carries L1 past its first lease_until.
-sleep $((6 - ($(date +%s) - t_lease)))
+sleep_to() { d=$(($1 - ($(date +%s) - t_lease))); [ "$d" -le 0 ] || sleep "$d"; }
+sleep_to 6
 expect 200 POST "/api/v1/leases/$L1/heartbeat" -H "$A"
 until1=$(body .lease_until)
 [ "$until1" \> "$L1_UNTIL" ] || fail "the heartbeat did not extend the lease ($until1, $L1_UNTIL)"
 echo "ok: a heartbeat extends lease_until from $L1_UNTIL to $until1"
-sleep $((12 - ($(date +%s) - t_lease)))
+sleep_to 12
 expect 200 POST "/api/v1/leases/$L1/done" -H "$A" -H "$JSON" --data-binary "{\"run_id\": \"$RUN\"}"
 echo "ok: done after the first lease_until had passed (the heartbeat kept it)"
 expect_error 409 lease_lost POST "/api/v1/leases/$L1/done" -H "$A" -H "$JSON" \
@@ -205,7 +210,7 @@ echo "ok: finished and failed tasks are never leased again"
 expect 200 GET "/api/v1/jobs/$J1" -H "$V"
 jq -S 'del(.tasks[].updated)' "$TMP/body" > "$TMP/j1.before"
 server_stop
-server_start --require-auth-read --max-polls 2
+server_start --require-auth-read --max-polls 2 --threads 1
 expect 200 GET "/api/v1/jobs/$J1" -H "$V"
 jq -S 'del(.tasks[].updated)' "$TMP/body" | cmp -s - "$TMP/j1.before" ||
     fail "job 1 changed across a restart"
@@ -228,29 +233,35 @@ sleep 1
 job '{"key": "h1/cpu"}'
 expect 201 POST /api/v1/jobs -H "$A" -H "$JSON" --data-binary @"$TMP/job.json"
 J3=$(body .id)
-# the second poll of --max-polls 2 waits too; a third is refused at once
-curl -s -o /dev/null -X POST -H "$A" "$URL/api/v1/agents/$AG2/poll?wait=3" &
-lp2=$!
-sleep 0.3
-expect_error 503 busy POST "/api/v1/agents/$AG3/poll?wait=0" -H "$A"
-curl -s -D - -o /dev/null -X POST -H "$A" "$URL/api/v1/agents/$AG3/poll?wait=0" |
-    grep -qi '^Retry-After:' || fail "a 503 poll has no Retry-After"
 wait "$lp"
 code=$(cut -d' ' -f1 "$TMP/lp.status")
 secs=$(cut -d' ' -f2 "$TMP/lp.status")
 [ "$code" = 200 ] && jq -e ".job_id == \"$J3\"" "$TMP/lp.json" >/dev/null ||
     fail "the waiting poll did not get job 3: $code $(cat "$TMP/lp.json")"
-awk -v s="$secs" 'BEGIN { exit !(s < 4) }' || fail "the waiting poll took $secs s"
+awk -v s="$secs" 'BEGIN { exit !(s < 6) }' || fail "the waiting poll took $secs s of its 20"
 echo "ok: a waiting long poll wakes for a job submitted meanwhile ($secs s)"
-# polls waiting hold neither a connection thread nor a database connection
+# two polls of agents without work fill --max-polls 2; a third is refused at once
+pids=""
+for ag in "$AG2" "$AG3"; do
+    curl -s -o /dev/null -X POST -H "$A" "$URL/api/v1/agents/$ag/poll?wait=6" &
+    pids="$pids $!"
+done
+sleep 1
+st=$(curl -sS -D "$TMP/head" -o "$TMP/body" -w '%{http_code}' -X POST -H "$A" \
+    "$URL/api/v1/agents/$AG1/poll?wait=0")
+[ "$st" = 503 ] && [ "$(body .error.code)" = busy ] || fail "a third poll: $st $(cat "$TMP/body")"
+grep -qi '^Retry-After: 1' "$TMP/head" || fail "a 503 poll has no Retry-After: $(cat "$TMP/head")"
+echo "ok: a poll beyond --max-polls is 503 busy with Retry-After: $(body .error.message)"
+# polls waiting hold neither a connection thread (the daemon has one: --threads 1) nor a
+# database connection: reads answer while both wait
 s0=$(date +%s.%N)
 expect 200 GET /api/v1/agents -H "$V"
 expect 200 GET "/api/v1/jobs/$J3" -H "$V"
 s1=$(date +%s.%N)
-awk -v a="$s0" -v b="$s1" 'BEGIN { exit !(b - a < 1) }' ||
-    fail "reads took $s0..$s1 beside a waiting poll"
-echo "ok: reads answer at once beside a waiting poll"
-wait "$lp2" || true
+awk -v a="$s0" -v b="$s1" 'BEGIN { exit !(b - a < 2) }' ||
+    fail "reads took $s0..$s1 beside two waiting polls"
+echo "ok: reads answer at once beside the waiting polls, on one connection thread"
+for p in $pids; do wait "$p" || true; done
 
 # ---- metrics ----
 expect 200 GET /metrics -H "$V"

@@ -184,6 +184,36 @@ GPUDIFF_TOKEN="$AGENT_TOKEN" "$AGENT" sweep --model "$TMP/lenet-sweep.json" \
     --server "$URL" >"$TMP/sweep.json" 2>"$TMP/sweep.err" ||
     fail "sweep --server: $(tail -5 "$TMP/sweep.err")"
 
+# ---- jobsrv: a job on two registered devices (curl, as an agent's serve would): one task
+# finished with the seed cpu run, one failed with an error that is HTML ----
+A_JOB="Authorization: Bearer $AGENT_TOKEN"
+printf 'a model' >"$TMP/job-model.onnx"
+printf 'an input' >"$TMP/job-input.npy"
+for f in job-model.onnx job-input.npy; do
+    expect 201 PUT "/api/v1/files/$(sha256sum "$TMP/$f" | cut -d' ' -f1)" -H "$A_JOB" -T "$TMP/$f"
+done
+job_agent() { # job_agent HOST GPU: registers HOST/cpu, prints the agent id
+    expect 200 POST /api/v1/agents -H "$A_JOB" -H 'Content-Type: application/json' --data-binary \
+        "{\"host\": \"$1\", \"agent_version\": \"0\", \"devices\": [{\"key\": \"$1/cpu\", \"backend\": \"cpu\", \"env\": {}, \"labels\": {\"gpu\": \"$2\"}}]}"
+    jq -r .agent_id "$TMP/body"
+}
+JOB_AG1=$(job_agent web-h1 sm_75)
+JOB_AG2=$(job_agent web-h2 sm_86)
+jq -n --arg m "$(sha256sum "$TMP/job-model.onnx" | cut -d' ' -f1)" \
+    --arg i "$(sha256sum "$TMP/job-input.npy" | cut -d' ' -f1)" \
+    '{model: "lenet-11-821", files: [{role: "model", name: "model.onnx", sha256: $m},
+      {role: "input", name: "input.npy", sha256: $i}], knobs: {batch: 4},
+      match: {"labels.gpu": ["sm_75", "sm_86"]}}' >"$TMP/job.json"
+expect 201 POST /api/v1/jobs -H "$A_JOB" -H 'Content-Type: application/json' --data-binary @"$TMP/job.json"
+JOB_ID=$(jq -r .id "$TMP/body")
+expect 200 POST "/api/v1/agents/$JOB_AG1/poll?wait=0" -H "$A_JOB"
+expect 200 POST "/api/v1/leases/$(jq -r .lease_id "$TMP/body")/done" -H "$A_JOB" \
+    -H 'Content-Type: application/json' --data-binary "{\"run_id\": \"$(id_of "$TMP/cpu")\"}"
+expect 200 POST "/api/v1/agents/$JOB_AG2/poll?wait=0" -H "$A_JOB"
+expect 200 POST "/api/v1/leases/$(jq -r .lease_id "$TMP/body")/fail" -H "$A_JOB" \
+    -H 'Content-Type: application/json' \
+    --data-binary '{"error": "<img src=x onerror=alert(1)> exit 3", "exit_code": 3}'
+
 # ---- web2: the comparisons the browser steps read, computed through the API first, each
 # waited for: a sanitized daemon on a loaded machine takes minutes where a browser step's
 # wait is fixed. The matrix of 50 devices is filled but for its last two rows (98 cells), so
@@ -223,7 +253,7 @@ export RUN_FLEET0="$(id_of "$TMP/gen/fleet/00.bundle")"
 export RUN_REPLAY="$(id_of "$TMP/replay")" RUN_PT="$(id_of "$TMP/pytorch_gpu")"
 export RUN_PD="$(id_of "$TMP/paddle_gpu")" RUN_POLE_A="$(id_of "$TMP/pole-a")"
 export RUN_POLE_B="$(id_of "$TMP/pole-b")" SWEEP_ID="$(jq -r .id "$TMP/sweep.json")"
-export BUNDLE_CPU="$TMP/cpu" BUNDLE_TF32="$TMP/tf32"
+export BUNDLE_CPU="$TMP/cpu" BUNDLE_TF32="$TMP/tf32" JOB_ID
 status=0
 seeded=$(date +%s)
 node "$WEB_TESTS/dashboard.test.mjs" || status=1

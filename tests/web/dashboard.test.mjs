@@ -18,6 +18,7 @@ import {URL0, page, step, check, open, shot, axe, text, chartContrast, foreignRe
     from './harness.mjs';
 import {scaleSteps} from './scale_steps.mjs';
 import {truthSteps} from './truth_steps.mjs';
+import {jobsSteps} from './jobs_steps.mjs';
 
 const env = process.env;
 const ids = {cpu: env.RUN_CPU, cpu64: env.RUN_CPU64, tf32: env.RUN_TF32, xss1: env.RUN_XSS1,
@@ -315,6 +316,8 @@ await step('names from the address stay text, and unknown things say so', async 
 }, {httpErrors: true});
 
 await truthSteps();
+
+await jobsSteps();
 
 await scaleSteps();
 

@@ -7,6 +7,7 @@
 //   #/layer?a=&b=&name=                                      one layer of a diff
 //   #/graph?a=&b=&truth=&color=                              the model as a graph, coloured by a diff
 //   #/sweeps, #/sweeps/ID                                    knob sweeps (when the daemon serves them)
+//   #/jobs, #/jobs/ID                                        jobs run by agents as a service
 // Each view's time from the route to its being rendered is a performance measure named
 // "gd-view NAME" (the browser test reads them; docs/PERFORMANCE.md).
 import {h, clear, message} from './dom.js';
@@ -18,6 +19,7 @@ import * as history from './views/history.js';
 import * as layer from './views/layer.js';
 import * as graph from './views/graph.js';
 import * as sweeps from './views/sweeps.js';
+import * as jobs from './views/jobs.js';
 
 const ROUTES = [
     {path: /^\/runs$/, view: runs, nav: 'runs'},
@@ -27,6 +29,7 @@ const ROUTES = [
     {path: /^\/layer$/, view: layer, nav: 'diff'},
     {path: /^\/graph$/, view: graph, nav: 'diff'},
     {path: /^\/sweeps(?:\/([^/]*))?$/, view: sweeps, nav: 'sweeps'},
+    {path: /^\/jobs(?:\/([^/]*))?$/, view: jobs, nav: 'jobs'},
 ];
 
 function decode(seg) {
