@@ -27,6 +27,10 @@ int agt_sha256_valid(const char *s);
  * control characters. Job file names must be, so a job cannot write outside its folder. */
 int agt_basename_valid(const char *s);
 
+/* 1 when s may name a job's file as the daemon takes them: a plain file name of the letters
+ * A-Z a-z, the digits and . _ - + @ (the jobs contract, amendment 6). */
+int agt_job_name_valid(const char *s);
+
 /*
  * The cache's name for the file of hash sha256 under dir: DIR/files/SHA256 into out. The
  * temporary name a download is written to before it is checked and renamed is

@@ -72,6 +72,18 @@ agt_basename_valid(const char *s)
 }
 
 int
+agt_job_name_valid(const char *s)
+{
+    if (!agt_basename_valid(s))
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("._-+@", *p) != NULL))
+            return 0;
+    return 1;
+}
+
+int
 agt_cache_path(const char *dir, const char *sha256, long pid, char *out, size_t size, char *tmp,
                size_t tmp_size, struct gd_err *err)
 {

@@ -102,7 +102,14 @@ fail(struct task *t, int exit_code, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     fprintf(stderr, "gpudiff-agent serve: job %s on %s failed: %s\n", t->job_id, t->key, msg);
-    return finish(t, "fail", json_pack("{s:s, s:i}", "error", msg, "exit_code", exit_code));
+    json_t *body = json_pack("{s:s, s:i}", "error", msg, "exit_code", exit_code);
+    if (body == NULL) { /* not UTF-8 (a run's message of odd bytes): those bytes as '?' */
+        for (char *p = msg; *p; p++)
+            if ((unsigned char)*p >= 0x80)
+                *p = '?';
+        body = json_pack("{s:s, s:i}", "error", msg, "exit_code", exit_code);
+    }
+    return finish(t, "fail", body);
 }
 
 /* One heartbeat when it is due; sets t->lost on 409. Never blocks long. */

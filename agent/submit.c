@@ -225,8 +225,10 @@ submit_parse(int argc, char **argv, struct submit_opts *o)
         return -1;
     }
     for (int i = 0; i < o->n_files; i++) {
-        if (!agt_basename_valid(o->files[i].name)) {
-            fprintf(stderr, "gpudiff-agent submit: %s: not a file name\n", o->files[i].path);
+        if (!agt_job_name_valid(o->files[i].name)) {
+            fprintf(stderr, "gpudiff-agent submit: %s: a job's file name holds only the "
+                            "letters A-Z and a-z, digits and . _ - + @ (copy or link it under "
+                            "such a name)\n", o->files[i].path);
             return -1;
         }
         for (int k = 0; k < i; k++)

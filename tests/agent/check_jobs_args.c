@@ -3,7 +3,8 @@
  * from strings, names checked, '_' read as '-', given once) and --match (keys checked, one
  * value a string, several an array, empty values refused), a job's knobs as run flags (each
  * type, booleans only for on|off knobs, an unknown name refused with serve's message and
- * nothing left allocated), the cache's names, file names a job may use, and the last line
+ * nothing left allocated), the cache's names, file names a job may use (and the daemon's
+ * narrower set), and the last line
  * of a failed run's stderr.
  */
 #include <check.h>
@@ -200,6 +201,12 @@ START_TEST(basenames)
     ck_assert(!agt_basename_valid("/etc"));
     ck_assert(!agt_basename_valid("a\nb"));
     ck_assert(!agt_basename_valid(NULL));
+    ck_assert(agt_job_name_valid("model-v2_final+x@3.onnx"));
+    ck_assert(!agt_job_name_valid("my model.onnx"));
+    ck_assert(!agt_job_name_valid("caf\xc3\xa9.onnx"));
+    ck_assert(!agt_job_name_valid("a=b.npy"));
+    ck_assert(!agt_job_name_valid(".."));
+    ck_assert(!agt_job_name_valid("a/b"));
     char longname[300];
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
