@@ -22,7 +22,9 @@
     XX(OUTPUT, 6, "the bundle could not be written (exists, disk, permissions)")         \
     XX(DIVERGED, 7, "diff --check: a layer diverges beyond rounding noise")             \
     XX(UPLOAD, 8, "could not upload to (or, for replay, read from) the server")       \
-    XX(TOKEN, 9, "the server refused the token")
+    XX(TOKEN, 9, "the server refused the token")                                    \
+    XX(JOB, 10, "submit --wait: a device failed the job or never answered")          \
+    XX(TIMEOUT, 11, "submit --wait --timeout: the job was still running")
 
 enum agt_exit {
 #define AGT__EXIT_ENUM(name, value, text) AGT_EXIT_##name = (value),
@@ -123,6 +125,10 @@ void agt_knob_usage(FILE *out);
 json_t *agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_env *env);
 
 int agt_cmd_replay(int argc, char **argv);
+
+/* jobagt: jobs from gpudiffd (jobs.h): submit one, serve them */
+int agt_cmd_submit(int argc, char **argv);
+int agt_cmd_serve(int argc, char **argv);
 
 /* "2026-11-30T08:00:00Z": now, in UTC. */
 void agt_utc_now(char *buf, size_t size);

@@ -34,3 +34,6 @@ gpudiff_agent_SOURCES += \
 	agent/sweep_upload.c
 # ---- fp: `gpudiff-agent fetch-layers` (tensors the daemon asks for) ----
 gpudiff_agent_SOURCES += agent/run_opts.h agent/fetch_layers.c
+# ---- jobagt: `gpudiff-agent submit` and `serve` (jobs from gpudiffd, agent/jobs.h) ----
+gpudiff_agent_SOURCES += agent/jobs.h agent/jobs_args.c agent/jobs_http.c agent/submit.c \
+	agent/serve.h agent/serve.c agent/serve_task.c

@@ -23,6 +23,8 @@ static const struct {
     {"ops", agt_cmd_ops, "list the engine's ops, their traits and the backends that run them"},
     {"replay", agt_cmd_replay, "rerun each node of a bundle's model from its captured inputs"},
     {"fetch-layers", agt_cmd_fetch_layers, "send the layer tensors gpudiffd asked for (fp)"},
+    {"submit", agt_cmd_submit, "submit a job to gpudiffd: run a model on every matching device"},
+    {"serve", agt_cmd_serve, "run as a service: register devices, take and run gpudiffd's jobs"},
 };
 
 int

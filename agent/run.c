@@ -123,6 +123,14 @@ run_usage(FILE *out)
             "                      tensors its diffs need; `gpudiff-agent fetch-layers`\n"
             "                      sends them\n"
             "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
+            "  --model-name NAME   record the run under this model name (run.json's\n"
+            "                      model.name; default: the model's own name)\n"
+            "  --job ID, --lease ID  the job and lease the run is made for, recorded as\n"
+            "                      run.json's \"job\" (`gpudiff-agent serve` passes them)\n"
+            "  --env-label KEY=VALUE  an operator-given fact about the device, recorded in\n"
+            "                      run.json's env.labels (repeatable; serve --label passes\n"
+            "                      them); gpudiffd's device key includes them, so hosts of one\n"
+            "                      backend told apart by labels are separate devices\n"
             "  --replace           replace DIR if it exists (only once the new bundle is\n"
             "                      complete)\n"
             "  --json              print run.json (with the bundle path) instead of the table\n"
@@ -153,7 +161,8 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
 {
     enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
            O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS,
-           O_DTYPE, O_REDUCED_REDUCTION, O_HOST_MEMORY, O_CAPTURE, O_CONV_API };
+           O_DTYPE, O_REDUCED_REDUCTION, O_HOST_MEMORY, O_CAPTURE, O_CONV_API,
+           O_MODEL_NAME, O_JOB, O_LEASE, O_ENV_LABEL /* jobagt */ };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -174,6 +183,10 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         {"reduced-reduction", required_argument, NULL, O_REDUCED_REDUCTION},
         {"host-memory", required_argument, NULL, O_HOST_MEMORY},
         {"capture", required_argument, NULL, O_CAPTURE},
+        {"model-name", required_argument, NULL, O_MODEL_NAME},
+        {"job", required_argument, NULL, O_JOB},
+        {"lease", required_argument, NULL, O_LEASE},
+        {"env-label", required_argument, NULL, O_ENV_LABEL},
         {"replace", no_argument, NULL, O_REPLACE},
         {"json", no_argument, NULL, O_JSON},
         {"progress", no_argument, NULL, O_PROGRESS},
@@ -242,6 +255,33 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
             char key[128];
             snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
             json_object_set_new(o->labels, key, json_string(eq + 1));
+            break;
+        }
+        case O_MODEL_NAME:
+            if (optarg[0] == '\0') {
+                fprintf(stderr, "gpudiff-agent run: --model-name needs a name\n");
+                return -1;
+            }
+            o->model_name = optarg;
+            break;
+        case O_JOB:
+            o->job_id = optarg;
+            break;
+        case O_LEASE:
+            o->lease_id = optarg;
+            break;
+        case O_ENV_LABEL: {
+            const char *eq = strchr(optarg, '=');
+            if (eq == NULL || eq == optarg) {
+                fprintf(stderr, "gpudiff-agent run: --env-label needs KEY=VALUE, not %s\n",
+                        optarg);
+                return -1;
+            }
+            char key[128];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
+            if (o->env_labels == NULL)
+                o->env_labels = json_object();
+            json_object_set_new(o->env_labels, key, json_string(eq + 1));
             break;
         }
         case O_CONV_ALGO:
@@ -453,6 +493,8 @@ run_meta(const struct agt_run_opts *o, const struct gd_graph *g, json_t *inputs,
     const struct gd_env *e = gd_session_env(s);
     for (int i = 0; i < e->n; i++)
         json_object_set_new(env, e->items[i].key, json_string(e->items[i].value));
+    if (o->env_labels != NULL) /* jobagt: serve --label, part of the daemon's device key */
+        json_object_set(env, "labels", o->env_labels);
     json_t *folded = folded_json(g, input_tensors, err);
     if (folded == NULL) {
         json_decref(env);
@@ -468,7 +510,8 @@ run_meta(const struct agt_run_opts *o, const struct gd_graph *g, json_t *inputs,
     json_t *meta = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:o, s:s, s:o, s:o, s:o, "
                              "s:f, s:o}",
                              "id", id, "created_at", now,
-                             "model", "name", g->name, "sha256", g->sha256, "file", o->model,
+                             "model", "name", o->model_name ? o->model_name : g->name,
+                             "sha256", g->sha256, "file", o->model,
                              "input", first, "inputs", inputs, "outputs", outputs,
                              "backend", gd_session_backend(s),
                              "env", env,
@@ -487,6 +530,10 @@ run_meta(const struct agt_run_opts *o, const struct gd_graph *g, json_t *inputs,
         json_object_set_new(meta, "capture", json_string(o->capture ? o->capture : "full"));
         json_object_set_new(meta, "rerun", agt_run_rerun_json(o));
     }
+    /* jobagt: the job and lease this run was made for (serve) */
+    if (meta != NULL && (o->job_id != NULL || o->lease_id != NULL))
+        json_object_set_new(meta, "job", json_pack("{s:s?, s:s?}", "id", o->job_id, "lease",
+                                                   o->lease_id));
     return meta;
 }
 
@@ -647,6 +694,7 @@ agt_cmd_run(int argc, char **argv)
         code = execute(&o);
     }
     json_decref(o.labels);
+    json_decref(o.env_labels);
     return code;
 }
 

@@ -29,6 +29,10 @@ struct agt_run_opts {
     int progress;
     int verbose;
     json_t *labels;
+    /* jobagt: what `serve` adds to a run made for a job (NULL: none) */
+    const char *model_name;        /* --model-name: run.json's model.name */
+    const char *job_id, *lease_id; /* --job, --lease: run.json's "job" */
+    json_t *env_labels;            /* --env-label: run.json's env.labels (made when given) */
     struct gd_knobs knobs;
     struct agt_upload_opts upload; /* upload.server NULL: no upload */
 };

@@ -43,6 +43,8 @@ packages="$packages python3-jsonschema"
 # fleet (issue 15): gpudiffd on PostgreSQL (libpq), its tests' own PostgreSQL server and
 # the balancer in front of several daemons (and TLS), the scrape test, systemd-analyze
 packages="$packages libpq-dev postgresql-15 postgresql-client-15 haproxy openssl prometheus systemd"
+# jobagt: fleet_netns.sh's namespaces and bridge (iproute2, above), its ps --ppid (procps)
+packages="$packages procps"
 
 install_packages() {
     missing=""

@@ -520,3 +520,13 @@ tests_server_check_db_devices_LDADD = $(SERVER_TEST_LIBS)
 tests_server_check_db_fleet_files_SOURCES = tests/server/check_db_fleet_files.c $(DB_FIXTURE)
 tests_server_check_db_fleet_files_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_db_fleet_files_LDADD = $(SERVER_TEST_LIBS)
+
+# ---- jobagt: gpudiff-agent submit and serve (issue 15 item 1, the agent's half) ----
+JOBAGT_INTEGRATION = tests/integration/agent_jobs.sh tests/integration/fleet_netns.sh
+TESTS += $(JOBAGT_INTEGRATION)
+EXTRA_DIST += $(JOBAGT_INTEGRATION) deploy/systemd/gpudiff-agent-serve.service
+check_PROGRAMS += tests/agent/check_jobs_args
+TESTS += tests/agent/check_jobs_args
+tests_agent_check_jobs_args_SOURCES = tests/agent/check_jobs_args.c agent/jobs_args.c agent/jobs.h
+tests_agent_check_jobs_args_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent $(CURL_CFLAGS)
+tests_agent_check_jobs_args_LDADD = $(TEST_LIBS)

@@ -1,0 +1,462 @@
+/*
+ * serve.c: `gpudiff-agent serve`: an agent as a service. Registers one device per backend
+ * with gpudiffd (key HOST/BACKEND, the env `run` records, the operator's labels), then
+ * long-polls for leases and runs each (serve_task.c) until SIGTERM. Never a busy loop: an
+ * unreachable daemon is retried with backoff (logged), an odd answer waited out.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpudiff/model.h"
+#include "gpudiff/run.h"
+#include "serve.h"
+
+static volatile sig_atomic_t stop_flag, hard_stop_flag;
+
+static void
+on_signal(int sig)
+{
+    if (sig == SIGINT || stop_flag)
+        hard_stop_flag = 1;
+    stop_flag = 1;
+}
+
+static void
+serve_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: gpudiff-agent serve --server URL --backend B[,B...] [OPTIONS]\n\n"
+            "Runs as a service: registers one device per backend with gpudiffd (key\n"
+            "HOST/BACKEND, the env `run` records there, and the --label pairs), then waits\n"
+            "for jobs (`gpudiff-agent submit`) by long polls, which are also the devices'\n"
+            "heartbeat. For each job it is leased: downloads the job's files by SHA-256 into\n"
+            "the cache (checked, written under a temporary name and renamed, so never a half\n"
+            "file; kept for the next job), runs `gpudiff-agent run` with the job's knobs in a\n"
+            "child process into a fresh bundle and uploads it, sending a heartbeat every\n"
+            "lease_seconds/3 while it goes on, then reports `done` with the run id, or `fail`\n"
+            "with the last line of the run's stderr and its exit code (a knob this agent does\n"
+            "not know, a bad model, a crash of the engine: the job fails on this device,\n"
+            "serve goes on). A lease the daemon took back (409 lease_lost) stops the child.\n"
+            "An unreachable daemon is retried with backoff, each wait logged on stderr.\n"
+            "SIGTERM: no new job; the current one is finished and reported, then serve exits\n"
+            "0 (a second SIGTERM, or SIGINT, stops the child and reports the job failed).\n\n"
+            "Required:\n"
+            "  --backend B[,B...]  the backends to serve, each a device (cpu, cpu64, cuda;\n"
+            "                      `gpudiff-agent --version` lists this build's)\n");
+    agt_upload_usage(out);
+    fprintf(out,
+            "\nOptions:\n"
+            "  --label K=V         an operator-given fact about this host's devices (gpu=sm_75,\n"
+            "                      rack=b2), repeatable: sent with the registration (jobs\n"
+            "                      --match labels.K) and recorded in each run's env.labels,\n"
+            "                      which the daemon's device key includes\n"
+            "  --host NAME         the host name the device keys start with (default: the\n"
+            "                      system's host name)\n"
+            "  --cache DIR         where job files are kept by hash, DIR/files/SHA256 (default:\n"
+            "                      $CACHE_DIRECTORY, else $XDG_CACHE_HOME/gpudiff-agent, else\n"
+            "                      ~/.cache/gpudiff-agent)\n"
+            "  --work DIR          where each job's bundle is made, DIR/LEASE_ID, removed after\n"
+            "                      the job (default: $STATE_DIRECTORY/work, else CACHE/work)\n"
+            "  --once              exit after the first job (0 when it was reported)\n"
+            "  --poll-wait S       how long one long poll waits for work, 0 to 60 s (default 30)\n"
+            "  -h, --help          this help\n\n"
+            "The token: --token, or better " AGT_TOKEN_ENV " (out of the process list; the\n"
+            "child runs get it the same way). Every request follows the TLS rules above.\n\n");
+    agt_print_exit_codes(out);
+}
+
+const char *
+agt_serve_backend_of(const struct agt_serve *s, const char *key)
+{
+    for (int i = 0; key != NULL && i < s->n_backends; i++)
+        if (strcmp(s->keys[i], key) == 0)
+            return s->backends[i];
+    return NULL;
+}
+
+static int
+add_backends(struct agt_serve *s, char *list)
+{
+    for (char *save = NULL, *b = strtok_r(list, ",", &save); b != NULL;
+         b = strtok_r(NULL, ",", &save)) {
+        if (agt_backend_check("serve", b) != 0)
+            return -1;
+        for (int i = 0; i < s->n_backends; i++)
+            if (strcmp(s->backends[i], b) == 0) {
+                fprintf(stderr, "gpudiff-agent serve: --backend %s is given twice\n", b);
+                return -1;
+            }
+        if (s->n_backends == SERVE_MAX_DEVICES) {
+            fprintf(stderr, "gpudiff-agent serve: at most %d backends\n", SERVE_MAX_DEVICES);
+            return -1;
+        }
+        s->backends[s->n_backends++] = b;
+    }
+    return 0;
+}
+
+/* The first folder of a systemd list ("a:b") in out, or "" when the variable is unset. */
+static void
+env_dir(const char *var, char *out, size_t size)
+{
+    const char *v = getenv(var);
+    size_t n = v != NULL ? strcspn(v, ":") : 0;
+    snprintf(out, size, "%.*s", (int)n, v != NULL ? v : "");
+}
+
+static int
+mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(buf, 0750) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* 0, 1 after --help, -1 after a usage error (printed). */
+static int
+serve_parse(int argc, char **argv, struct agt_serve *s)
+{
+    enum { O_BACKEND = 256, O_LABEL, O_HOST, O_CACHE, O_WORK, O_ONCE, O_POLL_WAIT };
+    static const struct option longopts[] = {
+        AGT_UPLOAD_LONGOPTS,
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"label", required_argument, NULL, O_LABEL},
+        {"host", required_argument, NULL, O_HOST},
+        {"cache", required_argument, NULL, O_CACHE},
+        {"work", required_argument, NULL, O_WORK},
+        {"once", no_argument, NULL, O_ONCE},
+        {"poll-wait", required_argument, NULL, O_POLL_WAIT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *cache = NULL, *work = NULL;
+    int c;
+    char *end;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        int taken = agt_upload_flag("serve", c, optarg, &s->up);
+        if (taken < 0)
+            return -1;
+        if (taken > 0)
+            continue;
+        switch (c) {
+        case O_BACKEND:
+            if (add_backends(s, optarg) != 0)
+                return -1;
+            break;
+        case O_LABEL: {
+            const char *eq = strchr(optarg, '=');
+            if (eq == NULL || eq == optarg) {
+                fprintf(stderr, "gpudiff-agent serve: --label needs KEY=VALUE, not %s\n",
+                        optarg);
+                return -1;
+            }
+            char key[128];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
+            if (strchr(key, ' ') != NULL || strchr(key, '=') != NULL) {
+                fprintf(stderr, "gpudiff-agent serve: --label %s: a key has no spaces\n", key);
+                return -1;
+            }
+            json_object_set_new(s->labels, key, json_string(eq + 1));
+            break;
+        }
+        case O_HOST:
+            if (!agt_basename_valid(optarg) || strlen(optarg) >= sizeof s->host) {
+                fprintf(stderr, "gpudiff-agent serve: --host takes a name without '/'\n");
+                return -1;
+            }
+            snprintf(s->host, sizeof s->host, "%s", optarg);
+            break;
+        case O_CACHE:
+            cache = optarg;
+            break;
+        case O_WORK:
+            work = optarg;
+            break;
+        case O_ONCE:
+            s->once = 1;
+            break;
+        case O_POLL_WAIT: {
+            long v = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || v < 0 || v > 60) {
+                fprintf(stderr, "gpudiff-agent serve: --poll-wait takes 0 to 60, not %s\n",
+                        optarg);
+                return -1;
+            }
+            s->poll_wait = (int)v;
+            break;
+        }
+        case 'h':
+            serve_usage(stdout);
+            return 1;
+        default:
+            fprintf(stderr, "Try `gpudiff-agent serve --help`.\n");
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpudiff-agent serve: unexpected argument %s\n", argv[optind]);
+        return -1;
+    }
+    if (s->n_backends == 0) {
+        fprintf(stderr, "gpudiff-agent serve: --backend is required (e.g. --backend cpu)\n");
+        return -1;
+    }
+    struct gd_err err = {0};
+    if (agt_upload_opts_check(&s->up, &err) != 0) {
+        fprintf(stderr, "gpudiff-agent serve: %s\n", err.msg);
+        return -1;
+    }
+    if (s->host[0] == '\0' && (gethostname(s->host, sizeof s->host - 1) != 0 ||
+                               !agt_basename_valid(s->host)))
+        snprintf(s->host, sizeof s->host, "localhost");
+    char dflt[PATH_MAX];
+    if (cache == NULL) {
+        env_dir("CACHE_DIRECTORY", dflt, sizeof dflt);
+        if (dflt[0] == '\0' && getenv("XDG_CACHE_HOME") != NULL)
+            snprintf(dflt, sizeof dflt, "%s/gpudiff-agent", getenv("XDG_CACHE_HOME"));
+        if (dflt[0] == '\0' && getenv("HOME") != NULL)
+            snprintf(dflt, sizeof dflt, "%s/.cache/gpudiff-agent", getenv("HOME"));
+        cache = dflt[0] != '\0' ? dflt : "gpudiff-agent-cache";
+    }
+    snprintf(s->cache, sizeof s->cache, "%s", cache);
+    if (work == NULL) {
+        env_dir("STATE_DIRECTORY", dflt, sizeof dflt);
+        if (dflt[0] != '\0')
+            snprintf(s->work, sizeof s->work, "%.*s/work", (int)sizeof s->work - 8, dflt);
+        else
+            snprintf(s->work, sizeof s->work, "%.*s/work", (int)sizeof s->work - 8, s->cache);
+    } else {
+        snprintf(s->work, sizeof s->work, "%s", work);
+    }
+    char files[PATH_MAX + 8];
+    snprintf(files, sizeof files, "%s/files", s->cache);
+    if (mkdir_p(files) != 0 || mkdir_p(s->work) != 0) {
+        fprintf(stderr, "gpudiff-agent serve: cannot make %s or %s: %s\n", files, s->work,
+                strerror(errno));
+        return -1;
+    }
+    /* absolute: the job's links point into the cache, and its run starts in its folder */
+    char abs[PATH_MAX];
+    if (realpath(s->cache, abs) == NULL || strlen(abs) >= sizeof s->cache - 8) {
+        fprintf(stderr, "gpudiff-agent serve: %s: %s\n", s->cache, strerror(errno));
+        return -1;
+    }
+    memcpy(s->cache, abs, strlen(abs) + 1);
+    if (realpath(s->work, abs) == NULL || strlen(abs) >= sizeof s->work - 128) {
+        fprintf(stderr, "gpudiff-agent serve: %s: %s\n", s->work, strerror(errno));
+        return -1;
+    }
+    memcpy(s->work, abs, strlen(abs) + 1);
+    for (int i = 0; i < s->n_backends; i++)
+        snprintf(s->keys[i], sizeof s->keys[i], "%s/%s", s->host, s->backends[i]);
+    return 0;
+}
+
+/* What `run` records as env on backend b: a session opened on a one-node model. */
+static json_t *
+probe_env(const char *backend, struct gd_err *err)
+{
+    static const char model[] =
+        "{\"format\":\"gpudiff-model\",\"version\":1,\"name\":\"serve-probe\","
+        "\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[1]}],"
+        "\"nodes\":[{\"name\":\"r\",\"op\":\"Relu\",\"inputs\":[\"x\"]}],\"outputs\":[\"r\"]}";
+    struct gd_model_opts mo = {0};
+    struct gd_graph *g = NULL;
+    struct gd_knobs knobs;
+    gd_knobs_init(&knobs);
+    if (gd_model_parse(model, sizeof model - 1, "serve's probe", NULL, &mo, &g, err) != 0)
+        return NULL;
+    struct gd_session *sess = gd_session_new(g, backend, &knobs, err);
+    json_t *env = NULL;
+    if (sess != NULL) {
+        env = json_object();
+        const struct gd_env *e = gd_session_env(sess);
+        for (int i = 0; i < e->n; i++)
+            json_object_set_new(env, e->items[i].key, json_string(e->items[i].value));
+        gd_session_free(sess);
+    }
+    gd_graph_free(g);
+    return env;
+}
+
+/* POST /api/v1/agents until it answers; an exit code (0: s->agent_id is set). */
+static int
+register_agent(struct agt_serve *s)
+{
+    struct gd_err err = {0};
+    json_t *devices = json_array();
+    for (int i = 0; i < s->n_backends; i++) {
+        json_t *env = probe_env(s->backends[i], &err);
+        if (env == NULL) {
+            fprintf(stderr, "gpudiff-agent serve: backend %s does not open: %s\n",
+                    s->backends[i], err.msg);
+            json_decref(devices);
+            return AGT_EXIT_RUN;
+        }
+        if (json_object_size(s->labels) > 0)
+            json_object_set(env, "labels", s->labels);
+        json_array_append_new(devices, json_pack("{s:s, s:s, s:o, s:O}", "key", s->keys[i],
+                                                 "backend", s->backends[i], "env", env,
+                                                 "labels", s->labels));
+    }
+    json_t *body = json_pack("{s:s, s:s, s:o}", "host", s->host, "agent_version", gd_version(),
+                             "devices", devices);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    int code = AGT_EXIT_UPLOAD;
+    while (!*s->stop) {
+        struct agt_http_req r = {.method = "POST", .path = "/api/v1/agents", .json = text,
+                                 .timeout = 60};
+        long status;
+        s->http.stop = s->stop;
+        code = agt_http_call(&s->http, &r, -1, &status, &err);
+        s->http.stop = NULL;
+        if (code != 0)
+            break;
+        json_t *a = agt_http_json(&s->http);
+        const char *id = json_string_value(json_object_get(a, "agent_id"));
+        if (status == 200 && id != NULL && agt_basename_valid(id) && strlen(id) < 100) {
+            snprintf(s->agent_id, sizeof s->agent_id, "%s", id);
+            fprintf(stderr, "gpudiff-agent serve: registered as agent %s with %d device%s:",
+                    id, s->n_backends, s->n_backends == 1 ? "" : "s");
+            for (int i = 0; i < s->n_backends; i++)
+                fprintf(stderr, " %s", s->keys[i]);
+            fprintf(stderr, "\n");
+            json_decref(a);
+            free(text);
+            return 0;
+        }
+        json_decref(a);
+        char why[400];
+        agt_http_error(&s->http, why, sizeof why);
+        fprintf(stderr, "gpudiff-agent serve: POST /api/v1/agents: the daemon answered %ld %s; "
+                        "trying again in 30 s\n", status, why);
+        agt_sleep(30, s->stop);
+    }
+    if (code != 0 && !*s->stop)
+        fprintf(stderr, "gpudiff-agent serve: %s\n", err.msg);
+    free(text);
+    return *s->stop ? AGT_EXIT_OK : code;
+}
+
+/* The poll loop; an exit code. */
+static int
+serve_loop(struct agt_serve *s)
+{
+    char path[300];
+    int odd = 0;
+    for (;;) {
+        if (*s->stop)
+            return AGT_EXIT_OK;
+        if (s->agent_id[0] == '\0') {
+            int code = register_agent(s);
+            if (code != 0 || *s->stop)
+                return code;
+            snprintf(path, sizeof path, "/api/v1/agents/%s/poll?wait=%d", s->agent_id,
+                     s->poll_wait);
+        }
+        struct agt_http_req r = {.method = "POST", .path = path, .json = "{}",
+                                 .timeout = s->poll_wait + 30};
+        long status;
+        struct gd_err err = {0};
+        s->http.stop = s->stop;
+        int code = agt_http_call(&s->http, &r, -1, &status, &err);
+        s->http.stop = NULL;
+        if (*s->stop)
+            return AGT_EXIT_OK;
+        if (code != 0) {
+            fprintf(stderr, "gpudiff-agent serve: %s\n", err.msg);
+            return code;
+        }
+        if (status == 204) {
+            odd = 0;
+            continue;
+        }
+        if (status == 200) {
+            odd = 0;
+            json_t *lease = agt_http_json(&s->http);
+            code = agt_serve_lease(s, lease);
+            json_decref(lease);
+            if (code != 0 || s->once)
+                return code;
+            continue;
+        }
+        char why[400];
+        agt_http_error(&s->http, why, sizeof why);
+        if (status == 404) {
+            fprintf(stderr, "gpudiff-agent serve: the daemon does not know agent %s (%s): "
+                            "registering again\n", s->agent_id, why);
+            s->agent_id[0] = '\0';
+            continue;
+        }
+        double wait = agt_backoff_delay(odd++, 1, 60, 0.5);
+        fprintf(stderr, "gpudiff-agent serve: POST %s: the daemon answered %ld %s; polling "
+                        "again in %.1f s\n", path, status, why, wait);
+        agt_sleep(wait, s->stop);
+    }
+}
+
+int
+agt_cmd_serve(int argc, char **argv)
+{
+    struct agt_serve s;
+    memset(&s, 0, sizeof s);
+    agt_upload_opts_init(&s.up);
+    s.up.who = "serve";
+    s.poll_wait = 30;
+    s.labels = json_object();
+    s.stop = &stop_flag;
+    s.hard_stop = &hard_stop_flag;
+    int code;
+    int prc = serve_parse(argc, argv, &s);
+    if (prc != 0) {
+        code = prc > 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
+        goto done;
+    }
+    agt_log_init(0);
+    ssize_t n = readlink("/proc/self/exe", s.self, sizeof s.self - 1);
+    if (n <= 0) {
+        fprintf(stderr, "gpudiff-agent serve: cannot find this program (/proc/self/exe): %s\n",
+                strerror(errno));
+        code = AGT_EXIT_INTERNAL;
+        goto done;
+    }
+    s.self[n] = '\0';
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    struct gd_err err = {0};
+    if (agt_http_open(&s.http, &s.up, "serve", &err) != 0) {
+        fprintf(stderr, "gpudiff-agent serve: %s\n", err.msg);
+        code = AGT_EXIT_INTERNAL;
+        goto done;
+    }
+    fprintf(stderr, "gpudiff-agent serve: %s, cache %s, work %s\n", s.up.server, s.cache,
+            s.work);
+    code = serve_loop(&s);
+    if (stop_flag)
+        fprintf(stderr, "gpudiff-agent serve: stopped by a signal\n");
+done:
+    agt_http_close(&s.http);
+    json_decref(s.labels);
+    return code;
+}
