@@ -43,6 +43,8 @@ packages="$packages python3-jsonschema"
 # fleet (issue 15): gpudiffd on PostgreSQL (libpq), its tests' own PostgreSQL server and
 # the balancer in front of several daemons (and TLS), the scrape test, systemd-analyze
 packages="$packages libpq-dev postgresql-15 postgresql-client-15 haproxy openssl prometheus systemd"
+# tls: gpudiffd checks its certificate with GnuTLS (libmicrohttpd's TLS library)
+packages="$packages libgnutls28-dev"
 
 install_packages() {
     missing=""

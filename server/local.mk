@@ -100,3 +100,8 @@ EXTRA_DIST += $(SERVER_PG_SQL)
 if HAVE_PQ
 libsrv_la_SOURCES += server/sql_pg.c
 endif
+
+# ---- tls: gpudiffd's own TLS (issue 15 item 2) ----
+SERVER_DEPS_CFLAGS += $(GNUTLS_CFLAGS)
+SERVER_DEPS_LIBS += $(GNUTLS_LIBS)
+libsrv_la_SOURCES += server/tls.h server/tls.c

@@ -488,3 +488,13 @@ TESTS += $(FLEET_INTEGRATION)
 EXTRA_DIST += $(FLEET_INTEGRATION) tests/integration/pg.sh deploy/systemd/gpudiffd.service \
 	deploy/systemd/gpudiff-agent.service deploy/systemd/gpudiff-agent.path deploy/grafana/gpudiff.json \
 	tests/bench/bench_pg.sh
+
+# ---- tls: gpudiffd's own TLS (issue 15 item 2) ----
+check_PROGRAMS += tests/server/check_tls
+TESTS += tests/server/check_tls
+tests_server_check_tls_SOURCES = tests/server/check_tls.c
+tests_server_check_tls_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_tls_LDADD = $(SERVER_TEST_LIBS) $(GNUTLS_LIBS)
+TLS_INTEGRATION = tests/integration/server_tls_hostile.sh
+TESTS += $(TLS_INTEGRATION)
+EXTRA_DIST += $(TLS_INTEGRATION) tests/integration/tls.sh tests/integration/hostile_tls.py
