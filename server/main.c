@@ -399,7 +399,8 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
         srv_tls_describe(srv.tls, now, line, sizeof line);
         SRV_LOG(GD_LOG_INFO, NULL, "%s", line);
         if (srv.tls->not_after - now < 14 * 86400)
-            SRV_LOG(GD_LOG_WARN, NULL, "the TLS certificate expires in less than 14 days: renew it");
+            SRV_LOG(GD_LOG_WARN, NULL,
+                    "the TLS certificate expires in less than 14 days: renew it");
     } else {
         SRV_LOG(GD_LOG_INFO, NULL, "TLS off: plain HTTP (--tls-cert and --tls-key serve HTTPS)");
     }

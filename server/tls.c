@@ -35,8 +35,8 @@ read_file(const char *flag, const char *path, char **out, struct gd_err *err)
     if (bad)
         rc = gd_err_set(err, GD_EIO, "%s %s: cannot be read", flag, path);
     else if (n > SRV_TLS_FILE_MAX)
-        rc = gd_err_set(err, GD_EINVAL, "%s %s: larger than %d bytes: not a PEM file", flag,
-                        path, SRV_TLS_FILE_MAX);
+        rc = gd_err_set(err, GD_EINVAL, "%s %s: larger than %d bytes: not a PEM file", flag, path,
+                        SRV_TLS_FILE_MAX);
     else if (n == 0)
         rc = gd_err_set(err, GD_EINVAL, "%s %s: the file is empty", flag, path);
     if (rc != 0) {
@@ -61,8 +61,8 @@ static void
 dn_text(gnutls_x509_crt_t crt, int issuer, char *out, size_t size)
 {
     gnutls_datum_t dn = {NULL, 0};
-    int r = issuer ? gnutls_x509_crt_get_issuer_dn3(crt, &dn, 0)
-                   : gnutls_x509_crt_get_dn3(crt, &dn, 0);
+    int r =
+        issuer ? gnutls_x509_crt_get_issuer_dn3(crt, &dn, 0) : gnutls_x509_crt_get_dn3(crt, &dn, 0);
     if (r < 0 || dn.data == NULL)
         snprintf(out, size, "(none)");
     else
@@ -108,8 +108,7 @@ names_text(gnutls_x509_crt_t crt, char *out, size_t size)
 
 /* The chain's validity, certificate by certificate, at `now`. */
 static int
-check_dates(const char *path, gnutls_x509_crt_t *crts, unsigned n, time_t now,
-            struct gd_err *err)
+check_dates(const char *path, gnutls_x509_crt_t *crts, unsigned n, time_t now, struct gd_err *err)
 {
     for (unsigned i = 0; i < n; i++) {
         char what[320], when[64];
@@ -120,8 +119,8 @@ check_dates(const char *path, gnutls_x509_crt_t *crts, unsigned n, time_t now,
         time_t after = gnutls_x509_crt_get_expiration_time(crts[i]);
         time_t before = gnutls_x509_crt_get_activation_time(crts[i]);
         if (after == (time_t)-1 || before == (time_t)-1)
-            return gd_err_set(err, GD_EINVAL, "--tls-cert %s: %s has no readable validity",
-                              path, what);
+            return gd_err_set(err, GD_EINVAL, "--tls-cert %s: %s has no readable validity", path,
+                              what);
         if (after < now) {
             date_text(after, when, sizeof when);
             return gd_err_set(err, GD_EINVAL,
@@ -204,8 +203,8 @@ srv_tls_load(const char *cert_path, const char *key_path, const char *priorities
     gnutls_datum_t key_d = {(unsigned char *)tls->key_pem, (unsigned)strlen(tls->key_pem)};
     if ((r = gnutls_x509_privkey_init(&key)) < 0 ||
         (r = gnutls_x509_privkey_import2(key, &key_d, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
-        rc = gd_err_set(err, GD_EINVAL, "--tls-key %s: %s (a PEM private key: RSA, EC or Ed25519)",
-                        key_path, gnutls_strerror(r));
+        rc = gd_err_set(err, GD_EINVAL, "--tls-key %s: %s (a PEM private key, RSA or EC)", key_path,
+                        gnutls_strerror(r));
         goto done;
     }
     if (!same_key(crts[0], key)) {

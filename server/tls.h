@@ -22,15 +22,15 @@
 #define SRV_TLS_FILE_MAX (1 << 20)
 
 struct srv_tls {
-    char *cert_pem;          /* the certificate file as read, NUL-terminated */
-    char *key_pem;           /* the key file as read, NUL-terminated (wiped when freed) */
-    const char *priorities;  /* borrowed from the settings */
-    char subject[256];       /* the leaf's subject DN */
-    char issuer[256];        /* the leaf's issuer DN */
-    char names[256];         /* its subjectAltName DNS names and IP addresses, ", "-joined */
-    char key_type[64];       /* "RSA 2048 bits", "EC/ECDSA 256 bits", ... */
+    char *cert_pem;               /* the certificate file as read, NUL-terminated */
+    char *key_pem;                /* the key file as read, NUL-terminated (wiped when freed) */
+    const char *priorities;       /* borrowed from the settings */
+    char subject[256];            /* the leaf's subject DN */
+    char issuer[256];             /* the leaf's issuer DN */
+    char names[256];              /* its subjectAltName DNS names and IP addresses, ", "-joined */
+    char key_type[64];            /* "RSA 2048 bits", "EC/ECDSA 256 bits", ... */
     time_t not_before, not_after; /* the leaf's validity */
-    int chain_len;           /* certificates in the file, the leaf included */
+    int chain_len;                /* certificates in the file, the leaf included */
 };
 
 /*
@@ -40,8 +40,8 @@ struct srv_tls {
  * it (expired, not yet valid, not PEM, the key not the certificate's, encrypted, a bad
  * priority string), GD_EIO when a file cannot be read. *out is written only on success.
  */
-int srv_tls_load(const char *cert_path, const char *key_path, const char *priorities,
-                 time_t now, struct srv_tls **out, struct gd_err *err);
+int srv_tls_load(const char *cert_path, const char *key_path, const char *priorities, time_t now,
+                 struct srv_tls **out, struct gd_err *err);
 
 /* Frees tls, wiping the key's bytes first. Accepts NULL. */
 void srv_tls_free(struct srv_tls *tls);

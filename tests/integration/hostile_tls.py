@@ -121,7 +121,8 @@ def trickler(i):
         except (ssl.SSLError, ConnectionError, OSError):
             closed = time.monotonic() - t0
             break
-    results["trickle%d" % i] = ("closed" if closed is not None else "open", closed or 0)
+    results["trickle%d" % i] = ("closed" if closed is not None else "open (its head sent whole)",
+                                closed if closed is not None else time.monotonic() - t0)
     s.close()
 
 

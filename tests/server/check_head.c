@@ -226,7 +226,7 @@ START_TEST(escapes_and_queries)
 }
 END_TEST
 
-/* tls: a head rebuilt from libmicrohttpd's parse (srv_head_rebuild) goes through the same checks. */
+/* tls: a head rebuilt from libmicrohttpd's parse (srv_head_rebuild) meets the same checks. */
 static int
 rebuild(const char *method, const char *target, const struct srv_head_field *f, int n,
         size_t max, struct srv_head *h, struct gd_err *err)

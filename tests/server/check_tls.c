@@ -125,14 +125,13 @@ setup(void)
     ca.key = new_key(GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1));
     ca.crt = new_crt("check_tls CA", NULL, ca.key, now - DAY, now + 30 * DAY, NULL, 1);
     leaf.key = new_key(GNUTLS_PK_RSA, 2048);
-    leaf.crt = new_crt("gpudiff.test", "gpudiff.test", leaf.key, now - DAY, now + 20 * DAY, &ca,
-                       0);
+    leaf.crt = new_crt("gpudiff.test", "gpudiff.test", leaf.key, now - DAY, now + 20 * DAY, &ca, 0);
     inter.key = new_key(GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1));
-    inter.crt = new_crt("check_tls intermediate", NULL, inter.key, now - DAY, now + 30 * DAY,
-                        &ca, 1);
+    inter.crt =
+        new_crt("check_tls intermediate", NULL, inter.key, now - DAY, now + 30 * DAY, &ca, 1);
     inter_leaf.key = new_key(GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP384R1));
-    inter_leaf.crt = new_crt("deep.test", "deep.test", inter_leaf.key, now - DAY, now + 5 * DAY,
-                             &inter, 0);
+    inter_leaf.crt =
+        new_crt("deep.test", "deep.test", inter_leaf.key, now - DAY, now + 5 * DAY, &inter, 0);
     ca_pem = crt_pem(ca.crt);
     leaf_pem = crt_pem(leaf.crt);
     leaf_key_pem = key_pem(leaf.key);
@@ -165,8 +164,8 @@ refused(const char *cert, const char *key, const char *prio, int code, const cha
 {
     struct srv_tls *tls = (struct srv_tls *)&tls; /* must stay untouched */
     struct gd_err err = {0};
-    int rc = srv_tls_load(cert, key, prio != NULL ? prio : SRV_TLS_PRIORITIES_DEFAULT, now, &tls,
-                          &err);
+    int rc =
+        srv_tls_load(cert, key, prio != NULL ? prio : SRV_TLS_PRIORITIES_DEFAULT, now, &tls, &err);
     ck_assert_msg(rc == code, "rc %d (%s), expected %d", rc, err.msg, code);
     ck_assert_msg(tls == (struct srv_tls *)&tls, "the output was written on failure");
     ck_assert_msg(strstr(err.msg, w1) != NULL, "\"%s\" lacks \"%s\"", err.msg, w1);
@@ -248,9 +247,8 @@ START_TEST(dates)
     struct srv_tls *tls = NULL;
     struct gd_err err = {0};
     const char *cert = write_file(leaf_pem);
-    ck_assert_int_eq(srv_tls_load(cert, key, SRV_TLS_PRIORITIES_DEFAULT, now + 21 * DAY, &tls,
-                                  &err),
-                     GD_EINVAL);
+    ck_assert_int_eq(
+        srv_tls_load(cert, key, SRV_TLS_PRIORITIES_DEFAULT, now + 21 * DAY, &tls, &err), GD_EINVAL);
     ck_assert_msg(strstr(err.msg, "expired on") != NULL, "%s", err.msg);
     /* An expired intermediate is named as such. */
     gnutls_x509_crt_t old_inter =
@@ -280,8 +278,7 @@ START_TEST(bad_files)
     refused(cert, write_file("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
             NULL, GD_EINVAL, "--tls-key", "PEM private key");
     refused(write_file(""), key, NULL, GD_EINVAL, "--tls-cert", "empty");
-    refused("/nonexistent/cert.pem", key, NULL, GD_EIO, "/nonexistent/cert.pem",
-            "No such file");
+    refused("/nonexistent/cert.pem", key, NULL, GD_EIO, "/nonexistent/cert.pem", "No such file");
     refused(cert, "/nonexistent/key.pem", NULL, GD_EIO, "--tls-key /nonexistent/key.pem", NULL);
     /* An encrypted key (PKCS #8 with a password): refused with what to do instead. */
     gnutls_datum_t d;
