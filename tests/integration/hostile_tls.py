@@ -195,6 +195,21 @@ for what, want, code, raw in heads:
     check(status == want and got == code and secs < 2.0,
           "%s over TLS -> %s %s in %.0f ms: %s" % (what, status, got, secs * 1e3, msg))
 
+# Heads libmicrohttpd answers itself over TLS (docs/SERVER.md, "TLS"): in its own words,
+# still at once, and the request it began is freed (the ASan build checks it).
+own = [
+    ("HTTP/2.0", 505, b"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n"),
+    ("HTTP/1.1 without a version digit", 400, b"GET /healthz HTTP/1.\r\nHost: x\r\n\r\n"),
+]
+for what, want, raw in own:
+    try:
+        status, doc, secs = answer(raw, "127.0.0.6")
+    except (ssl.SSLError, OSError) as e:
+        status, doc, secs = "error %s" % e, None, 0
+    check(status == want and doc is None and secs < 2.0,
+          "%s over TLS -> %s in %.0f ms (libmicrohttpd's answer, %s)" %
+          (what, status, secs * 1e3, "not JSON" if doc is None else "JSON"))
+
 # ---- a body that stalls over TLS ----
 t0 = time.monotonic()
 s = tls("127.0.0.7")
