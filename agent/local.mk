@@ -25,6 +25,7 @@ gpudiff_agent_SOURCES += \
 	agent/sweep.h \
 	agent/sweep.c \
 	agent/sweep_capture.c \
+	agent/sweep_copy.c \
 	agent/sweep_grid.c \
 	agent/sweep_run.h \
 	agent/sweep_setting.c \

@@ -487,11 +487,14 @@ execute(struct sweep *sw)
     double total = agt_sweep_now_us() - sw->t0;
     double overhead = total - sw->engine_us - sw->compare_us;
     json_object_set_new(sw->doc, "timing",
-                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "total_s", total / 1e6,
-                                  "engine_s", sw->engine_us / 1e6, "compare_s",
-                                  sw->compare_us / 1e6, "capture_handling_s", sw->callback_us / 1e6,
-                                  "overhead_s", overhead / 1e6, "overhead_fraction",
-                                  overhead / total));
+                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:{s:f, s:f, s:f, s:f}}",
+                                  "total_s", total / 1e6, "engine_s", sw->engine_us / 1e6,
+                                  "compare_s", sw->compare_us / 1e6, "capture_handling_s",
+                                  sw->callback_us / 1e6, "overhead_s", overhead / 1e6,
+                                  "overhead_fraction", overhead / total, "capture_handling",
+                                  "stored_bytes", sw->store_bytes, "store_s",
+                                  sw->store_us / 1e6, "checked_bytes", sw->check_bytes,
+                                  "check_s", sw->check_us / 1e6));
     agt_sweep_progress(sw,
                        "done in %.1f s: engine %.1f s, comparisons %.1f s, the sweep's own "
                        "work %.2f s (%.1f%%)",
@@ -552,6 +555,10 @@ agt_cmd_sweep(int argc, char **argv)
     agt_log_init(o.verbose);
     if (o.report != NULL)
         return print_saved(o.report, o.json);
+    /* the comparisons read captures held in memory (borrowed, not copied): one thread per
+     * core for them, up to 8 (docs/AGENT.md) */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    gd_diff_set_threads(cores < 1 ? 1 : cores > 8 ? 8 : (int)cores);
     struct sweep sw = {.o = &o};
     int code = execute(&sw);
     remove_bundles(&sw);

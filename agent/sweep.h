@@ -108,6 +108,8 @@ struct agt_capture {
     unsigned char *algo_differs; /* per layer, with check */
     char (*algo_seen)[64];       /* per layer, with check: this run's algorithm */
     double callback_us;          /* time spent in the callback: the sweep's own work */
+    double store_us, check_us;   /* of it: layers copied into memory, compared bit for bit */
+    double store_bytes, check_bytes;
 };
 
 /* A gd_capture_fn over struct agt_capture. */
@@ -115,6 +117,10 @@ int agt_capture_layer(void *user, const struct gd_layer *layer, struct gd_err *e
 
 /* The monotonic clock in microseconds. */
 double agt_sweep_now_us(void);
+/* sweep_copy.c: memcpy and memcmp (returns 1 where the bytes differ) of captured layers,
+ * spread over up to 8 threads when n is large (4 MiB or more per thread). */
+void agt_sweep_copy(void *dst, const void *src, size_t n);
+int agt_sweep_differ(const void *a, const void *b, size_t n);
 
 /* ---- comparisons and answers (sweep_summary.c) ---- */
 

@@ -192,7 +192,10 @@ store(struct agt_capture *c, const struct gd_layer *layer, struct gd_err *err)
     slice_place(layer, &off, &bytes);
     if (off + bytes > gd_tensor_nbytes(whole))
         return gd_err_set(err, GD_EINVAL, "layer %s: rows beyond its whole shape", layer->name);
-    memcpy((char *)whole->data + off, t->data, bytes);
+    double t0 = agt_sweep_now_us();
+    agt_sweep_copy((char *)whole->data + off, t->data, bytes);
+    c->store_us += agt_sweep_now_us() - t0;
+    c->store_bytes += (double)bytes;
     r->layers[i].time_us += layer->time_us > 0 ? layer->time_us : 0;
     r->seen[i]++;
     return note_algo(r, i, layer->algo, err);
@@ -208,9 +211,12 @@ check(struct agt_capture *c, const struct gd_layer *layer)
     const struct gd_tensor *ref = r->tensors[i], *t = layer->value;
     size_t off, bytes;
     slice_place(layer, &off, &bytes);
+    double t0 = agt_sweep_now_us();
     if (ref == NULL || ref->dtype != t->dtype || off + bytes > gd_tensor_nbytes(ref) ||
-        memcmp((const char *)ref->data + off, t->data, bytes) != 0)
+        agt_sweep_differ((const char *)ref->data + off, t->data, bytes))
         c->bytes_differ[i] = 1;
+    c->check_us += agt_sweep_now_us() - t0;
+    c->check_bytes += (double)bytes;
     const char *algo = layer->algo ? layer->algo : "";
     const char *had = r->layers[i].algo ? r->layers[i].algo : "";
     if (strstr(had, algo) == NULL) {

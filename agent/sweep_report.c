@@ -160,6 +160,44 @@ list_batches(json_t *doc, char *buf, size_t size)
         snprintf(buf, size, "none");
 }
 
+/*
+ * The algorithm changes of one batch size, in words: first those at layers whose output
+ * differs (the ones that can have moved the result, in graph order), up to four; then how
+ * many more did, and how many layers changed algorithm with their output still identical.
+ */
+static void
+algo_changes(json_t *changes, char *out, size_t size)
+{
+    size_t used = 0, c, shown = 0, more = 0, same = 0;
+    json_t *ch;
+    out[0] = '\0';
+    json_array_foreach(changes, c, ch) {
+        if (json_is_true(json_object_get(ch, "identical"))) {
+            same++;
+            continue;
+        }
+        if (shown == 4) {
+            more++;
+            continue;
+        }
+        int w = snprintf(out + used, size - used, "%s%s changed algorithm from \"%s\" to \"%s\"",
+                         shown ? "; " : "", get_str(ch, "layer"), get_str(ch, "reference"),
+                         get_str(ch, "this"));
+        if (w > 0 && (size_t)w < size - used)
+            used += (size_t)w;
+        shown++;
+    }
+    int w = 0;
+    if (more > 0)
+        w = snprintf(out + used, size - used, "; and %zu more layers whose output differs", more);
+    if (w > 0 && (size_t)w < size - used)
+        used += (size_t)w;
+    if (same > 0)
+        snprintf(out + used, size - used, "%s%zu layer%s changed algorithm with %s output "
+                 "identical", used ? "; " : "", same, same == 1 ? "" : "s",
+                 same == 1 ? "its" : "their");
+}
+
 static void
 why(FILE *out, json_t *doc)
 {
@@ -231,24 +269,7 @@ why(FILE *out, json_t *doc)
             if (!json_is_false(json_object_get(b, "identical")))
                 continue;
             char extra[1024] = "";
-            size_t used = 0, c;
-            json_t *ch;
-            json_array_foreach(json_object_get(b, "algo_changes"), c, ch) {
-                if (c >= 4) {
-                    snprintf(extra + used, sizeof extra - used, "; and %zu more",
-                             json_array_size(json_object_get(b, "algo_changes")) - 4);
-                    break;
-                }
-                int w =
-                    snprintf(extra + used, sizeof extra - used,
-                             "%s%s changed algorithm from \"%s\" to \"%s\"%s", used ? "; " : "",
-                             get_str(ch, "layer"), get_str(ch, "reference"), get_str(ch, "this"),
-                             json_is_true(json_object_get(ch, "identical"))
-                                 ? " (its output stayed identical)"
-                                 : "");
-                if (w > 0 && (size_t)w < sizeof extra - used)
-                    used += (size_t)w;
-            }
+            algo_changes(json_object_get(b, "algo_changes"), extra, sizeof extra);
             char ma[32];
             fmt_g(get_num(b, "output.max_abs"), ma, sizeof ma);
             item(out,

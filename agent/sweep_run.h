@@ -38,6 +38,7 @@ struct sweep {
     int n_bundles;
     /* time accounting, microseconds */
     double t0, engine_us, compare_us, callback_us, upload_us;
+    double store_us, check_us, store_bytes, check_bytes; /* of callback_us (struct agt_capture) */
 };
 
 /* A line of progress on stderr (unless --quiet). */

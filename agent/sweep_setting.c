@@ -77,6 +77,17 @@ bundle_dir(const struct sweep *sw, int index, const char *name, char *out, size_
     (void)w;
 }
 
+/* Adds a captured run's callback time, and its parts, to the sweep's account. */
+static void
+account_capture(struct sweep *sw, const struct agt_capture *c)
+{
+    sw->callback_us += c->callback_us;
+    sw->store_us += c->store_us;
+    sw->check_us += c->check_us;
+    sw->store_bytes += c->store_bytes;
+    sw->check_bytes += c->check_bytes;
+}
+
 /*
  * One captured run of session s (and, with dir, a bundle): the run the comparisons read, in
  * *out. A memrun already in *out is reused; on failure *out keeps it (it is reset).
@@ -104,7 +115,7 @@ capture_run(struct sweep *sw, struct gd_session *s, const char *backend, const s
         rc = gd_session_run(s, 1, in, agt_capture_layer, &c, err);
         double dt = agt_sweep_now_us() - t0;
         sw->engine_us += dt - c.callback_us;
-        sw->callback_us += c.callback_us;
+        account_capture(sw, &c);
         json_object_set_new(meta, "duration_us", json_real(dt));
         if (rc == 0 && w != NULL)
             rc = gd_bundle_writer_commit(w, meta, err);
@@ -313,7 +324,7 @@ repeat_setting(struct sweep *sw, const struct agt_setting *st, struct agt_memrun
             double t0 = agt_sweep_now_us();
             rc = gd_session_run(s, 1, in, agt_capture_layer, &c, &err);
             sw->engine_us += agt_sweep_now_us() - t0 - c.callback_us;
-            sw->callback_us += c.callback_us;
+            account_capture(sw, &c);
         }
         agt_sweep_close(sw, s);
         if (rc != 0) {

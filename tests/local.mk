@@ -314,6 +314,13 @@ tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/swee
 tests_agent_check_sweep_grid_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_sweep_grid_LDADD = $(TEST_LIBS)
 endif
+if HAVE_CHECK
+check_PROGRAMS += tests/agent/check_sweep_copy
+TESTS += tests/agent/check_sweep_copy
+tests_agent_check_sweep_copy_SOURCES = tests/agent/check_sweep_copy.c agent/sweep_copy.c agent/sweep.h
+tests_agent_check_sweep_copy_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_check_sweep_copy_LDADD = $(TEST_LIBS)
+endif
 SWEEP_INTEGRATION = tests/integration/sweep_seed.sh tests/integration/server_sweep.sh \
 	tests/integration/sweep_h200_report.sh
 TESTS += $(SWEEP_INTEGRATION)

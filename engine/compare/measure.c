@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/internal.h"
 #include "diff_internal.h"
 
 int
@@ -257,72 +258,128 @@ same_shape(const struct gd_bundle_layer *x, const struct gd_bundle_layer *y)
     return 1;
 }
 
+/* Measures pair i (both sides' tensors loaded here and freed); writes d->layers[i] only, so
+ * pairs can be measured on several threads at once. */
+static int
+measure_pair(struct gd__work *w, int i, struct gd_err *err)
+{
+    struct gd_diff *d = w->d;
+    struct gd_diff_layer *dl = &d->layers[i];
+    if (dl->index_a < 0 || dl->index_b < 0)
+        return 0;
+    const struct gd_bundle_layer *la = &w->a->layers[dl->index_a];
+    const struct gd_bundle_layer *lb = &w->b->layers[dl->index_b];
+    if (!same_shape(la, lb)) {
+        char sa[96], sb[96];
+        snprintf(dl->note, sizeof dl->note, "shapes differ: %s and %s",
+                 gd_shape_format(la->shape.ndim, la->shape.dim, sa, sizeof sa),
+                 gd_shape_format(lb->shape.ndim, lb->shape.dim, sb, sizeof sb));
+        return 0;
+    }
+    if (la->tensor_absent || lb->tensor_absent) {
+        /* fp: judged from the fingerprints when both sides have one */
+        if (la->fingerprint == NULL || lb->fingerprint == NULL) {
+            snprintf(dl->note, sizeof dl->note, "a side has neither its tensor nor a "
+                     "fingerprint");
+            return 0;
+        }
+        struct gd_err merr = {0};
+        int rc = gd__measure_sampled(dl, la, lb, d->atol, d->rtol, &merr);
+        if (rc == 0) {
+            dl->verdict = GD_VERDICT_UNKNOWN; /* measured; judged in verdict.c */
+        } else if (rc == GD_EDTYPE) {
+            snprintf(dl->note, sizeof dl->note, "%.150s", merr.msg);
+        } else {
+            if (err != NULL)
+                *err = merr;
+            return gd_err_prefix(err, "layer %s: ", la->name);
+        }
+        return 0;
+    }
+    struct gd_tensor *ta = NULL, *tb = NULL;
+    int rc = w->a->load(w->a->user, dl->index_a, &ta, err);
+    if (rc == 0)
+        rc = w->b->load(w->b->user, dl->index_b, &tb, err);
+    if (rc != 0) {
+        gd_tensor_free(ta);
+        return gd_err_prefix(err, "layer %s: ", la->name);
+    }
+    struct gd_err merr = {0};
+    rc = measure(dl, ta, tb, d->atol, d->rtol, &merr);
+    if (rc == 0) {
+        dl->verdict = GD_VERDICT_UNKNOWN; /* measured; judged in verdict.c */
+        if (w->truth != NULL)
+            rc = gd__truth_layer(w, i, ta, tb, err);
+    } else if (rc == GD_EDTYPE) {
+        snprintf(dl->note, sizeof dl->note, "%.150s", merr.msg);
+        rc = 0;
+    } else {
+        if (err != NULL)
+            *err = merr;
+        rc = gd_err_prefix(err, "layer %s: ", la->name);
+    }
+    gd_tensor_free(ta);
+    gd_tensor_free(tb);
+    return rc;
+}
+
+static _Atomic int measure_threads = 1;
+
+int
+gd_diff_set_threads(int threads)
+{
+    if (threads < 1 || threads > GD__POOL_MAX)
+        return GD_EINVAL;
+    measure_threads = threads;
+    return 0;
+}
+
+struct measure_job {
+    struct gd__work *w;
+    int *rc;
+    struct gd_err *err;
+};
+
+static void
+measure_task(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    struct measure_job *j = arg;
+    j->rc[task] = measure_pair(j->w, (int)task, &j->err[task]);
+}
+
 int
 gd__measure_all(struct gd__work *w, struct gd_err *err)
 {
     struct gd_diff *d = w->d;
-    for (int i = 0; i < d->n_layers; i++) {
-        struct gd_diff_layer *dl = &d->layers[i];
-        if (dl->index_a < 0 || dl->index_b < 0)
-            continue;
-        const struct gd_bundle_layer *la = &w->a->layers[dl->index_a];
-        const struct gd_bundle_layer *lb = &w->b->layers[dl->index_b];
-        if (!same_shape(la, lb)) {
-            char sa[96], sb[96];
-            snprintf(dl->note, sizeof dl->note, "shapes differ: %s and %s",
-                     gd_shape_format(la->shape.ndim, la->shape.dim, sa, sizeof sa),
-                     gd_shape_format(lb->shape.ndim, lb->shape.dim, sb, sizeof sb));
-            continue;
-        }
-        if (la->tensor_absent || lb->tensor_absent) {
-            /* fp: judged from the fingerprints when both sides have one */
-            if (la->fingerprint == NULL || lb->fingerprint == NULL) {
-                snprintf(dl->note, sizeof dl->note, "a side has neither its tensor nor a "
-                         "fingerprint");
-                continue;
-            }
-            struct gd_err merr = {0};
-            int rc = gd__measure_sampled(dl, la, lb, d->atol, d->rtol, &merr);
-            if (rc == 0) {
-                dl->verdict = GD_VERDICT_UNKNOWN; /* measured; judged in verdict.c */
-                d->n_sampled += dl->sampled;
-            } else if (rc == GD_EDTYPE) {
-                snprintf(dl->note, sizeof dl->note, "%.150s", merr.msg);
-            } else {
-                if (err != NULL)
-                    *err = merr;
-                return gd_err_prefix(err, "layer %s: ", la->name);
-            }
-            continue;
-        }
-        struct gd_tensor *ta = NULL, *tb = NULL;
-        int rc = w->a->load(w->a->user, dl->index_a, &ta, err);
-        if (rc == 0)
-            rc = w->b->load(w->b->user, dl->index_b, &tb, err);
-        if (rc != 0) {
-            gd_tensor_free(ta);
-            return gd_err_prefix(err, "layer %s: ", la->name);
-        }
-        struct gd_err merr = {0};
-        rc = measure(dl, ta, tb, d->atol, d->rtol, &merr);
-        if (rc == 0) {
-            dl->verdict = GD_VERDICT_UNKNOWN; /* measured; judged in verdict.c */
-            if (w->truth != NULL)
-                rc = gd__truth_layer(w, i, ta, tb, err);
-        } else if (rc == GD_EDTYPE) {
-            snprintf(dl->note, sizeof dl->note, "%.150s", merr.msg);
-            rc = 0;
-        } else {
-            if (err != NULL)
-                *err = merr;
-            rc = gd_err_prefix(err, "layer %s: ", la->name);
-        }
-        gd_tensor_free(ta);
-        gd_tensor_free(tb);
-        if (rc != 0)
-            return rc;
+    int threads = measure_threads, rc = 0;
+    if (threads > d->n_layers)
+        threads = d->n_layers;
+    struct gd__pool *pool = NULL;
+    struct measure_job j = {w, NULL, NULL};
+    if (threads > 1) {
+        j.rc = calloc((size_t)d->n_layers, sizeof *j.rc);
+        j.err = calloc((size_t)d->n_layers, sizeof *j.err);
+        /* without the memory or the threads, the pairs are measured here, one by one */
+        if (j.rc == NULL || j.err == NULL || gd__pool_new(threads, &pool, NULL) != 0)
+            threads = 1;
     }
-    return 0;
+    if (threads <= 1) {
+        for (int i = 0; i < d->n_layers && rc == 0; i++)
+            rc = measure_pair(w, i, err);
+    } else {
+        gd__pool_run(pool, d->n_layers, measure_task, &j);
+        /* the first failure in layer order, as the loop above would have stopped at */
+        for (int i = 0; i < d->n_layers && rc == 0; i++)
+            if ((rc = j.rc[i]) != 0 && err != NULL)
+                *err = j.err[i];
+    }
+    gd__pool_free(pool);
+    free(j.rc);
+    free(j.err);
+    for (int i = 0; i < d->n_layers && rc == 0; i++)
+        d->n_sampled += d->layers[i].sampled;
+    return rc;
 }
 
 /* ---- fp: a pair judged from fingerprints ---- */

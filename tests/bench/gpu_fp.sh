@@ -119,6 +119,19 @@ time_runs() {
 print(json.load(open(sys.argv[1]))["duration_us"] / 1e6)' "$o/run.json" 2>/dev/null) || d=nan
                 echo "$c $m $e $d" >>"$logs/times.txt"
                 [ "$i" = 0 ] && du -sb "$o" | sed "s#^\([0-9]*\).*#$c $m \1#" >>"$logs/bytes.txt"
+                # what full capture would write: every layer's tensor bytes (shapes and
+                # dtypes from run.json; .npy headers left out), for runs whose full capture
+                # is not written (G48_B1_FULL=0)
+                [ "$i" = 0 ] && [ "$m" = fingerprint ] && "$py" -c 'import json, sys
+size = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
+        "int8": 1, "uint8": 1, "bool": 1}
+n = 0
+for l in json.load(open(sys.argv[1]))["layers"]:
+    e = 1
+    for d in l["shape"]:
+        e *= d
+    n += e * size[l["dtype"]]
+print(sys.argv[2], n)' "$o/run.json" "$c" >>"$logs/tensor_bytes.txt" 2>>"$logs/time_$c.log"
             else
                 say "  time $c $m: exit $rc$([ "$rc" = 124 ] && echo " (over its $lim s)")"
             fi
@@ -146,7 +159,9 @@ gpt2() {
     args8="--model $gdir/model.onnx --input input_ids=$ids8 --dtype float16"
     args1="--model $gdir/model.onnx --input input_ids=$gdir/ids1.npy --dtype float16"
     time_runs "$gn" 2 "$glim" "none fingerprint" $args8
-    time_runs "${gn}b1" 1 $((2 * glim)) "fingerprint full" $args1
+    b1modes="fingerprint full"
+    [ "$gn" = g48 ] && [ "${G48_B1_FULL:-1}" = 0 ] && b1modes=fingerprint
+    time_runs "${gn}b1" 1 $((2 * glim)) "$b1modes" $args1
     b1=$(awk -v c="${gn}b1" '$1 == c && $2 == "full" {print $3}' "$logs/bytes.txt")
     rm -rf "$work"/t_"${gn}"*
     if [ "$full" != 0 ] && [ -n "$b1" ]; then
@@ -181,10 +196,16 @@ fi
 [ -f "$work/g12/model.onnx" ] && gpt2 g12 "$work/g12" 60
 if [ "$full" != 0 ] && [ "$be" != cpu ]; then
     mkdir -p "$work/g48"
+    if [ -n "${G48_DIR:-}" ] && [ -f "$G48_DIR/model.onnx" ] && [ -f "$G48_DIR/model.input_ids.npy" ]
+    then
+        rmdir "$work/g48" && ln -s "$G48_DIR" "$work/g48"
+        say "g48: the export in $G48_DIR reused"
+    else
     step g48_export 420 "$py" "$top/tests/bench/gpt2_export.py" export gpt2-48 \
         "$work/g48/model.onnx" --batch 8 --seq 1024
     grep '^exported' "$logs/g48_export.log" | tail -n 1 | cut -c1-200 | sed 's/^/  /' |
         tee -a "$summary"
+    fi
     [ -f "$work/g48/model.onnx" ] && gpt2 g48 "$work/g48" 150
 fi
 
@@ -207,6 +228,7 @@ for c, m, w, d in read("times.txt", 4):
     dur.setdefault((c, m), []).append(float(d))
 for c, m, v in read("bytes.txt", 3):
     size[(c, m)] = int(v)
+tensor = {c: int(v) for c, v in read("tensor_bytes.txt", 2)}
 def med(d, c, m):
     return statistics.median(d[(c, m)]) if (c, m) in d else None
 def modes_line(label, d, c):
@@ -262,6 +284,12 @@ for c in ("g12", "g48"):
         c, f8, ratio(f1, full1))
     line += ("; at batch 8 fingerprint / full %s" % ratio(f8, full8) if full8 else
              "; full at batch 8 not run (FULL=1 runs it where the disk has room)")
+    for b in (c, c + "b1"):
+        if b in tensor and size.get((b, "fingerprint")):
+            line += ("; %s: every layer's tensor bytes (what full capture writes, headers "
+                     "aside) %d, fingerprint / that %.5fx" % (
+                         "batch 8" if b == c else "batch 1", tensor[b],
+                         size[(b, "fingerprint")] / tensor[b]))
     print(line)
 PY
 rm -rf "$work"

@@ -9,7 +9,7 @@
 #      "must show" asks for. Logs, JSON documents and reports go to OUT (default ./gpu-logs).
 # usage: tests/bench/gpu_sweep.sh BUILD_DIR SHARED_DIR [PYTHON_WITH_TORCH]
 # Estimated at 4 to 6 minutes on an H200 (not measured yet); REPEATS sets the timed runs per
-# setting (default 20), each step has a time limit.
+# setting (default 20), each step has a time limit (the ResNet-50 sweep's: SWEEP_RESNET_LIMIT, 300 s).
 set -u
 build=$(cd "$1" && pwd)
 shared=$(cd "$2" && pwd)
@@ -50,7 +50,7 @@ agent_sweep() {
 agent_sweep sweep_seed 150 "$work/lenet-11-821.json" "$seed/input.npz" --input-key inp
 # 2 captures (one repeat in a fresh session) beside the 20 timed outputs: each capture of it
 # is about 4 GB, and the script must stay within minutes
-agent_sweep sweep_resnet50 300 "$work/resnet50/model.json" "$work/resnet50/input.npy" \
+agent_sweep sweep_resnet50 "${SWEEP_RESNET_LIMIT:-300}" "$work/resnet50/model.json" "$work/resnet50/input.npy" \
     --captures 2
 step torch_seed 120 "$py" "$top/tests/bench/sweep_torch.py" table "$seed" "$work" seed "$REPEATS" \
     1,250,1000 "$out/torch_seed.json"

@@ -210,6 +210,53 @@ START_TEST(test_diff_with_replay)
 }
 END_TEST
 
+/*
+ * gd_diff_set_threads: the layers measured on 4 threads give the diff measured on one, field
+ * for field (a chain of 40 layers against a truth, some within noise, some divergent, one
+ * with shapes that differ), and an out-of-range count is refused.
+ */
+START_TEST(test_threads_same_diff)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b"), *t = fx_run_new("t");
+    const int64_t n = 512;
+    double v[512], va[512], vb[512];
+    char name[16], prev[16] = "";
+    for (int k = 0; k < 40; k++) {
+        snprintf(name, sizeof name, "l%02d", k);
+        fx_random(v, n, 1000 + (uint64_t)k);
+        memcpy(va, v, sizeof va);
+        memcpy(vb, v, sizeof vb);
+        fx_perturb(va, n, k % 5 == 0 ? 1e-3 : 1e-7, 2000 + (uint64_t)k);
+        fx_perturb(vb, n, 1e-7, 3000 + (uint64_t)k);
+        int64_t rows = k == 17 ? 8 : 1; /* l17: shapes differ between a and b */
+        fx_layer(a, name, "Gemm", 64, prev, fx_f32_of(rows, n / rows, va));
+        fx_layer(b, name, "Gemm", 64, prev, fx_f32_of(1, n, vb));
+        fx_layer(t, name, "Gemm", 64, prev, fx_f64(1, n, v));
+        snprintf(prev, sizeof prev, "%s", name);
+    }
+    ck_assert_int_eq(gd_diff_set_threads(0), GD_EINVAL);
+    ck_assert_int_eq(gd_diff_set_threads(257), GD_EINVAL);
+    ck_assert_int_eq(gd_diff_set_threads(1), 0);
+    json_t *one = fx_diff_json(a, b, t);
+    ck_assert_int_eq(gd_diff_set_threads(4), 0);
+    json_t *four = fx_diff_json(a, b, t);
+    ck_assert_int_eq(gd_diff_set_threads(1), 0);
+    ck_assert_str_eq(fx_str(fx_layer_json(one, "l05"), "verdict"), "divergent");
+    ck_assert_str_eq(fx_str(fx_layer_json(one, "l17"), "verdict"), "incomparable");
+    char *s1 = json_dumps(one, JSON_SORT_KEYS), *s4 = json_dumps(four, JSON_SORT_KEYS);
+    ck_assert_ptr_nonnull(s1);
+    ck_assert_ptr_nonnull(s4);
+    ck_assert_msg(strcmp(s1, s4) == 0, "the diffs on 1 and 4 threads differ");
+    free(s1);
+    free(s4);
+    json_decref(one);
+    json_decref(four);
+    fx_run_free(a);
+    fx_run_free(b);
+    fx_run_free(t);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -219,6 +266,7 @@ main(void)
     tcase_add_test(tc, test_no_position_pairing_across_models);
     tcase_add_test(tc, test_replay_mode);
     tcase_add_test(tc, test_diff_with_replay);
+    tcase_add_test(tc, test_threads_same_diff);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,6 +1,7 @@
 #!/bin/sh
-# `gpudiff-agent sweep --report` on two sweep documents made on the H200 (the seed case at
-# 1000 images and a ResNet-50 layout at 8, the default cuda grid; docs/PERFORMANCE.md): the
+# `gpudiff-agent sweep --report` on three sweep documents made on the H200 (the seed case at
+# 1000 images and a ResNet-50 layout at 8 and at 32, the default cuda grid;
+# docs/PERFORMANCE.md): the
 # words say what the documents hold. Every expectation is computed here from the document
 # itself by Python (the fastest setting and the strict setting's cost, each setting's first
 # divergent layer against float64, the seed's Floor amplifier, the batch sizes' changes),
@@ -8,7 +9,7 @@
 . ./tests/integration/env.sh
 need_numpy
 fx="$GD_SRCDIR/tests/fixtures/sweep"
-for doc in h200_seed h200_resnet50_b8; do
+for doc in h200_seed h200_resnet50_b8 h200_resnet50_b32; do
     "$AGENT" sweep --report "$fx/$doc.json" >"$TMP/$doc.txt" 2>"$TMP/$doc.err" ||
         fail "sweep --report $doc.json: $(cat "$TMP/$doc.err")"
     "$PYTHON_NUMPY" - "$fx/$doc.json" "$TMP/$doc.txt" >"$TMP/$doc.check" 2>&1 <<'PY' ||
@@ -47,6 +48,25 @@ for s in ok:
             want("%s at batch %d: %d of %d layers differ from the whole batch, the first %s" %
                  (s["name"], b["batch"], n, b["layers"], b["first_differing"]["layer"]) in flat,
                  "%s batch %d: %d layers" % (s["name"], b["batch"], n))
+            # the algorithm changes that can have moved the result come first: those at
+            # layers whose output differs, the first differing layer's own first of all
+            moved = [c for c in b.get("algo_changes", []) if not c.get("identical")]
+            same = len(b.get("algo_changes", [])) - len(moved)
+            head = "%s at batch %d:" % (s["name"], b["batch"])
+            part = flat.split(head)[1].split(" - ")[0] if head in flat else ""
+            if moved:
+                c = moved[0]
+                want('With the batch size, %s changed algorithm from "%s" to "%s"' % (
+                    c["layer"], c["reference"], c["this"]) in part,
+                     "%s: the first change at a differing layer (%s) named first" % (
+                         head, c["layer"]))
+            if len(moved) > 4:
+                want("and %d more layers whose output differs" % (len(moved) - 4) in part,
+                     "%s %d more changes at differing layers" % (head, len(moved) - 4))
+            if same:
+                want("%d layer%s changed algorithm with %s output identical" % (
+                    same, "" if same == 1 else "s", "its" if same == 1 else "their") in part,
+                     "%s %d changes with identical outputs counted" % (head, same))
 want("()" not in text, "an empty () in the report")
 if doc["model"]["name"].startswith("lenet"):
     tf32 = [s for s in ok if s["knobs"].get("tf32")]

@@ -182,6 +182,14 @@ struct gd_diff {
 };
 
 /*
+ * How many threads gd_diff_runs() measures layer pairs with (process-wide, default 1; at
+ * most 256): each thread loads one pair's tensors at a time, so with views that copy on load
+ * (bundles on disk) up to `threads` pairs are in memory at once. The results do not depend on
+ * it. GD_EINVAL outside 1..256.
+ */
+int gd_diff_set_threads(int threads);
+
+/*
  * Compares run a against run b (b is the reference side of the tensor metrics), optionally
  * against a third run `truth` (a cpu64 run, or any reference). atol and rtol are numpy's
  * isclose tolerances for the mismatch counts. *out is owned by the caller.
