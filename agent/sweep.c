@@ -561,6 +561,7 @@ agt_cmd_sweep(int argc, char **argv)
     gd_diff_set_threads(cores < 1 ? 1 : cores > 8 ? 8 : (int)cores);
     struct sweep sw = {.o = &o};
     int code = execute(&sw);
+    agt_sweep_copy_fini();
     remove_bundles(&sw);
     agt_memrun_free(sw.f64);
     agt_memrun_free(sw.strict);

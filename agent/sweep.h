@@ -118,9 +118,12 @@ int agt_capture_layer(void *user, const struct gd_layer *layer, struct gd_err *e
 /* The monotonic clock in microseconds. */
 double agt_sweep_now_us(void);
 /* sweep_copy.c: memcpy and memcmp (returns 1 where the bytes differ) of captured layers,
- * spread over up to 8 threads when n is large (4 MiB or more per thread). */
+ * spread over up to 8 threads when n is large (4 MiB or more per thread); the threads are
+ * started at the first such call and stopped by agt_sweep_copy_fini() (then started again
+ * if needed). */
 void agt_sweep_copy(void *dst, const void *src, size_t n);
 int agt_sweep_differ(const void *a, const void *b, size_t n);
+void agt_sweep_copy_fini(void);
 
 /* ---- comparisons and answers (sweep_summary.c) ---- */
 

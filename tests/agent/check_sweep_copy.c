@@ -71,6 +71,29 @@ START_TEST(differ_finds_one_byte)
 }
 END_TEST
 
+/* The workers stopped and started again: the next copy and comparison are still right. */
+START_TEST(fini_then_again)
+{
+    size_t n = 24 * MIB + 3;
+    unsigned char *a = malloc(n), *b = malloc(n);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    fill(a, n, 11);
+    agt_sweep_copy(b, a, n);
+    ck_assert_int_eq(memcmp(a, b, n), 0);
+    agt_sweep_copy_fini();
+    agt_sweep_copy_fini(); /* twice: nothing left to stop */
+    fill(a, n, 12);
+    agt_sweep_copy(b, a, n);
+    ck_assert_int_eq(memcmp(a, b, n), 0);
+    b[n - 1] ^= 1;
+    ck_assert_int_eq(agt_sweep_differ(a, b, n), 1);
+    agt_sweep_copy_fini();
+    free(a);
+    free(b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -79,6 +102,7 @@ main(void)
     int n = (int)(sizeof sizes / sizeof sizes[0]);
     tcase_add_loop_test(tc, copy_same_as_memcpy, 0, n);
     tcase_add_loop_test(tc, differ_finds_one_byte, 0, n);
+    tcase_add_test(tc, fini_then_again);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
