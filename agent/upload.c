@@ -67,8 +67,8 @@ agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err)
         return gd_err_set(err, GD_EINVAL,
                           "%.200s is plain HTTP to another host: the token would cross the "
                           "network readable by anyone on the way; use https:// (gpudiffd "
-                          "behind a TLS proxy, docs/DEPLOY.md), or --insecure-http on a "
-                          "network you trust",
+                          "--tls-cert, or a TLS proxy in front, docs/DEPLOY.md), or "
+                          "--insecure-http on a network you trust",
                           o->server);
     if (o->cacert != NULL && access(o->cacert, R_OK) != 0)
         return gd_err_set(err, GD_EINVAL, "--cacert %.200s: %s", o->cacert, strerror(errno));

@@ -45,6 +45,8 @@ packages="$packages python3-jsonschema"
 packages="$packages libpq-dev postgresql-15 postgresql-client-15 haproxy openssl prometheus systemd"
 # jobagt: fleet_netns.sh's namespaces and bridge (iproute2, above), its ps --ppid (procps)
 packages="$packages procps"
+# tls: gpudiffd checks its certificate with GnuTLS (libmicrohttpd's TLS library)
+packages="$packages libgnutls28-dev"
 
 install_packages() {
     missing=""

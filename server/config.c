@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server.h"
+#include "tls.h"
 
 #define FIELD(f) offsetof(struct srv_config, f), sizeof(((struct srv_config *)0)->f)
 
@@ -122,6 +123,18 @@ const struct srv_setting srv_settings[] = {
      "agents' long polls that may wait at once (each holds a thread of their own pool, no "
      "database connection); more are answered 503 with Retry-After",
      FIELD(max_polls), NULL},
+    /* TLS (issue 15): gpudiffd's own, through libmicrohttpd's GnuTLS (tls.h) */
+    {"tls-cert", SRV_SET_STRING, 0, 0, "",
+     "PEM certificate file to serve HTTPS with (the server's certificate first, then its "
+     "intermediates); with --tls-key; empty serves plain HTTP",
+     FIELD(tls_cert), NULL},
+    {"tls-key", SRV_SET_STRING, 0, 0, "",
+     "PEM private key file of --tls-cert (unencrypted; keep it readable by gpudiffd only)",
+     FIELD(tls_key), NULL},
+    {"tls-priorities", SRV_SET_STRING, 0, 0, SRV_TLS_PRIORITIES_DEFAULT,
+     "GnuTLS priority string of the TLS versions and ciphers offered (the default: TLS 1.3 "
+     "and 1.2 with GnuTLS's NORMAL ciphers)",
+     FIELD(tls_priorities), "a GnuTLS priority string"},
 };
 
 const int srv_setting_count = (int)(sizeof srv_settings / sizeof srv_settings[0]);
@@ -460,7 +473,7 @@ range_text(const struct srv_setting *s, char *out, size_t size)
         snprintf(out, size, "host:port");
         break;
     case SRV_SET_STRING:
-        snprintf(out, size, "a path");
+        snprintf(out, size, "%s", s->choices != NULL ? s->choices : "a path");
         break;
     }
 }
@@ -517,7 +530,8 @@ srv_config_usage(FILE *out)
         range_text(s, range, sizeof range);
         snprintf(text, sizeof text, "%s (%s; default %s)", s->help, range,
                  s->def[0] ? s->def : "empty");
-        fprintf(out, "  --%s%s\n", s->name, value_name(s->type));
+        fprintf(out, "  --%s%s\n", s->name,
+                s->type == SRV_SET_STRING && s->choices != NULL ? " TEXT" : value_name(s->type));
         wrap(out, "      ", text);
     }
 }

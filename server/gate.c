@@ -11,6 +11,15 @@
  * ones it serves (MHD_CONNECTION_NOTIFY_CLOSED) before it closes the descriptor, under the
  * same lock the gate holds when it cuts a slow body with shutdown(), so a descriptor is
  * never cut after it was reused.
+ *
+ * Over TLS (--tls-cert) the bytes are encrypted and libmicrohttpd's GnuTLS decrypts them,
+ * so the gate cannot read the head first. It keeps what it can do without the clear bytes:
+ * accept, both connection caps, and the head deadline, which for a TLS connection covers
+ * the handshake and the head together (the connection is cut when its first access-handler
+ * call, srv_conn_head_in(), has not come by then). It waits for the first byte only to
+ * answer a plain-HTTP client in clear words (a TLS connection starts with a handshake
+ * record, 0x16). The head checks move to where the request starts (http.c,
+ * srv_head_rebuild()); the body deadline is the same for both.
  */
 #define _GNU_SOURCE /* accept4, pipe2 */
 #include <errno.h>
@@ -69,6 +78,7 @@ struct srv_conn {
     _Atomic uint64_t body_expected, body_received;
     double t_body; /* written before body_active is set */
     int cut;
+    _Atomic int head_pending; /* TLS: handed over before its head, which has not come yet */
 };
 
 struct list {
@@ -88,6 +98,7 @@ struct srv_gate {
     struct list waiting, lingering, served; /* served: handed or served by libmicrohttpd */
     struct ip_count *ips[IP_BUCKETS];
     char *peek; /* max_header + 1 bytes */
+    int tls;    /* libmicrohttpd speaks TLS: heads are not peeked (see above) */
 };
 
 static void
@@ -303,6 +314,16 @@ on_head_data(struct srv_gate *g, struct srv_conn *c, uint32_t events)
     c->peeked = (size_t)n;
     char what[160];
     describe(g->peek, (size_t)n, what, sizeof what);
+    if (g->tls) {
+        if ((unsigned char)g->peek[0] != 0x16) {
+            /* Not a TLS handshake: most likely plain HTTP, which can read this answer. */
+            refuse(g, c, SRV_EBADREQ, "this port serves HTTPS only: use an https:// URL", what);
+            return;
+        }
+        atomic_store(&c->head_pending, 1);
+        hand_over(g, c);
+        return;
+    }
     size_t end = srv_head_end(g->peek, (size_t)n);
     if (end == 0 || end > max) {
         if ((size_t)n > max) {
@@ -475,6 +496,18 @@ expire(struct srv_gate *g)
             conn_close(g, c, &g->lingering);
     }
     for (struct srv_conn *c = g->served.head; c != NULL; c = c->next) {
+        if (!c->cut && atomic_load(&c->head_pending) &&
+            now - c->t_accept > (double)cfg->header_timeout) {
+            /* TLS: no 408 can be sent into a stream that libmicrohttpd encrypts. */
+            char who[64];
+            addr_text(&c->addr, c->addr_len, who, sizeof who);
+            SRV_LOG(GD_LOG_INFO, NULL,
+                    "%s: TLS handshake and request head not in after %lld s: connection closed",
+                    who, (long long)cfg->header_timeout);
+            shutdown(c->fd, SHUT_RDWR);
+            c->cut = 1;
+            srv_metrics_add(SRV_M_TIMEOUT_HEAD, 1);
+        }
         if (c->cut || !atomic_load(&c->body_active))
             continue;
         uint64_t got = atomic_load(&c->body_received);
@@ -575,6 +608,12 @@ srv_conn_take_head(struct srv_conn *c, struct srv_head *out)
 }
 
 void
+srv_conn_head_in(struct srv_conn *c)
+{
+    atomic_store(&c->head_pending, 0);
+}
+
+void
 srv_conn_body_begin(struct srv_conn *c, uint64_t body)
 {
     if (body == 0)
@@ -656,6 +695,7 @@ srv_gate_open(struct srv_server *srv, struct srv_gate **out, struct gd_err *err)
     if (g == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     g->srv = srv;
+    g->tls = srv->tls != NULL;
     g->listen_fd = g->epoll_fd = -1;
     g->wake_fd[0] = g->wake_fd[1] = -1;
     pthread_mutex_init(&g->mu, NULL);

@@ -6,7 +6,9 @@
  * form, and hands every good request to libmicrohttpd with the head still unread in the
  * socket. libmicrohttpd then reads the same bytes; the handlers read the gate's parse. The
  * gate also cuts bodies that arrive slower than --body-min-rate after --body-timeout, and
- * keeps the counts /metrics reports (docs/SERVER.md, "Connections").
+ * keeps the counts /metrics reports (docs/SERVER.md, "Connections"). Over TLS the head
+ * is libmicrohttpd's to read: the gate hands a connection over at its first byte and cuts
+ * it when its request has not started within the head deadline (gate.c).
  */
 #ifndef GPUDIFF_SERVER_GATE_H
 #define GPUDIFF_SERVER_GATE_H
@@ -39,6 +41,9 @@ void srv_gate_notify(void *cls, struct MHD_Connection *conn, void **socket_conte
 
 /* The gate's record of the connection libmicrohttpd serves, or NULL (never for ours). */
 struct srv_conn *srv_gate_conn(struct MHD_Connection *conn);
+
+/* The request on c has started (its head is in): over TLS, its head deadline ends. */
+void srv_conn_head_in(struct srv_conn *c);
 
 /* Moves the connection's parsed head to out (once; later calls give a zeroed head). */
 void srv_conn_take_head(struct srv_conn *c, struct srv_head *out);

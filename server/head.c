@@ -328,6 +328,44 @@ srv_head_parse(const char *data, size_t len, struct srv_head *out, struct gd_err
     return 0;
 }
 
+int
+srv_head_rebuild(const char *method, const char *target, const char *version,
+                 const struct srv_head_field *fields, int n_fields, size_t max_head,
+                 struct srv_head *out, struct gd_err *err)
+{
+    if (n_fields > SRV_HEAD_FIELDS_MAX)
+        return gd_err_set(err, SRV_EHEADERS, "more than %d header lines", SRV_HEAD_FIELDS_MAX);
+    struct srv_buf text = {0};
+    int rc = srv_buf_printf(&text, "%s %s %s\r\n", method, target, version);
+    if (rc == 0 && text.len > max_head) {
+        srv_buf_fini(&text);
+        return gd_err_set(err, SRV_EURI, "the request line is longer than --max-header");
+    }
+    for (int i = 0; rc == 0 && i < n_fields; i++) {
+        const char *name = fields[i].name, *value = fields[i].value;
+        if (strpbrk(name, "\r\n") != NULL || strpbrk(value, "\r\n") != NULL) {
+            srv_buf_fini(&text);
+            return gd_err_set(err, SRV_EBADREQ, "a header line holds a CR or LF byte");
+        }
+        rc = srv_buf_printf(&text, "%s: %s\r\n", name, value);
+    }
+    if (rc == 0)
+        rc = srv_buf_append(&text, "\r\n", 2);
+    if (rc != 0) {
+        srv_buf_fini(&text);
+        return gd_err_set(err, GD_ENOMEM, "out of memory for a request head");
+    }
+    if (text.len > max_head)
+        rc = gd_err_set(err, SRV_EHEADERS, "the request head is longer than --max-header");
+    else if (srv_head_end(text.data, text.len) != text.len)
+        /* A CR or LF in the method, target or version. */
+        rc = gd_err_set(err, SRV_EBADREQ, "the request line holds a CR or LF byte");
+    else
+        rc = srv_head_parse(text.data, text.len, out, err);
+    srv_buf_fini(&text);
+    return rc;
+}
+
 void
 srv_head_fini(struct srv_head *h)
 {

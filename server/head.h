@@ -65,6 +65,20 @@ size_t srv_head_end(const char *data, size_t len);
  */
 int srv_head_parse(const char *data, size_t len, struct srv_head *out, struct gd_err *err);
 
+/*
+ * The head of a request that libmicrohttpd read first (over TLS, where the gate cannot see
+ * the bytes, gate.c): the request line and header fields as it parsed them are written out
+ * again as a head and parsed by srv_head_parse(), so that the handlers read one parse and
+ * every check of it holds. target is the request target as received (percent escapes and
+ * query kept); fields[0..n_fields) in the order received (n_fields may exceed
+ * SRV_HEAD_FIELDS_MAX: SRV_EHEADERS). A head longer than max_head is refused as
+ * srv_head_parse's caller refuses one (SRV_EURI for the request line alone, else
+ * SRV_EHEADERS); a field holding a CR or LF is SRV_EBADREQ. out is filled only on success.
+ */
+int srv_head_rebuild(const char *method, const char *target, const char *version,
+                     const struct srv_head_field *fields, int n_fields, size_t max_head,
+                     struct srv_head *out, struct gd_err *err);
+
 /* Frees mem. Accepts a zeroed struct. */
 void srv_head_fini(struct srv_head *h);
 

@@ -19,6 +19,7 @@
 #include "gate.h"
 #include "pool.h"
 #include "server.h"
+#include "tls.h"
 
 /* Bodies of routes that take none: small ones are tolerated (and ignored). */
 #define NO_BODY_MAX 65536
@@ -47,7 +48,7 @@ srv_request_id_new(const struct srv_server *srv, const char *client_id, char *ou
 }
 
 static struct srv_req *
-req_new(struct srv_server *srv, struct MHD_Connection *conn, const char *url, const char *method)
+req_alloc(struct srv_server *srv, struct MHD_Connection *conn)
 {
     struct srv_req *req = calloc(1, sizeof *req);
     if (req == NULL)
@@ -57,16 +58,81 @@ req_new(struct srv_server *srv, struct MHD_Connection *conn, const char *url, co
     req->t_start = srv_clock();
     req->metrics_route = SRV_METRICS_UNMATCHED;
     req->gate_conn = srv_gate_conn(conn);
-    if (req->gate_conn != NULL)
+    return req;
+}
+
+/* TLS: the header fields libmicrohttpd read, in order (more than the most are counted). */
+struct tls_fields {
+    struct srv_head_field fields[SRV_HEAD_FIELDS_MAX + 1];
+    int n;
+};
+
+static enum MHD_Result
+tls_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    struct tls_fields *f = cls;
+    if (f->n <= SRV_HEAD_FIELDS_MAX)
+        f->fields[f->n] = (struct srv_head_field){key, value != NULL ? value : ""};
+    f->n++;
+    return MHD_YES;
+}
+
+/* TLS: the head as libmicrohttpd read it, through the gate's checks (srv_head_rebuild). */
+static int
+tls_head(struct srv_req *req, const char *method, const char *version, struct gd_err *err)
+{
+    if (req->tls_target == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory for the request target");
+    struct tls_fields f;
+    f.n = 0;
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, tls_field, &f);
+    return srv_head_rebuild(method, req->tls_target, version, f.fields, f.n,
+                            (size_t)req->srv->cfg.max_header, &req->head, err);
+}
+
+/*
+ * The first access-handler call: the head the gate parsed (or, over TLS, the one rebuilt
+ * from libmicrohttpd's parse), the method, path and request id from it.
+ */
+static void
+req_head(struct srv_req *req, const char *url, const char *method, const char *version)
+{
+    struct gd_err err;
+    int rc = 0;
+    if (req->gate_conn != NULL) {
+        srv_conn_head_in(req->gate_conn);
         srv_conn_take_head(req->gate_conn, &req->head);
+    }
+    if (req->head.method == NULL && req->srv->tls != NULL)
+        rc = tls_head(req, method, version, &err);
     snprintf(req->method, sizeof req->method, "%s", req->head.method ? req->head.method : method);
     req->path = req->head.path != NULL ? req->head.path : "";
-    srv_request_id_new(srv, srv_head_field(&req->head, "X-Request-Id"), req->id, sizeof req->id);
-    if (req->head.method == NULL)
+    srv_request_id_new(req->srv, srv_head_field(&req->head, "X-Request-Id"), req->id,
+                       sizeof req->id);
+    if (rc != 0)
+        srv_req_fail_err(req, &err);
+    else if (req->head.method == NULL)
         srv_req_fail(req, SRV_EINTERNAL, "the request came in past the gate");
     else if (strcmp(method, req->head.method) != 0 || strcmp(url, req->head.path) != 0)
         /* The head the gate parsed is the one libmicrohttpd read: one request per connection. */
         srv_req_fail(req, SRV_EBADREQ, "the request could not be read the same way twice");
+}
+
+/*
+ * libmicrohttpd's URI log callback, called when a request line is in. Over TLS it keeps the
+ * target as received (the handler is given it decoded, its query split off) and makes the
+ * request's record, which the first access-handler call completes (req_head).
+ */
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct srv_server *srv = cls;
+    if (srv->tls == NULL)
+        return NULL;
+    struct srv_req *req = req_alloc(srv, conn);
+    if (req != NULL)
+        req->tls_target = strdup(uri);
     return req;
 }
 
@@ -79,6 +145,7 @@ req_free(struct srv_req *req)
     if (req->resp != NULL)
         MHD_destroy_response(req->resp);
     srv_head_fini(&req->head);
+    free(req->tls_target);
     free(req);
 }
 
@@ -402,14 +469,16 @@ static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
            const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
-    (void)version;
     struct srv_server *srv = cls;
     struct srv_req *req = *con_cls;
-    if (req == NULL) {
-        req = req_new(srv, conn, url, method);
+    if (req == NULL || !req->begun) {
+        if (req == NULL)
+            req = req_alloc(srv, conn);
         if (req == NULL)
             return MHD_NO;
         *con_cls = req;
+        req->begun = 1;
+        req_head(req, url, method, version);
         if (req->err.code != 0 || req_begin(req) != 0) {
             /* libmicrohttpd then skips the body (no 100 Continue) and closes the connection. */
             srv_reply_error(req);
@@ -444,14 +513,20 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct srv_req *req = *con_cls;
     if (req == NULL)
         return;
-    double secs = srv_clock() - req->t_start;
-    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
-        static const char *const why[] = {"completed",       "error",      "timeout",
-                                          "daemon shutdown", "read error", "client abort"};
-        SRV_LOG(GD_LOG_WARN, req, "%s %s ended early (%s) after %llu body bytes", req->method,
-                req->path, (unsigned)toe < 6 ? why[toe] : "unknown",
-                (unsigned long long)req->body_bytes);
+    static const char *const why[] = {"completed",       "error",      "timeout",
+                                      "daemon shutdown", "read error", "client abort"};
+    const char *ended = (unsigned)toe < 6 ? why[toe] : "unknown";
+    if (!req->begun) {
+        /* TLS: a request line came but no head that libmicrohttpd passed on. */
+        SRV_LOG(GD_LOG_INFO, NULL, "a request over TLS ended before its head was in (%s)", ended);
+        req_free(req);
+        *con_cls = NULL;
+        return;
     }
+    double secs = srv_clock() - req->t_start;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        SRV_LOG(GD_LOG_WARN, req, "%s %s ended early (%s) after %llu body bytes", req->method,
+                req->path, ended, (unsigned long long)req->body_bytes);
     srv_metrics_request(req->metrics_route, req->status, secs);
     SRV_LOG(GD_LOG_INFO, req, "%s %s %u %llu bytes in %.1f ms", req->method, req->path, req->status,
             (unsigned long long)req->body_bytes, secs * 1e3);
@@ -474,6 +549,8 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 int
 srv_http_start(struct srv_server *srv, struct gd_err *err)
 {
+    if (srv->tls != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return gd_err_set(err, GD_ENOTSUP, "--tls-cert: this libmicrohttpd was built without TLS");
     int rc = srv_pool_start("write", (int)srv->cfg.write_threads, (int)srv->cfg.write_queue, 0,
                             &srv->writes, err);
     /* jobsrv: a thread per long poll that may wait (route_leases.c takes a place first) */
@@ -496,6 +573,15 @@ srv_http_start(struct srv_server *srv, struct gd_err *err)
      */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
                      MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
+    /* TLS: libmicrohttpd's GnuTLS, given the files tls.c read and checked. */
+    struct MHD_OptionItem tls_opts[4] = {{MHD_OPTION_END, 0, NULL}};
+    if (srv->tls != NULL) {
+        flags |= MHD_USE_TLS;
+        tls_opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls->cert_pem};
+        tls_opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls->key_pem};
+        tls_opts[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                              (void *)srv->tls->priorities};
+    }
     size_t pool = (size_t)128 * 1024;
     if (pool < (size_t)srv->cfg.max_header * 4)
         pool = (size_t)srv->cfg.max_header * 4;
@@ -507,7 +593,9 @@ srv_http_start(struct srv_server *srv, struct gd_err *err)
                          (unsigned)srv->cfg.max_connections + 64, MHD_OPTION_CONNECTION_TIMEOUT,
                          (unsigned)srv->cfg.timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-                         MHD_OPTION_NOTIFY_CONNECTION, srv_gate_notify, srv->gate, MHD_OPTION_END);
+                         MHD_OPTION_NOTIFY_CONNECTION, srv_gate_notify, srv->gate,
+                         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_ARRAY, tls_opts,
+                         MHD_OPTION_END);
     if (srv->mhd == NULL)
         rc = gd_err_set(err, GD_EIO, "cannot start libmicrohttpd");
     if (rc == 0)

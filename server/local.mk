@@ -107,3 +107,7 @@ SERVER_PG_SQL += schema/pg/011_jobs.sql
 libsrv_la_SOURCES += server/fleet.h server/fleet_check.c server/fleet_sweep.c server/spill.c \
 	server/db_fleet_files.c server/db_devices.c server/db_fleet_jobs.c server/db_leases.c \
 	server/route_files.c server/route_agents.c server/route_jobs.c server/route_leases.c
+# ---- tls: gpudiffd's own TLS (issue 15 item 2) ----
+SERVER_DEPS_CFLAGS += $(GNUTLS_CFLAGS)
+SERVER_DEPS_LIBS += $(GNUTLS_LIBS)
+libsrv_la_SOURCES += server/tls.h server/tls.c

@@ -13,12 +13,14 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpudiff/run.h"
 #include "compare.h"
 #include "db.h"
 #include "server.h"
+#include "tls.h"
 
 #define EXIT_USAGE 2
 
@@ -386,6 +388,24 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
         return EXIT_USAGE;
     }
 
+    /* TLS: the certificate and key are checked now, so that a bad one stops the start. */
+    time_t now = time(NULL);
+    if (srv_tls_load(cfg->tls_cert, cfg->tls_key, cfg->tls_priorities, now, &srv.tls, &err) !=
+        0) {
+        SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
+        return EXIT_USAGE;
+    }
+    if (srv.tls != NULL) {
+        char line[1536];
+        srv_tls_describe(srv.tls, now, line, sizeof line);
+        SRV_LOG(GD_LOG_INFO, NULL, "%s", line);
+        if (srv.tls->not_after - now < 14 * 86400)
+            SRV_LOG(GD_LOG_WARN, NULL,
+                    "the TLS certificate expires in less than 14 days: renew it");
+    } else {
+        SRV_LOG(GD_LOG_INFO, NULL, "TLS off: plain HTTP (--tls-cert and --tls-key serve HTTPS)");
+    }
+
     /* Signals go to sigwait below: blocked before any thread exists, so all inherit it. */
     sigset_t stop;
     sigemptyset(&stop);
@@ -398,6 +418,7 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
                                cfg->db_mmap > 0 ? cfg->db_mmap : -1};
     if (srv_store_open(cfg->db, &opts, &srv.store, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
+        srv_tls_free(srv.tls);
         return 1;
     }
     struct srv_db *db = NULL;
@@ -441,8 +462,8 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     char host[256];
     int port;
     srv_listen_parse(cfg->listen, host, sizeof host, &port, &err);
-    SRV_LOG(GD_LOG_INFO, NULL, "listening on http://%s%s%s:%d/", strchr(host, ':') ? "[" : "", host,
-            strchr(host, ':') ? "]" : "", srv.port);
+    SRV_LOG(GD_LOG_INFO, NULL, "listening on %s://%s%s%s:%d/", srv.tls != NULL ? "https" : "http",
+            strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", srv.port);
 
     int sig = 0;
     sigwait(&stop, &sig);
@@ -458,6 +479,7 @@ done:
     srv_retention_stop(retention);
     srv_fleet_sweep_stop(fleet_sweep);
     srv_store_close(srv.store);
+    srv_tls_free(srv.tls);
     SRV_LOG(GD_LOG_INFO, NULL, "stopped");
     return rc;
 }

@@ -109,6 +109,9 @@ struct srv_config {
     char db[SRV_PATH_MAX];
     char web_root[SRV_PATH_MAX];
     char spill_dir[SRV_PATH_MAX];
+    char tls_cert[SRV_PATH_MAX];      /* "": plain HTTP */
+    char tls_key[SRV_PATH_MAX];
+    char tls_priorities[256];
     int64_t max_body;
     int64_t max_json;
     int64_t threads;
@@ -150,7 +153,7 @@ struct srv_setting {
     const char *help;    /* one line */
     size_t offset;       /* of the field in struct srv_config */
     size_t size;         /* of a STRING or LISTEN field */
-    const char *choices; /* CHOICE: "a|b|c" */
+    const char *choices; /* CHOICE: "a|b|c"; STRING: what it holds, when not a path */
 };
 
 extern const struct srv_setting srv_settings[];
@@ -278,6 +281,7 @@ int srv_spill_write(int fd, const void *data, size_t len, struct gd_err *err);
 /* ---- the server ---- */
 
 struct srv_gate;
+struct srv_tls;
 struct srv_pool;
 
 struct srv_server {
@@ -287,6 +291,7 @@ struct srv_server {
     struct srv_gate *gate;       /* the front door: accepts, reads heads (gate.h) */
     struct srv_pool *writes;     /* runs the handlers that write (pool.h) */
     struct MHD_Daemon *mhd;
+    struct srv_tls *tls;      /* the certificate served (tls.h); NULL: plain HTTP */
     char web_root[PATH_MAX];  /* realpath of cfg.web_root; "" serves no files */
     char spill_dir[PATH_MAX]; /* where uploads are compressed before their commit */
     int port;                 /* bound port */
@@ -351,6 +356,8 @@ struct srv_req {
     int on_pool;               /* the handler runs on the compare pool: it may compute */
     int deferred;              /* the connection is suspended while the pool works */
     _Atomic int deferred_done; /* the pool made the answer */
+    int begun;                 /* the first access-handler call has run */
+    char *tls_target;          /* TLS: the request target as received (owned; http.c) */
 };
 
 /*

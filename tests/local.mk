@@ -530,3 +530,12 @@ TESTS += tests/agent/check_jobs_args
 tests_agent_check_jobs_args_SOURCES = tests/agent/check_jobs_args.c agent/jobs_args.c agent/jobs.h
 tests_agent_check_jobs_args_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent $(CURL_CFLAGS)
 tests_agent_check_jobs_args_LDADD = $(TEST_LIBS)
+# ---- tls: gpudiffd's own TLS (issue 15 item 2) ----
+check_PROGRAMS += tests/server/check_tls
+TESTS += tests/server/check_tls
+tests_server_check_tls_SOURCES = tests/server/check_tls.c
+tests_server_check_tls_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_tls_LDADD = $(SERVER_TEST_LIBS) $(GNUTLS_LIBS)
+TLS_INTEGRATION = tests/integration/server_tls_hostile.sh
+TESTS += $(TLS_INTEGRATION)
+EXTRA_DIST += $(TLS_INTEGRATION) tests/integration/tls.sh tests/integration/hostile_tls.py

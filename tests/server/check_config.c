@@ -128,6 +128,48 @@ START_TEST(flags_override_file)
 }
 END_TEST
 
+/* tls: the certificate, key and priority settings, from the file and over it by flags. */
+START_TEST(tls_keys)
+{
+    struct srv_config c;
+    struct gd_err err;
+    srv_config_init(&c);
+    /* Off by default: both files empty, TLS 1.3 and 1.2 offered when on. */
+    ck_assert_str_eq(c.tls_cert, "");
+    ck_assert_str_eq(c.tls_key, "");
+    ck_assert_str_eq(c.tls_priorities, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2");
+    const char *path = write_tmp("tls-cert = /etc/gpudiff/tls.pem\n"
+                                 "tls-key = \"/etc/gpudiff/a key.pem\"\n"
+                                 "tls-priorities = NORMAL:-VERS-ALL:+VERS-TLS1.3\n");
+    char *argv[] = {"--config", (char *)path, "--tls-key=/run/credentials/gpudiffd/tls.key",
+                    NULL};
+    char *rest[4];
+    int n_rest = 0;
+    ck_assert_msg(srv_config_args(&c, 3, argv, rest, &n_rest, &err) == 0, "%s", err.msg);
+    unlink(path);
+    ck_assert_int_eq(n_rest, 0);
+    ck_assert_str_eq(c.tls_cert, "/etc/gpudiff/tls.pem");
+    ck_assert_str_eq(c.tls_key, "/run/credentials/gpudiffd/tls.key");
+    ck_assert_str_eq(c.tls_priorities, "NORMAL:-VERS-ALL:+VERS-TLS1.3");
+    /* A path longer than the field is refused, not cut short. */
+    char long_path[SRV_PATH_MAX + 8];
+    memset(long_path, 'a', sizeof long_path - 1);
+    long_path[0] = '/';
+    long_path[sizeof long_path - 1] = '\0';
+    expect_fail(srv_config_set(&c, "tls-cert", long_path, "--tls-cert", &err), &err, GD_EINVAL,
+                "--tls-cert", "longer than 1023 bytes");
+    ck_assert_str_eq(c.tls_cert, "/etc/gpudiff/tls.pem");
+    char long_prio[300];
+    memset(long_prio, 'N', sizeof long_prio - 1);
+    long_prio[sizeof long_prio - 1] = '\0';
+    expect_fail(srv_config_set(&c, "tls-priorities", long_prio, "--tls-priorities", &err), &err,
+                GD_EINVAL, "--tls-priorities", "longer than 255 bytes");
+    char *argv2[] = {"--tls-cert"};
+    expect_fail(srv_config_args(&c, 1, argv2, rest, &n_rest, &err), &err, GD_EINVAL,
+                "--tls-cert", "needs a value");
+}
+END_TEST
+
 START_TEST(bad_values)
 {
     struct srv_config c;
@@ -269,6 +311,7 @@ main(void)
     tcase_add_test(tc, file_parsed);
     tcase_add_test(tc, flags_override_file);
     tcase_add_test(tc, bad_values);
+    tcase_add_test(tc, tls_keys);
     tcase_add_test(tc, listen_split);
     tcase_add_test(tc, example_matches_table);
     tcase_add_test(tc, table_sane);

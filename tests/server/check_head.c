@@ -226,6 +226,79 @@ START_TEST(escapes_and_queries)
 }
 END_TEST
 
+/* tls: a head rebuilt from libmicrohttpd's parse (srv_head_rebuild) meets the same checks. */
+static int
+rebuild(const char *method, const char *target, const struct srv_head_field *f, int n,
+        size_t max, struct srv_head *h, struct gd_err *err)
+{
+    return srv_head_rebuild(method, target, "HTTP/1.1", f, n, max, h, err);
+}
+
+START_TEST(rebuilt_heads)
+{
+    struct srv_head h;
+    struct gd_err err = {0};
+    struct srv_head_field good[] = {{"Host", "localhost:8470"},
+                                    {"Content-Length", "12"},
+                                    {"X-Request-Id", "abc"}};
+    /* The target as received: escapes decoded once, here, and the query split here. */
+    ck_assert_msg(rebuild("PUT", "/api/v1/runs/a%2541?model=x+y&n", good, 3, 16384, &h, &err) ==
+                      0,
+                  "%s", err.msg);
+    ck_assert_str_eq(h.method, "PUT");
+    ck_assert_str_eq(h.path, "/api/v1/runs/a%41");
+    ck_assert_int_eq(h.n_query, 2);
+    ck_assert_str_eq(srv_head_query(&h, "model"), "x y");
+    ck_assert_str_eq(srv_head_query(&h, "n"), "");
+    ck_assert_int_eq(h.has_length, 1);
+    ck_assert_uint_eq(h.content_length, 12);
+    ck_assert_str_eq(srv_head_field(&h, "x-request-id"), "abc");
+    const char *want = "PUT /api/v1/runs/a%2541?model=x+y&n HTTP/1.1\r\nHost: localhost:8470\r\n"
+                       "Content-Length: 12\r\nX-Request-Id: abc\r\n\r\n";
+    ck_assert_uint_eq(h.head_len, strlen(want));
+    srv_head_fini(&h);
+
+    /* What the strict parse refuses is refused the same way. */
+    struct srv_head_field two_lengths[] = {{"Host", "x"}, {"Content-Length", "1"},
+                                           {"Content-Length", "2"}};
+    ck_assert_int_eq(rebuild("PUT", "/a", two_lengths, 3, 16384, &h, &err), SRV_EBADREQ);
+    struct srv_head_field length_and_te[] = {{"Host", "x"}, {"Content-Length", "1"},
+                                             {"Transfer-Encoding", "chunked"}};
+    ck_assert_int_eq(rebuild("PUT", "/a", length_and_te, 3, 16384, &h, &err), SRV_EBADREQ);
+    struct srv_head_field no_host[] = {{"Accept", "*/*"}};
+    ck_assert_int_eq(rebuild("GET", "/a", no_host, 1, 16384, &h, &err), SRV_EBADREQ);
+    struct srv_head_field control[] = {{"Host", "x"}, {"X-A", "a\x01z"}};
+    ck_assert_int_eq(rebuild("GET", "/a", control, 2, 16384, &h, &err), SRV_EBADREQ);
+    struct srv_head_field line_break[] = {{"Host", "x"}, {"X-A", "a\r\nX-B: b"}};
+    ck_assert_int_eq(rebuild("GET", "/a", line_break, 2, 16384, &h, &err), SRV_EBADREQ);
+    ck_assert_msg(strstr(err.msg, "CR or LF") != NULL, "%s", err.msg);
+    struct srv_head_field host[] = {{"Host", "x"}};
+    ck_assert_int_eq(rebuild("GET", "/a%00b", host, 1, 16384, &h, &err), SRV_EBADREQ);
+    ck_assert_int_eq(rebuild("GET", "/a\r\nX: y", host, 1, 16384, &h, &err), SRV_EBADREQ);
+    ck_assert_int_eq(rebuild("GET", "a", host, 1, 16384, &h, &err), SRV_EBADREQ);
+    ck_assert_int_eq(srv_head_rebuild("GET", "/", "HTTP/2.0", host, 1, 16384, &h, &err),
+                     SRV_EVERSION);
+
+    /* --max-header holds for the rebuilt head: the request line alone, then the whole. */
+    char target[200];
+    memset(target, 'a', sizeof target - 1);
+    target[0] = '/';
+    target[sizeof target - 1] = '\0';
+    ck_assert_int_eq(rebuild("GET", target, host, 1, 150, &h, &err), SRV_EURI);
+    ck_assert_int_eq(rebuild("GET", "/", good, 3, 60, &h, &err), SRV_EHEADERS);
+    ck_assert_int_eq(rebuild("GET", "/", good, 3, 80, &h, &err), 0);
+    srv_head_fini(&h);
+    struct srv_head_field many[SRV_HEAD_FIELDS_MAX + 1];
+    many[0] = (struct srv_head_field){"Host", "x"};
+    for (int i = 1; i <= SRV_HEAD_FIELDS_MAX; i++)
+        many[i] = (struct srv_head_field){"X-A", "1"};
+    ck_assert_int_eq(rebuild("GET", "/", many, SRV_HEAD_FIELDS_MAX, 16384, &h, &err), 0);
+    srv_head_fini(&h);
+    ck_assert_int_eq(rebuild("GET", "/", many, SRV_HEAD_FIELDS_MAX + 1, 16384, &h, &err),
+                     SRV_EHEADERS);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -237,6 +310,7 @@ main(void)
     tcase_add_test(tc, lines_and_fields);
     tcase_add_test(tc, framing);
     tcase_add_test(tc, escapes_and_queries);
+    tcase_add_test(tc, rebuilt_heads);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
