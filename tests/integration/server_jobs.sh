@@ -216,6 +216,13 @@ jq -S 'del(.tasks[].updated)' "$TMP/body" | cmp -s - "$TMP/j1.before" ||
     fail "job 1 changed across a restart"
 expect 200 POST "/api/v1/leases/$L5/heartbeat" -H "$A"
 echo "ok: after a restart, job 1 is as it was and job 2's lease is live"
+# job 2 ends here, failed by its agent: left alone, its lease (10 s) would expire during the
+# long polls below, and the task counts read after them would depend on the timing
+expect 200 POST "/api/v1/leases/$L5/fail" -H "$A" -H "$JSON" \
+    --data-binary '{"error": "stopped by the test", "exit_code": 1}'
+expect 200 GET "/api/v1/jobs/$J2" -H "$V"
+check '.state == "done" and .tasks[0].state == "failed" and .tasks[0].error == "stopped by the test"' \
+    "job 2 failed by its agent on attempt 2"
 expect 200 GET "/api/v1/jobs?limit=5" -H "$V"
 check "[.jobs[].id] == [\"$J2\", \"$J1\"]" "the job list, newest first"
 
@@ -266,7 +273,8 @@ for p in $pids; do wait "$p" || true; done
 # ---- metrics ----
 expect 200 GET /metrics -H "$V"
 grep -q '^gpudiffd_fleet_devices_seen 3$' "$TMP/body" || fail "devices seen: $(grep fleet "$TMP/body")"
-grep -q '^gpudiffd_fleet_tasks{state="failed"} 2$' "$TMP/body" || fail "tasks failed"
+grep -q '^gpudiffd_fleet_tasks{state="failed"} 3$' "$TMP/body" ||
+    fail "tasks failed: $(grep 'fleet_tasks{' "$TMP/body")"
 grep -q '^gpudiffd_fleet_jobs_submitted_total 1$' "$TMP/body" || fail "jobs submitted since restart"
 echo "ok: /metrics counts devices, tasks and jobs"
 echo "ok: server_jobs in $(($(date +%s) - t0)) s"
