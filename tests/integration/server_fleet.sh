@@ -22,6 +22,8 @@ GD_TEST_DB=pending
 PIDS=""
 fleet_cleanup() {
     st=$?
+    # Under set -e, `(exit "$st")` below would end the trap before server_cleanup ran.
+    set +e
     for p in $PIDS; do
         kill -TERM "$p" 2>/dev/null || true
     done

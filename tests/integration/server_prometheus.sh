@@ -13,6 +13,8 @@ command -v promtool >/dev/null || skip "promtool is not installed (deploy/setup.
 PROM=""
 prom_cleanup() {
     st=$?
+    # Under set -e, `(exit "$st")` below would end the trap before server_cleanup ran.
+    set +e
     if [ -n "$PROM" ]; then
         kill -TERM "$PROM" 2>/dev/null || true
         wait "$PROM" 2>/dev/null || true
