@@ -104,6 +104,7 @@ endif
 # ---- jobsrv: jobs run by agents as a service (issue 15 item 1), migration 011 ----
 SERVER_SQL += schema/sql/011_jobs.sql
 SERVER_PG_SQL += schema/pg/011_jobs.sql
+libsrv_la_SOURCES += server/blob_get.c
 libsrv_la_SOURCES += server/fleet.h server/fleet_check.c server/fleet_sweep.c server/spill.c \
 	server/db_fleet_files.c server/db_devices.c server/db_fleet_jobs.c server/db_leases.c \
 	server/route_files.c server/route_agents.c server/route_jobs.c server/route_leases.c

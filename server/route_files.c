@@ -172,83 +172,6 @@ srv_files_put_end(struct srv_req *req)
 
 /* ---- download ---- */
 
-struct file_get {
-    struct srv_store *store;
-    struct srv_db *db;                 /* held during one read callback only */
-    struct srv_sql_piece_handle *blob; /* open during one read callback only */
-    char req_id[48];
-    struct srv_fleet_file_loc loc;
-    uint64_t in_off, raw_done, pos;
-    struct srv_blob_dec *dec;
-    struct gd_sha256 hash;
-    int hash_live;
-    char sha256[65];
-};
-
-static void
-file_get_free(void *p)
-{
-    struct file_get *g = p;
-    srv_blob_dec_free(g->dec);
-    if (g->hash_live)
-        gd_sha256_fini(&g->hash);
-    free(g);
-}
-
-static int
-blob_source(void *user, void *buf, size_t cap, size_t *got, struct gd_err *err)
-{
-    struct file_get *g = user;
-    uint64_t left = g->loc.stored_size - g->in_off;
-    size_t n = left < cap ? (size_t)left : cap;
-    *got = 0;
-    if (n == 0)
-        return 0;
-    int rc = srv_db_blob_read(g->db, g->loc.blob_id, &g->blob, g->in_off, buf, n, err);
-    if (rc != 0)
-        return rc;
-    g->in_off += n;
-    *got = n;
-    return 0;
-}
-
-static ssize_t
-file_get_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    struct file_get *g = cls;
-    if (pos != g->pos)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    if (g->raw_done == g->loc.raw_size)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    struct gd_err err;
-    size_t got = 0;
-    int rc = srv_store_acquire(g->store, &g->db, &err);
-    if (rc == 0) {
-        rc = srv_blob_dec_read(g->dec, buf, max, &got, &err);
-        srv_db_blob_close(g->db, &g->blob);
-        srv_store_release(g->store, g->db);
-        g->db = NULL;
-    }
-    if (rc == 0)
-        rc = gd_sha256_update(&g->hash, buf, got, &err);
-    g->raw_done += got;
-    if (rc == 0 && g->raw_done == g->loc.raw_size) {
-        char sha[65];
-        g->hash_live = 0;
-        rc = gd_sha256_final(&g->hash, sha, &err);
-        if (rc == 0 && strcmp(sha, g->sha256) != 0)
-            rc = gd_err_set(&err, GD_EFORMAT, "stored data hashes to %s, not %s", sha, g->sha256);
-    }
-    if (rc == 0 && got == 0)
-        rc = gd_err_set(&err, GD_EFORMAT, "stored data ends early");
-    if (rc != 0) {
-        SRV_LOG(GD_LOG_ERROR, NULL, "download of request %s stopped: %s", g->req_id, err.msg);
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
-    g->pos += got;
-    return (ssize_t)got;
-}
-
 int
 srv_files_get(struct srv_req *req)
 {
@@ -264,32 +187,19 @@ srv_files_get(struct srv_req *req)
     srv_req_db_release(req, db);
     if (rc != 0)
         return srv_req_fail_err(req, &err);
-    struct file_get *g = calloc(1, sizeof *g);
-    if (g == NULL)
-        return srv_req_fail(req, GD_ENOMEM, "out of memory");
-    g->store = req->srv->store;
-    g->loc = loc;
-    memcpy(g->sha256, req->params[0], 64);
-    g->sha256[64] = '\0';
-    snprintf(g->req_id, sizeof g->req_id, "%s", req->id);
-    rc = srv_blob_dec_new((size_t)loc.elem_size, loc.raw_size, blob_source, g, &g->dec, &err);
-    if (rc == 0) {
-        rc = gd_sha256_init(&g->hash, &err);
-        g->hash_live = rc == 0;
-    }
-    if (rc != 0) {
-        file_get_free(g);
+    char sha256[65];
+    memcpy(sha256, req->params[0], 64);
+    sha256[64] = '\0';
+    struct srv_blob_spec spec = {.blob_id = loc.blob_id,
+                                 .stored_size = loc.stored_size,
+                                 .raw_size = loc.raw_size,
+                                 .elem_size = (size_t)loc.elem_size,
+                                 .sha256 = sha256};
+    struct MHD_Response *resp = NULL;
+    if (srv_blob_response(req, &spec, &resp, &err) != 0)
         return srv_req_fail_err(req, &err);
-    }
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(loc.raw_size, 1024 * 1024, file_get_read, g,
-                                          file_get_free);
-    if (resp == NULL) {
-        file_get_free(g);
-        return srv_req_fail(req, GD_ENOMEM, "out of memory");
-    }
     char etag[72];
-    snprintf(etag, sizeof etag, "\"%s\"", g->sha256);
+    snprintf(etag, sizeof etag, "\"%s\"", sha256);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
     return srv_reply(req, 200, resp);

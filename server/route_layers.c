@@ -333,98 +333,6 @@ srv_layer_put_end(struct srv_req *req)
 
 /* ---- download ---- */
 
-struct layer_get {
-    struct srv_store *store;
-    struct srv_db *db;  /* held during one read callback only */
-    struct srv_sql_piece_handle *blob; /* open during one read callback only */
-    char req_id[48];
-    int64_t blob_id;
-    uint64_t stored_size, in_off;
-    unsigned char header[256];
-    size_t header_len;
-    uint64_t raw_size, raw_done, pos;
-    struct srv_blob_dec *dec;
-    struct gd_sha256 hash;
-    int hash_live;
-    char sha256[65];
-};
-
-static void
-layer_get_free(void *p)
-{
-    struct layer_get *g = p;
-    srv_blob_dec_free(g->dec);
-    if (g->hash_live)
-        gd_sha256_fini(&g->hash);
-    free(g);
-}
-
-static int
-blob_source(void *user, void *buf, size_t cap, size_t *got, struct gd_err *err)
-{
-    struct layer_get *g = user;
-    uint64_t left = g->stored_size - g->in_off;
-    size_t n = left < cap ? (size_t)left : cap;
-    *got = 0;
-    if (n == 0)
-        return 0;
-    int rc = srv_db_blob_read(g->db, g->blob_id, &g->blob, g->in_off, buf, n, err);
-    if (rc != 0)
-        return rc;
-    g->in_off += n;
-    *got = n;
-    return 0;
-}
-
-static ssize_t
-layer_get_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    struct layer_get *g = cls;
-    if (pos != g->pos)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    size_t n = 0;
-    if (g->pos < g->header_len) {
-        n = g->header_len - (size_t)g->pos;
-        if (n > max)
-            n = max;
-        memcpy(buf, g->header + g->pos, n);
-    }
-    struct gd_err err;
-    int rc = 0;
-    if (n < max && g->raw_done < g->raw_size) {
-        size_t got = 0;
-        rc = srv_store_acquire(g->store, &g->db, &err);
-        if (rc == 0) {
-            rc = srv_blob_dec_read(g->dec, buf + n, max - n, &got, &err);
-            srv_db_blob_close(g->db, &g->blob);
-            srv_store_release(g->store, g->db);
-            g->db = NULL;
-        }
-        if (rc == 0)
-            rc = gd_sha256_update(&g->hash, buf + n, got, &err);
-        g->raw_done += got;
-        n += got;
-        if (rc == 0 && g->raw_done == g->raw_size) {
-            char sha[65];
-            g->hash_live = 0;
-            rc = gd_sha256_final(&g->hash, sha, &err);
-            if (rc == 0 && strcmp(sha, g->sha256) != 0)
-                rc = gd_err_set(&err, GD_EFORMAT, "stored data hashes to %s, not %s", sha,
-                                g->sha256);
-        }
-        if (rc == 0 && got == 0)
-            rc = gd_err_set(&err, GD_EFORMAT, "stored data ends early");
-    }
-    if (rc != 0) {
-        SRV_LOG(GD_LOG_ERROR, NULL, "download of request %s stopped: %s", g->req_id, err.msg);
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
-    if (n == 0)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    g->pos += n;
-    return (ssize_t)n;
-}
-
 int
 srv_layer_get(struct srv_req *req)
 {
@@ -451,33 +359,22 @@ srv_layer_get(struct srv_req *req)
     if (rc != 0)
         return srv_req_fail_err(req, &err);
 
-    struct layer_get *g = calloc(1, sizeof *g);
-    if (g == NULL)
-        return srv_req_fail(req, GD_ENOMEM, "out of memory");
-    g->store = req->srv->store;
-    g->blob_id = loc.blob_id;
-    g->stored_size = loc.stored_size;
-    g->raw_size = loc.raw_size;
-    snprintf(g->sha256, sizeof g->sha256, "%s", loc.sha256);
-    snprintf(g->req_id, sizeof g->req_id, "%s", req->id);
-    rc = gd_npy_header_write(loc.dtype, loc.ndim, loc.shape, g->header, sizeof g->header,
-                             &g->header_len, &err);
+    unsigned char header[256];
+    size_t header_len = 0;
+    rc = gd_npy_header_write(loc.dtype, loc.ndim, loc.shape, header, sizeof header, &header_len,
+                             &err);
+    struct srv_blob_spec spec = {.blob_id = loc.blob_id,
+                                 .stored_size = loc.stored_size,
+                                 .raw_size = loc.raw_size,
+                                 .elem_size = (size_t)loc.elem_size,
+                                 .sha256 = loc.sha256,
+                                 .prefix = header,
+                                 .prefix_len = header_len};
+    struct MHD_Response *resp = NULL;
     if (rc == 0)
-        rc = srv_blob_dec_new((size_t)loc.elem_size, loc.raw_size, blob_source, g, &g->dec, &err);
-    if (rc == 0) {
-        rc = gd_sha256_init(&g->hash, &err);
-        g->hash_live = rc == 0;
-    }
-    if (rc != 0) {
-        layer_get_free(g);
+        rc = srv_blob_response(req, &spec, &resp, &err);
+    if (rc != 0)
         return srv_req_fail_err(req, &err);
-    }
-    struct MHD_Response *resp = MHD_create_response_from_callback(
-        g->header_len + loc.raw_size, 1024 * 1024, layer_get_read, g, layer_get_free);
-    if (resp == NULL) {
-        layer_get_free(g);
-        return srv_req_fail(req, GD_ENOMEM, "out of memory");
-    }
     /* The file name a browser saves it as: the bundle's name, from the safe name alphabet. */
     char disp[320], etag[72];
     snprintf(disp, sizeof disp, "attachment; filename=\"%04d-%s.npy\"", index, loc.name);

@@ -410,6 +410,25 @@ int srv_reply_json_text(struct srv_req *req, unsigned status, char *text, size_t
 int srv_reply_error(struct srv_req *req);
 int srv_reply(struct srv_req *req, unsigned status, struct MHD_Response *resp);
 
+/* A stored blob to send back (blob_get.c): which blob, its sizes, the SHA-256 of its data,
+ * and up to 256 bytes sent before it (an .npy header; 0 for none). */
+struct srv_blob_spec {
+    int64_t blob_id;
+    uint64_t stored_size, raw_size;
+    size_t elem_size;
+    const char *sha256;
+    const void *prefix;
+    size_t prefix_len;
+};
+
+/*
+ * *out: a response whose body is spec's prefix then the blob's data, decoded as the client
+ * reads it and checked against its SHA-256 at the end (a mismatch ends the download with an
+ * error, logged). The caller adds its headers and replies. GD_ENOMEM, GD_EINVAL.
+ */
+int srv_blob_response(struct srv_req *req, const struct srv_blob_spec *spec,
+                      struct MHD_Response **out, struct gd_err *err);
+
 /* Acquires a database connection for the request or fails it with SRV_EBUSY. */
 struct srv_db *srv_req_db(struct srv_req *req);
 void srv_req_db_release(struct srv_req *req, struct srv_db *db);
