@@ -129,7 +129,8 @@ srv_blob_response(struct srv_req *req, const struct srv_blob_spec *spec, struct 
     g->blob_id = spec->blob_id;
     g->stored_size = spec->stored_size;
     g->raw_size = spec->raw_size;
-    memcpy(g->prefix, spec->prefix, spec->prefix_len);
+    if (spec->prefix_len > 0)
+        memcpy(g->prefix, spec->prefix, spec->prefix_len);
     g->prefix_len = spec->prefix_len;
     snprintf(g->sha256, sizeof g->sha256, "%s", spec->sha256);
     snprintf(g->req_id, sizeof g->req_id, "%s", req->id);
