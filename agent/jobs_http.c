@@ -87,24 +87,11 @@ on_write(char *p, size_t size, size_t n, void *user)
         if (status == 200)
             return fwrite(p, 1, len, s->f);
     }
-    if (c->len + len + 1 > BODY_MAX) {
+    /* at most BODY_MAX - 1 bytes of answer, as before (the NUL counted in BODY_MAX) */
+    int rc = agt_answer_append(&c->body, &c->len, &c->cap, BODY_MAX - 1, p, len);
+    if (rc == 1)
         c->too_big = 1;
-        return 0;
-    }
-    if (c->len + len + 1 > c->cap) {
-        size_t cap = c->cap ? c->cap : 4096;
-        while (cap < c->len + len + 1)
-            cap *= 2;
-        char *d = realloc(c->body, cap);
-        if (d == NULL)
-            return 0;
-        c->body = d;
-        c->cap = cap;
-    }
-    memcpy(c->body + c->len, p, len);
-    c->len += len;
-    c->body[c->len] = '\0';
-    return len;
+    return rc == 0 ? len : 0;
 }
 
 static size_t

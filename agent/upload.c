@@ -237,29 +237,36 @@ struct client {
     uint64_t rng;
 };
 
+int
+agt_answer_append(char **data, size_t *len, size_t *cap, size_t max, const char *p, size_t n)
+{
+    if (*len + n > max)
+        return 1;
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 4096;
+        while (c < *len + n + 1)
+            c *= 2;
+        char *d = realloc(*data, c);
+        if (d == NULL)
+            return -1;
+        *data = d;
+        *cap = c;
+    }
+    memcpy(*data + *len, p, n);
+    *len += n;
+    (*data)[*len] = '\0';
+    return 0;
+}
+
 static size_t
 on_write(char *p, size_t size, size_t n, void *user)
 {
     struct answer *a = user;
     size_t len = size * n;
-    if (a->len + len > ANSWER_MAX) {
+    int rc = agt_answer_append(&a->data, &a->len, &a->cap, ANSWER_MAX, p, len);
+    if (rc == 1)
         a->too_big = 1;
-        return 0;
-    }
-    if (a->len + len + 1 > a->cap) {
-        size_t cap = a->cap ? a->cap : 4096;
-        while (cap < a->len + len + 1)
-            cap *= 2;
-        char *d = realloc(a->data, cap);
-        if (d == NULL)
-            return 0;
-        a->data = d;
-        a->cap = cap;
-    }
-    memcpy(a->data + a->len, p, len);
-    a->len += len;
-    a->data[a->len] = '\0';
-    return len;
+    return rc == 0 ? len : 0;
 }
 
 static size_t

@@ -114,4 +114,11 @@ int agt_missing_parse(json_t *run, int n_layers, unsigned char *missing, struct 
 /* "CODE: MESSAGE" of a JSON error body, or the body's start when it is not one. */
 void agt_server_error(const char *body, size_t len, char *out, size_t size);
 
+/*
+ * Appends n bytes at p to the NUL-terminated buffer *data (*len bytes in *cap), growing it,
+ * while *len stays at most max: an HTTP answer collected by a curl write callback. 0, 1 when
+ * it would pass max (nothing appended), -1 out of memory.
+ */
+int agt_answer_append(char **data, size_t *len, size_t *cap, size_t max, const char *p, size_t n);
+
 #endif
