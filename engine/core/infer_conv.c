@@ -42,6 +42,9 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
         return rc;
     for (int a = 0; a < GD_MAX_SPATIAL; a++)
         p->kernel[a] = a < lead ? 1 : w->dim[2 + a - lead];
+    rc = gd__window_kernel(p->kernel, err);
+    if (rc != 0)
+        return rc;
     int64_t ks[GD_MAX_SPATIAL];
     int nk = 0;
     rc = gd__attr_ints(n, "kernel_shape", ns, GD_MAX_SPATIAL, ks, &nk, err);
@@ -55,7 +58,8 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
     if (!transpose) {
         /* weight (M, C/group, k...) */
         cout = w->dim[0];
-        if (w->dim[1] * group != cin)
+        int64_t want_cin;
+        if (__builtin_mul_overflow(w->dim[1], group, &want_cin) || want_cin != cin)
             return gd_err_set(err, GD_ESHAPE, "input has %lld channels; weight expects %lld x "
                               "group %lld", (long long)cin, (long long)w->dim[1],
                               (long long)group);
@@ -70,7 +74,9 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
         if (cin % group != 0)
             return gd_err_set(err, GD_ESHAPE, "%lld input channels do not divide into %lld "
                               "groups", (long long)cin, (long long)group);
-        cout = w->dim[1] * group;
+        if (__builtin_mul_overflow(w->dim[1], group, &cout))
+            return gd_err_set(err, GD_ESHAPE, "%lld output channels per group x %lld groups "
+                              "is too many", (long long)w->dim[1], (long long)group);
     }
     if (b != NULL && (b->ndim != 1 || b->dim[0] != cout))
         return gd_err_set(err, GD_ESHAPE, "bias must have shape (%lld)", (long long)cout);
@@ -79,7 +85,9 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
     if (rc != 0)
         return rc;
     int64_t in[GD_MAX_SPATIAL], out[GD_MAX_SPATIAL];
-    gd__spatial_in(x, in);
+    rc = gd__spatial_in(x, in, err);
+    if (rc != 0)
+        return rc;
     if (!transpose) {
         if (ap == GD__PAD_SAME_UPPER || ap == GD__PAD_SAME_LOWER)
             gd__same_pads(ap == GD__PAD_SAME_UPPER, in, p);
@@ -109,15 +117,23 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
             p->output_padding[a] = op[a];
         }
         int64_t want[GD_MAX_SPATIAL] = {0, 0, 0};
+        int too_large = 0;
         for (int a = lead; a < GD_MAX_SPATIAL; a++) {
+            if (n_os > 0 && os[a - lead] < 1)
+                return gd_err_set(err, GD_EMODEL, "output_shape %lld is not positive",
+                                  (long long)os[a - lead]);
             if (n_os > 0)
                 want[a] = os[a - lead];
             else if (ap == GD__PAD_SAME_UPPER || ap == GD__PAD_SAME_LOWER)
-                want[a] = in[a] * p->strides[a];
+                too_large |= __builtin_mul_overflow(in[a], p->strides[a], &want[a]);
         }
         for (int a = 0; a < GD_MAX_SPATIAL; a++) {
             int64_t span = p->dilations[a] * (p->kernel[a] - 1) + 1;
-            int64_t full = p->strides[a] * (in[a] - 1) + p->output_padding[a] + span;
+            int64_t full;
+            too_large |= __builtin_mul_overflow(p->strides[a], in[a] - 1, &full);
+            too_large |= __builtin_add_overflow(full, p->output_padding[a] + span, &full);
+            if (too_large)
+                return gd_err_set(err, GD_ESHAPE, "the output would be too large");
             int64_t *pb = &p->pads[a], *pe = &p->pads[a + GD_MAX_SPATIAL];
             if (want[a] > 0) {
                 /* an output_shape larger than the op makes gives negative pads (ONNX's

@@ -55,12 +55,11 @@ infer_window_pool(struct gd__infer_call *c, struct gd_err *err)
         return rc;
     if (nk == 0)
         return gd_err_set(err, GD_EMODEL, "kernel_shape is required");
-    for (int a = 0; a < GD_MAX_SPATIAL; a++) {
+    for (int a = 0; a < GD_MAX_SPATIAL; a++)
         p->kernel[a] = a < lead ? 1 : ks[a - lead];
-        if (p->kernel[a] < 1)
-            return gd_err_set(err, GD_EMODEL, "kernel_shape must be positive");
-    }
-    rc = gd__spatial_geometry(n, ns, 1, p, err);
+    rc = gd__window_kernel(p->kernel, err);
+    if (rc == 0)
+        rc = gd__spatial_geometry(n, ns, 1, p, err);
     int64_t v;
     if (rc == 0)
         rc = gd__attr_int(n, "ceil_mode", 0, &v, err);
@@ -90,7 +89,9 @@ infer_window_pool(struct gd__infer_call *c, struct gd_err *err)
     if (rc != 0)
         return rc;
     int64_t in[GD_MAX_SPATIAL];
-    gd__spatial_in(x, in);
+    rc = gd__spatial_in(x, in, err);
+    if (rc != 0)
+        return rc;
     if (ap == GD__PAD_SAME_UPPER || ap == GD__PAD_SAME_LOWER)
         gd__same_pads(ap == GD__PAD_SAME_UPPER, in, p);
     else if (ap == GD__PAD_VALID)

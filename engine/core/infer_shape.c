@@ -58,7 +58,9 @@ infer_concat(struct gd__infer_call *c, struct gd_err *err)
                               gd_shape_format(s->ndim, s->dim, b, sizeof b),
                               gd_shape_format(x->ndim, x->dim, a, sizeof a));
         }
-        y.dim[c->params->axis] += s->dim[c->params->axis];
+        if (__builtin_add_overflow(y.dim[c->params->axis], s->dim[c->params->axis],
+                                   &y.dim[c->params->axis]))
+            return gd_err_set(err, GD_ESHAPE, "the concatenation would be too large");
     }
     *c->out[0] = y;
     c->params->mixes_batch = c->params->axis == 0 && c->n_in > 1;
@@ -128,7 +130,10 @@ infer_reshape(struct gd__infer_call *c, struct gd_err *err)
         if (d < 0)
             return gd_err_set(err, GD_EMODEL, "shape[%d] is %lld", i, (long long)d);
         y->dim[i] = d;
-        known_numel *= d;
+        /* The input's element count fits; a product past it cannot match it. */
+        if (__builtin_mul_overflow(known_numel, d, &known_numel))
+            return gd_err_set(err, GD_ESHAPE, "shape[%d] = %lld makes the target shape too "
+                              "large", i, (long long)d);
     }
     int64_t numel = gd__shape_numel(x);
     if (infer_at >= 0) {
@@ -320,7 +325,9 @@ infer_pad(struct gd__infer_call *c, struct gd_err *err)
                               "(axis %d has %lld)", i, (long long)x->dim[i]);
         if (p->pad_mode == GD_PAD_EDGE && x->dim[i] == 0 && (b > 0 || e > 0))
             return gd_err_set(err, GD_EMODEL, "edge padding of an empty axis");
-        y->dim[i] = x->dim[i] + b + e;
+        if (__builtin_add_overflow(x->dim[i], b, &y->dim[i]) ||
+            __builtin_add_overflow(y->dim[i], e, &y->dim[i]))
+            return gd_err_set(err, GD_ESHAPE, "pads of axis %d make it too large", i);
     }
     p->mixes_batch = x->ndim > 0 && (p->pads_nd[0] != 0 || p->pads_nd[x->ndim] != 0);
     return 0;
@@ -487,7 +494,9 @@ infer_split(struct gd__infer_call *c, struct gd_err *err)
         for (int i = 0; i < n; i++) {
             if (split[i] < 0)
                 return gd_err_set(err, GD_EMODEL, "split[%d] is %lld", i, (long long)split[i]);
-            total += split[i];
+            if (__builtin_add_overflow(total, split[i], &total))
+                return gd_err_set(err, GD_ESHAPE, "split sizes add up past the axis (%lld)",
+                                  (long long)len);
         }
         if (total != len)
             return gd_err_set(err, GD_ESHAPE, "split sizes add up to %lld for an axis of %lld",

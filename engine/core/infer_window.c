@@ -85,7 +85,22 @@ gd__spatial_geometry(const struct gd_node *n, int ns, int with_dilations, struct
             return gd_err_set(err, GD_EMODEL, "strides must be at least 1");
         if (p->dilations[a] < 1)
             return gd_err_set(err, GD_EMODEL, "dilations must be at least 1");
+        if (p->strides[a] > GD__WINDOW_MAX || p->dilations[a] > GD__WINDOW_MAX ||
+            p->pads[a] > GD__WINDOW_MAX || p->pads[a + GD_MAX_SPATIAL] > GD__WINDOW_MAX)
+            return gd_err_set(err, GD_ENOTSUP, "strides, dilations and pads above %lld are "
+                              "not supported", (long long)GD__WINDOW_MAX);
     }
+    return 0;
+}
+
+int
+gd__window_kernel(const int64_t *kernel, struct gd_err *err)
+{
+    for (int a = 0; a < GD_MAX_SPATIAL; a++)
+        if (kernel[a] < 1 || kernel[a] > GD__WINDOW_MAX)
+            return gd_err_set(err, kernel[a] < 1 ? GD_EMODEL : GD_ENOTSUP,
+                              "kernel size %lld: from 1 to %lld is supported",
+                              (long long)kernel[a], (long long)GD__WINDOW_MAX);
     return 0;
 }
 
@@ -104,12 +119,17 @@ gd__same_pads(int mode_upper, const int64_t *in, struct gd_params *p)
     }
 }
 
-void
-gd__spatial_in(const struct gd_shape *x, int64_t *dhw)
+int
+gd__spatial_in(const struct gd_shape *x, int64_t *dhw, struct gd_err *err)
 {
     int ns = x->ndim - 2;
     for (int a = 0; a < GD_MAX_SPATIAL; a++) {
         int k = a - (GD_MAX_SPATIAL - ns);
         dhw[a] = k >= 0 ? x->dim[2 + k] : 1;
+        if (dhw[a] > GD__WINDOW_INPUT_MAX)
+            return gd_err_set(err, GD_ENOTSUP, "a spatial axis of %lld elements (above %lld) "
+                              "is not supported", (long long)dhw[a],
+                              (long long)GD__WINDOW_INPUT_MAX);
     }
+    return 0;
 }

@@ -262,10 +262,21 @@ int gd__spatial_geometry(const struct gd_node *n, int ns, int with_dilations, st
  * (UPPER) or the beginning (LOWER). Needs p->kernel, strides, dilations; in as from
  * gd__spatial_in(). */
 void gd__same_pads(int mode_upper, const int64_t *in, struct gd_params *p);
+/*
+ * The largest stride, dilation, pad and kernel size a window takes (gd__spatial_geometry and
+ * gd__window_kernel check them), and the largest spatial input (gd__spatial_in): with those,
+ * no window length (dilation x (kernel - 1) + 1, input + pads, the SAME pads) overflows
+ * int64. ConvTranspose's stride x input is checked where it is made.
+ */
+#define GD__WINDOW_MAX ((int64_t)INT32_MAX)
+#define GD__WINDOW_INPUT_MAX (INT64_C(1) << 61)
+/* Checks that every kernel[GD_MAX_SPATIAL] size is from 1 to GD__WINDOW_MAX. */
+int gd__window_kernel(const int64_t *kernel, struct gd_err *err);
 
 /* Spatial sizes of an (N, C, spatial...) shape of 1 to 3 spatial axes as (D, H, W),
- * right-aligned with 1 for the missing leading axes. */
-void gd__spatial_in(const struct gd_shape *x, int64_t *dhw);
+ * right-aligned with 1 for the missing leading axes; an axis above GD__WINDOW_INPUT_MAX is
+ * refused (GD_ENOTSUP). */
+int gd__spatial_in(const struct gd_shape *x, int64_t *dhw, struct gd_err *err);
 
 /* Product of dims (1 for a scalar). */
 int64_t gd__shape_numel(const struct gd_shape *s);
