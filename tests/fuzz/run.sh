@@ -10,6 +10,11 @@
 # finding or a broken promise (the targets abort on those) fails the script, and the input
 # that did it is left in WORKDIR as crash-*, leak-* or timeout-*: add it to the corpus with
 # the fix. Prints one line per target (executions, seconds, corpus size) and a total.
+#
+# FUZZ_SEED sets libFuzzer's random seed (-seed): a fixed number (the test job's default is
+# 1) makes a run repeat exactly on the same sources, so a CI result can be reproduced and a
+# failure is the change's, not the draw's; 0 draws a new seed each run (libFuzzer's default,
+# for the long campaigns that look for new bugs). The seed used is printed.
 # Needs clang and libFuzzer (Debian: clang, libclang-rt-14-dev; deploy/setup.sh installs
 # them); without them it says so and exits 77.
 set -eu
@@ -21,6 +26,10 @@ fi
 src=$(cd "$1" && pwd)
 work=$(mkdir -p "$2" && cd "$2" && pwd)
 runs=${3:-20000}
+seed=${FUZZ_SEED:-0}
+case "$seed" in
+''|*[!0-9]*) echo "fuzz: FUZZ_SEED must be a non-negative integer, not '$seed'" >&2; exit 2 ;;
+esac
 jobs=${JOBS:-2}
 command -v clang >/dev/null 2>&1 || { echo "fuzz: clang is not installed"; exit 77; }
 printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ return 0; }\n' \
@@ -46,12 +55,18 @@ make -C "$work/build" -j"$jobs" CPU_VECTOR_CFLAGS=-ftree-vectorize fuzz-targets 
 
 total=0
 failed=0
+if [ "$seed" = 0 ]; then
+    echo "fuzz: a new random seed for each target (FUZZ_SEED=0)"
+else
+    echo "fuzz: seed $seed for every target (FUZZ_SEED; 0 draws one)"
+fi
 for f in "$src"/tests/fuzz/fuzz_*.c; do
     target=$(basename "$f" .c)
     name=${target#fuzz_}
     n=$(eval "echo \${FUZZ_RUNS_$name:-$runs}")
     mkdir -p "$work/corpus/$name"
-    set -- -runs="$n" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1
+    set -- -runs="$n" -seed="$seed" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -print_final_stats=1
     [ -f "$src/tests/fuzz/$name.dict" ] && set -- "$@" -dict="$src/tests/fuzz/$name.dict"
     seeds=""
     [ -d "$src/tests/fuzz/corpus/$name" ] && seeds="$src/tests/fuzz/corpus/$name"
@@ -66,7 +81,8 @@ for f in "$src"/tests/fuzz/fuzz_*.c; do
             "0 crashes, corpus $size new inputs"
         total=$((total + ${done_runs:-0}))
     else
-        echo "fuzz: $target FAILED (log: $log); the input that failed:" \
+        echo "fuzz: $target FAILED (log: $log; seed: $(sed -n 's/.*Seed: \([0-9]*\).*/\1/p' \
+            "$log" | head -n 1)); the input that failed:" \
             "$(ls "$work" | grep -E '^(crash|leak|timeout|oom)-' | tr '\n' ' ')"
         grep -E "ERROR|SUMMARY|runtime error" "$log" | head -n 5
         failed=$((failed + 1))

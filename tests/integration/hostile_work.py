@@ -86,7 +86,8 @@ elif PHASE == "starve":
     started = time.monotonic()
 
     def ask(i):
-        answers[i] = get(diff_target(a, b, "%de-9" % (i + 1)), timeout=120)
+        ans, secs = get(diff_target(a, b, "%de-9" % (i + 1)), timeout=120)
+        answers[i] = (ans, secs, time.monotonic())  # the answer, its latency, when it came
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(8)]
     for t in threads:
@@ -106,13 +107,20 @@ elif PHASE == "starve":
     check(len(done) == 3 and len(full) == 5,
           "8 uncached diffs at once: %d computed, %d refused 503 queue_full with Retry-After"
           % (len(done), len(full)))
-    check(all(x[1] < 1.0 for x in full), "the refusals came at once (slowest %.3f s)"
-          % max([x[1] for x in full] or [0]))
+    # Orders, not clocks (2 shared cores, sanitized builds, other tests beside this one): a
+    # refusal is sent without waiting for a diff, so every one comes before the first diff
+    # computed; /healthz is not queued behind the diffs, so it answers every probe while
+    # they run. Before the compare pool the threads serving connections computed the diffs,
+    # and /healthz got 1 answer in 1.7 s; the bounds below are 20x and more the medians
+    # measured here (1 to 12 ms), so starvation fails them, a slow machine should not.
+    first_done = min([x[2] for x in done] or [float("inf")])
+    check(all(x[2] < first_done for x in full),
+          "the refusals came before the first diff was done (slowest refusal %.3f s, first "
+          "diff %.3f s)" % (max([x[1] for x in full] or [0]),
+                            first_done - started if done else float("inf")))
     good = sorted(x for x in lat if x is not None)
     median = good[len(good) // 2] if good else float("inf")
-    # Loose on the slowest (2 shared cores, sanitized builds too): before the compare pool
-    # the threads serving connections computed the diffs, and /healthz got 1 answer in 1.7 s.
-    check(len(good) == len(lat) and len(lat) >= 10 and median < 0.02 and good[-1] < 1.0,
+    check(len(good) == len(lat) and len(lat) >= 3 and median < 0.25 and good[-1] < 2.5,
           "/healthz answered all %d probes while they were computed, median %.1f ms, the "
           "slowest in %.1f ms" % (len(lat), median * 1e3, (good or [0])[-1] * 1e3))
 elif PHASE in ("big", "slow"):
