@@ -115,9 +115,11 @@ def hold_and_probe(idle, slow, what):
     good = sorted(x for x in lat if x is not None)
     worst = good[-1] if good else float("inf")
     median = good[len(good) // 2] if good else float("inf")
-    # Every probe answered, most in milliseconds. The bound on the slowest is loose: this
-    # runs on 2 shared cores, sanitized builds too; before the front door most got nothing.
-    check(len(good) == len(lat) and median < 0.02 and worst < 1.0,
+    # Every probe answered, most in milliseconds. The bounds are loose (2 shared cores,
+    # sanitized builds, other tests beside this one; medians here are a few ms) but below the
+    # 2 s header timeout a starved probe would wait for: before the front door most got
+    # nothing.
+    check(len(good) == len(lat) and median < 0.25 and worst < 1.5,
           "%s: %d sockets open, /healthz answered %d of %d probes, median %.1f ms, the "
           "slowest in %.1f ms" % (what, opened, len(good), len(lat), median * 1e3, worst * 1e3))
     # Everything is closed by the server within the header timeout and a second or two.

@@ -153,7 +153,7 @@ time.sleep(0.2)
 bad, worst = probe(10, 0.15)
 for t in threads:
     t.join()
-check(bad == 0 and worst < 1.0,
+check(bad == 0 and worst < 1.5,  # loose for a loaded machine, below the slow clients' 2 s
       "/healthz over TLS answered 10 times in at most %.0f ms while 10 slow clients held "
       "connections (%d failed)" % (worst * 1e3, bad))
 for i in range(8):
