@@ -44,6 +44,10 @@ int agt_fail(const struct gd_err *err, enum agt_phase phase);
 /* Sends the engine's log to stderr; verbose adds debug messages. */
 void agt_log_init(int verbose);
 
+/* A byte count, plain or with K, M or G (powers of 1024): 0 with *out set, -1 when s is
+ * none or too large. */
+int agt_parse_size(const char *s, int64_t *out);
+
 /* Writes the exit code table for --help texts. */
 void agt_print_exit_codes(FILE *out);
 

@@ -109,7 +109,13 @@ on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t 
 {
     (void)dt, (void)dn, (void)ut, (void)un;
     struct agt_http *c = user;
-    return c->stop != NULL && *c->stop ? 1 : 0;
+    if (c->stop != NULL && *c->stop)
+        return 1;
+    if (c->on_tick != NULL && c->on_tick(c->tick_user) != 0) {
+        c->tick_stopped = 1;
+        return 1;
+    }
+    return 0;
 }
 
 CURLcode
@@ -119,6 +125,7 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     *status = 0;
     c->len = 0;
     c->too_big = 0;
+    c->tick_stopped = 0;
     if (c->body != NULL)
         c->body[0] = '\0';
     c->curl_err[0] = '\0';
@@ -163,6 +170,8 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+    if (r->out != NULL && c->max_recv_rate > 0)
+        curl_easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->max_recv_rate);
     if (strcmp(r->method, "PUT") == 0) {
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
@@ -206,7 +215,7 @@ agt_http_call(struct agt_http *c, const struct agt_http_req *r, int retries, lon
     for (;;) {
         struct gd_err e = {0};
         CURLcode cc = agt_http_once(c, r, status, &e);
-        if (c->stop != NULL && *c->stop) {
+        if ((c->stop != NULL && *c->stop) || c->tick_stopped) {
             gd_err_set(err, GD_EIO, "%s %s: stopped", r->method, r->path);
             return AGT_EXIT_UPLOAD;
         }

@@ -66,6 +66,10 @@ serve_usage(FILE *out)
             "                      the job (default: $STATE_DIRECTORY/work, else CACHE/work)\n"
             "  --once              exit after the first job (0 when it was reported)\n"
             "  --poll-wait S       how long one long poll waits for work, 0 to 60 s (default 30)\n"
+            "  --max-download-rate BYTES  the most bytes per second a job file downloads at\n"
+            "                      (K, M, G: powers of 1024; default: no limit), to spare a\n"
+            "                      shared link. Heartbeats go on during a download, on their\n"
+            "                      own connection: a large model does not lose the lease\n"
             "  -h, --help          this help\n\n"
             "The token: --token, or better " AGT_TOKEN_ENV " (out of the process list; the\n"
             "child runs get it the same way). Every request follows the TLS rules above.\n\n");
@@ -130,7 +134,7 @@ mkdir_p(const char *path)
 static int
 serve_parse(int argc, char **argv, struct agt_serve *s)
 {
-    enum { O_BACKEND = 256, O_LABEL, O_HOST, O_CACHE, O_WORK, O_ONCE, O_POLL_WAIT };
+    enum { O_BACKEND = 256, O_LABEL, O_HOST, O_CACHE, O_WORK, O_ONCE, O_POLL_WAIT, O_RATE };
     static const struct option longopts[] = {
         AGT_UPLOAD_LONGOPTS,
         {"backend", required_argument, NULL, O_BACKEND},
@@ -140,6 +144,7 @@ serve_parse(int argc, char **argv, struct agt_serve *s)
         {"work", required_argument, NULL, O_WORK},
         {"once", no_argument, NULL, O_ONCE},
         {"poll-wait", required_argument, NULL, O_POLL_WAIT},
+        {"max-download-rate", required_argument, NULL, O_RATE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -200,6 +205,14 @@ serve_parse(int argc, char **argv, struct agt_serve *s)
             s->poll_wait = (int)v;
             break;
         }
+        case O_RATE:
+            if (agt_parse_size(optarg, &s->max_download_rate) != 0 ||
+                s->max_download_rate < 1024) {
+                fprintf(stderr, "gpudiff-agent serve: --max-download-rate takes bytes per "
+                                "second, 1K or more (e.g. 500K, 20M), not %s\n", optarg);
+                return -1;
+            }
+            break;
         case 'h':
             serve_usage(stdout);
             return 1;
@@ -445,7 +458,8 @@ agt_cmd_serve(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     struct gd_err err = {0};
-    if (agt_http_open(&s.http, &s.up, "serve", &err) != 0) {
+    if (agt_http_open(&s.http, &s.up, "serve", &err) != 0 ||
+        agt_http_open(&s.beat, &s.up, "serve-beat", &err) != 0) {
         fprintf(stderr, "gpudiff-agent serve: %s\n", err.msg);
         code = AGT_EXIT_INTERNAL;
         goto done;
@@ -457,6 +471,7 @@ agt_cmd_serve(int argc, char **argv)
         fprintf(stderr, "gpudiff-agent serve: stopped by a signal\n");
 done:
     agt_http_close(&s.http);
+    agt_http_close(&s.beat);
     json_decref(s.labels);
     return code;
 }

@@ -15,6 +15,8 @@
 struct agt_serve {
     struct agt_upload_opts up;
     struct agt_http http;
+    struct agt_http beat;      /* heartbeats, also sent while http downloads a job's file */
+    int64_t max_download_rate; /* --max-download-rate, bytes per second; 0: no limit */
     const char *backends[SERVE_MAX_DEVICES];
     int n_backends;
     char keys[SERVE_MAX_DEVICES][320]; /* HOST/BACKEND */

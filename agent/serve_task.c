@@ -124,9 +124,10 @@ heartbeat(struct task *t)
     long status;
     struct gd_err err = {0};
     double every = t->lease_seconds / 3.0 < 1 ? 1 : t->lease_seconds / 3.0;
-    t->s->http.stop = t->s->hard_stop;
-    CURLcode cc = agt_http_once(&t->s->http, &r, &status, &err);
-    t->s->http.stop = NULL;
+    struct agt_http *c = &t->s->beat;
+    c->stop = t->s->hard_stop;
+    CURLcode cc = agt_http_once(c, &r, &status, &err);
+    c->stop = NULL;
     if (cc != CURLE_OK || status >= 500) {
         fprintf(stderr, "gpudiff-agent serve: heartbeat of lease %s: %s; again in 2 s\n",
                 t->lease_id, cc != CURLE_OK ? err.msg : "the daemon failed");
@@ -135,7 +136,7 @@ heartbeat(struct task *t)
     }
     if (status == 409) {
         char why[400];
-        agt_http_error(&t->s->http, why, sizeof why);
+        agt_http_error(c, why, sizeof why);
         fprintf(stderr, "gpudiff-agent serve: job %s on %s: the daemon took the lease back "
                         "(%s): stopping the run\n", t->job_id, t->key, why);
         t->lost = 1;
@@ -143,11 +144,21 @@ heartbeat(struct task *t)
     }
     if (status != 200) {
         char why[400];
-        agt_http_error(&t->s->http, why, sizeof why);
+        agt_http_error(c, why, sizeof why);
         fprintf(stderr, "gpudiff-agent serve: heartbeat of lease %s: %ld %s\n", t->lease_id,
                 status, why);
     }
     t->next_beat = now() + every;
+}
+
+/* While a file downloads: the heartbeats that are due (on their own client); a lease taken
+ * back abandons the download. */
+static int
+download_tick(void *user)
+{
+    struct task *t = user;
+    heartbeat(t);
+    return t->lost;
 }
 
 /* The file of hash sha in the cache, downloaded when it is not there; path gets its name. */
@@ -164,7 +175,14 @@ cache_file(struct task *t, const char *sha, const char *name, char *path, size_t
     snprintf(url, sizeof url, "/api/v1/files/%s", sha);
     struct agt_http_req r = {.method = "GET", .path = url, .out = tmp};
     long status;
-    int code = agt_http_call(&t->s->http, &r, t->s->up.retries, &status, err);
+    struct agt_http *c = &t->s->http;
+    c->on_tick = download_tick;
+    c->tick_user = t;
+    c->max_recv_rate = t->s->max_download_rate;
+    int code = agt_http_call(c, &r, t->s->up.retries, &status, err);
+    c->on_tick = NULL;
+    c->tick_user = NULL;
+    c->max_recv_rate = 0;
     if (code == 0 && status != 200) {
         char why[400];
         agt_http_error(&t->s->http, why, sizeof why);
@@ -209,8 +227,13 @@ place_files(struct task *t, char **argv, int *argc, struct gd_err *err)
             return gd_err_set(err, GD_EINVAL, "file %s has role %.40s (model, input, data)",
                               name, role);
         char cached[PATH_MAX + 100], link[PATH_MAX + 300];
-        if (cache_file(t, sha, name, cached, sizeof cached, err) != 0)
+        if (cache_file(t, sha, name, cached, sizeof cached, err) != 0) {
+            if (t->lost) { /* the 409 said it; the lease is no longer ours to report */
+                gd_err_clear(err);
+                return 0;
+            }
             return err->code;
+        }
         heartbeat(t);
         if (t->lost)
             return 0;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent.h"
 #include "sweep.h"
 
 enum axis { AX_CONV, AX_TF32, AX_MATH, AX_WORKSPACE, AX_EMULATE, AX_THREADS, AX_API, AX_BATCH };
@@ -210,8 +211,9 @@ struct axis_vals {
     char v[MAX_VALUES][160];
 };
 
-static int
-parse_size(const char *s, int64_t *out)
+/* Also serve's --max-download-rate (agent.h). */
+int
+agt_parse_size(const char *s, int64_t *out)
 {
     char *end;
     long long v = strtoll(s, &end, 10);
@@ -303,7 +305,7 @@ apply(enum axis axis, const char *v, struct gd_knobs *k, struct gd_err *err)
             k->workspace_limit = -1;
             return 0;
         }
-        if (parse_size(v, &k->workspace_limit) != 0)
+        if (agt_parse_size(v, &k->workspace_limit) != 0)
             break;
         return 0;
     case AX_EMULATE: {

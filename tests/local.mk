@@ -522,7 +522,8 @@ tests_server_check_db_fleet_files_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_db_fleet_files_LDADD = $(SERVER_TEST_LIBS)
 
 # ---- jobagt: gpudiff-agent submit and serve (issue 15 item 1, the agent's half) ----
-JOBAGT_INTEGRATION = tests/integration/agent_jobs.sh tests/integration/fleet_netns.sh
+JOBAGT_INTEGRATION = tests/integration/agent_jobs.sh tests/integration/agent_jobs_download.sh \
+	tests/integration/fleet_netns.sh
 TESTS += $(JOBAGT_INTEGRATION)
 EXTRA_DIST += $(JOBAGT_INTEGRATION) deploy/systemd/gpudiff-agent-serve.service
 check_PROGRAMS += tests/agent/check_jobs_args

@@ -27,7 +27,7 @@ stop_agents() {
     for p in $SERVE_PIDS; do wait "$p" 2>/dev/null || true; done
     SERVE_PIDS=""
 }
-trap 'stop_agents; server_cleanup' EXIT
+SERVER_EXIT_HOOK=stop_agents
 serve() { # NAME GPU-LABEL
     "$AGENT" serve --server "$URL" --backend cpu --host "$1" --label "gpu=$2" \
         --cache "$TMP/cache-$1" --poll-wait 2 2>"$TMP/serve-$1.log" &

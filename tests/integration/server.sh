@@ -34,6 +34,13 @@ server_sanitized() {
 
 server_cleanup() {
     status=$?
+    # A test's own clean-up (agents, a PostgreSQL cluster) goes in SERVER_EXIT_HOOK, run
+    # here after the status is taken: a trap of "other; server_cleanup" would hand this
+    # function the status of `other`, and a failed test would exit 0.
+    set +e
+    if [ -n "${SERVER_EXIT_HOOK:-}" ]; then
+        eval "$SERVER_EXIT_HOOK"
+    fi
     if [ -n "$SERVER_PID" ]; then
         kill -TERM "$SERVER_PID" 2>/dev/null || true
         wait "$SERVER_PID" 2>/dev/null || true

@@ -12,7 +12,7 @@ need_numpy
 GD_TEST_DB=""
 . "$GD_SRCDIR/tests/integration/pg.sh"
 . "$GD_SRCDIR/tests/integration/server.sh"
-trap 'pg_cleanup; server_cleanup' EXIT
+SERVER_EXIT_HOOK=pg_cleanup
 
 "$PYTHON_NUMPY" - "$TMP/dumps" <<'PY'
 import os, sys
