@@ -42,6 +42,24 @@ bind_key(struct srv_stmt *st, const struct srv_diff_key *key)
     srv_stmt_bind_text(st, 6, key->engine_version);
 }
 
+/* The text of column col of st's row: a copy with a newline added. */
+static int
+text_copy(struct srv_stmt *st, int col, char **text, size_t *len, struct gd_err *err)
+{
+    size_t n = 0;
+    const void *data = srv_stmt_blob(st, col, &n);
+    char *copy = malloc(n + 2);
+    if (copy == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory for a diff of %zu bytes", n);
+    if (n > 0)
+        memcpy(copy, data, n);
+    copy[n] = '\n';
+    copy[n + 1] = '\0';
+    *text = copy;
+    *len = n + 1;
+    return 0;
+}
+
 int
 srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **text, size_t *len,
                  struct gd_err *err)
@@ -56,19 +74,7 @@ srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **text,
         rc = s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
         goto done;
     }
-    size_t n = 0;
-    const void *data = srv_stmt_blob(st, 0, &n);
-    char *copy = malloc(n + 2);
-    if (copy == NULL) {
-        rc = gd_err_set(err, GD_ENOMEM, "out of memory for a diff of %zu bytes", n);
-        goto done;
-    }
-    if (n > 0)
-        memcpy(copy, data, n);
-    copy[n] = '\n';
-    copy[n + 1] = '\0';
-    *text = copy;
-    *len = n + 1;
+    rc = text_copy(st, 0, text, len, err);
 done:
     srv_stmt_done(st);
     return rc;
@@ -77,23 +83,57 @@ done:
 static const char SQL_DIFF_ROW[] =
     "SELECT id FROM diffs WHERE run_a = ?1 AND run_b = ?2 AND truth = ?3 AND atol = ?4 "
     "AND rtol = ?5 AND engine_version = ?6";
+/* PostgreSQL: the row, the text's size and, when it is small, the text, in one round trip. */
+static const char SQL_DIFF_ROW_PG[] =
+    "SELECT id, octet_length(json), CASE WHEN octet_length(json) <= ?7 THEN json END "
+    "FROM diffs WHERE run_a = ?1 AND run_b = ?2 AND truth = ?3 AND atol = ?4 AND rtol = ?5 "
+    "AND engine_version = ?6";
+static const char SQL_DIFF_TEXT_BY_ROW[] = "SELECT json FROM diffs WHERE id = ?1";
+
 
 int
-srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, int64_t *row,
-                   uint64_t *len, struct gd_err *err)
+srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, uint64_t inline_max,
+                   int64_t *row, uint64_t *len, char **text, size_t *text_len,
+                   struct gd_err *err)
 {
+    *text = NULL;
+    *text_len = 0;
+    int pg = srv_db_dialect(db) == SRV_SQL_PG;
     struct srv_stmt *st;
-    int rc = srv_db_prepare(db, SQL_DIFF_ROW, &st, err);
+    int rc = srv_db_prepare(db, pg ? SQL_DIFF_ROW_PG : SQL_DIFF_ROW, &st, err);
     if (rc != 0)
         return rc;
     bind_key(st, key);
+    if (pg)
+        srv_stmt_bind_int64(st, 7, inline_max > INT64_MAX ? INT64_MAX : (int64_t)inline_max);
     int s = srv_stmt_step(st, "diff lookup", err);
-    int64_t id = s == SRV_SQL_ROW ? srv_stmt_int64(st, 0) : 0;
-    srv_stmt_done(st);
-    if (s != SRV_SQL_ROW)
+    if (s != SRV_SQL_ROW) {
+        srv_stmt_done(st);
         return s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
+    }
+    int64_t id = srv_stmt_int64(st, 0);
+    if (pg) {
+        *len = (uint64_t)srv_stmt_int64(st, 1);
+        rc = *len <= inline_max ? text_copy(st, 2, text, text_len, err) : 0;
+        srv_stmt_done(st);
+        if (rc != 0)
+            return rc;
+        *row = id;
+        return 0;
+    }
+    srv_stmt_done(st);
     /* The text's size in bytes, without reading it. */
     rc = srv_db_backend(db)->piece_size(srv_db_sql_conn(db), SRV_PIECE_DIFF, id, len, err);
+    if (rc == 0 && *len <= inline_max) {
+        rc = srv_db_prepare(db, SQL_DIFF_TEXT_BY_ROW, &st, err);
+        if (rc != 0)
+            return rc;
+        srv_stmt_bind_int64(st, 1, id);
+        s = srv_stmt_step(st, "diff text", err);
+        rc = s == SRV_SQL_ROW ? text_copy(st, 0, text, text_len, err)
+             : s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
+        srv_stmt_done(st);
+    }
     if (rc != 0)
         return rc;
     *row = id;

@@ -127,9 +127,7 @@ srv_diff_get(struct srv_req *req)
             return req->err.code;
         int64_t row = 0;
         uint64_t size = 0;
-        rc = srv_db_diff_locate(db, &key, &row, &size, &err);
-        if (rc == 0 && size <= STREAM_FROM)
-            rc = srv_db_diff_json(db, &key, &text, &len, &err);
+        rc = srv_db_diff_locate(db, &key, STREAM_FROM, &row, &size, &text, &len, &err);
         srv_req_db_release(req, db);
         if (rc == SRV_ENOTFOUND)
             return SRV_EDEFER;

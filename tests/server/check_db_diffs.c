@@ -123,6 +123,46 @@ START_TEST(json_back_as_stored)
 }
 END_TEST
 
+/* locate: the row and the byte length (the UTF-8 counts in bytes); the text only when it
+ * is at most inline_max bytes, then the same text srv_db_diff_json gives; pieces read by
+ * row give the same bytes. */
+START_TEST(locate_inline_or_by_row)
+{
+    struct srv_db *db = fresh_db();
+    add_run(db, RUN_A);
+    add_run(db, RUN_B);
+    struct srv_diff_key key;
+    key_init(&key);
+    struct gd_err err;
+    char *text = NULL;
+    size_t len = 0;
+    int64_t row = 0;
+    uint64_t size = 0;
+    ck_assert_int_eq(srv_db_diff_locate(db, &key, 1000, &row, &size, &text, &len, &err),
+                     SRV_ENOTFOUND);
+    ck_assert_ptr_null(text);
+    const char *json = "{\"layers\":[{\"name\":\"caf\xc3\xa9\"}]}";
+    size_t n = strlen(json);
+    put(db, &key, json);
+    ck_assert_int_eq(srv_db_diff_locate(db, &key, n, &row, &size, &text, &len, &err), 0);
+    ck_assert_uint_eq(size, n);
+    ck_assert_int_gt(row, 0);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_eq(len, n + 1);
+    ck_assert_int_eq(memcmp(text, json, n), 0);
+    ck_assert_str_eq(text + n, "\n");
+    free(text);
+    text = NULL;
+    ck_assert_int_eq(srv_db_diff_locate(db, &key, n - 1, &row, &size, &text, &len, &err), 0);
+    ck_assert_uint_eq(size, n);
+    ck_assert_ptr_null(text);
+    char buf[64] = {0};
+    ck_assert_msg(srv_db_diff_read(db, row, size, 7, buf, n - 7, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(memcmp(buf, json + 7, n - 7), 0);
+    drop_db(db);
+}
+END_TEST
+
 START_TEST(every_part_of_the_key)
 {
     struct srv_db *db = fresh_db();
@@ -233,6 +273,7 @@ main(void)
     Suite *s = suite_create("db_diffs");
     TCase *tc = tcase_create("cache");
     tcase_add_test(tc, json_back_as_stored);
+    tcase_add_test(tc, locate_inline_or_by_row);
     tcase_add_test(tc, every_part_of_the_key);
     tcase_add_test(tc, summaries);
     tcase_add_test(tc, rows_go_with_their_runs);
