@@ -427,8 +427,8 @@ int srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **t
  * Where a cached diff's text is, for sending it in pieces: its row and its length in bytes
  * (without the newline srv_db_diff_json adds); when that length is at most inline_max, also
  * the text itself as srv_db_diff_json gives it (*text, *text_len; the caller frees it), else
- * *text is NULL. SRV_ENOTFOUND when it is not cached. One query on PostgreSQL (each is a
- * round trip to the database server), the row then the text on SQLite (in-process).
+ * *text is NULL. SRV_ENOTFOUND when it is not cached. The row and length come from one
+ * query, the text is read as a piece (binary: no hex form of the bytea on PostgreSQL).
  */
 int srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, uint64_t inline_max,
                        int64_t *row, uint64_t *len, char **text, size_t *text_len,

@@ -5,6 +5,7 @@
  * history, which then never parse a diff's JSON.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,6 @@
 #include "compare.h"
 #include "db.h"
 
-static const char SQL_DIFF_JSON[] =
-    "SELECT json FROM diffs WHERE run_a = ?1 AND run_b = ?2 AND truth = ?3 AND atol = ?4 "
-    "AND rtol = ?5 AND engine_version = ?6";
 static const char SQL_DIFF_INSERT[] =
     "INSERT INTO diffs(run_a, run_b, truth, atol, rtol, engine_version, first_divergent, "
     "n_layers, json, seconds, created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
@@ -42,55 +40,21 @@ bind_key(struct srv_stmt *st, const struct srv_diff_key *key)
     srv_stmt_bind_text(st, 6, key->engine_version);
 }
 
-/* The text of column col of st's row: a copy with a newline added. */
-static int
-text_copy(struct srv_stmt *st, int col, char **text, size_t *len, struct gd_err *err)
-{
-    size_t n = 0;
-    const void *data = srv_stmt_blob(st, col, &n);
-    char *copy = malloc(n + 2);
-    if (copy == NULL)
-        return gd_err_set(err, GD_ENOMEM, "out of memory for a diff of %zu bytes", n);
-    if (n > 0)
-        memcpy(copy, data, n);
-    copy[n] = '\n';
-    copy[n + 1] = '\0';
-    *text = copy;
-    *len = n + 1;
-    return 0;
-}
-
-int
-srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **text, size_t *len,
-                 struct gd_err *err)
-{
-    struct srv_stmt *st;
-    int rc = srv_db_prepare(db, SQL_DIFF_JSON, &st, err);
-    if (rc != 0)
-        return rc;
-    bind_key(st, key);
-    int s = srv_stmt_step(st, "diff lookup", err);
-    if (s != SRV_SQL_ROW) {
-        rc = s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
-        goto done;
-    }
-    rc = text_copy(st, 0, text, len, err);
-done:
-    srv_stmt_done(st);
-    return rc;
-}
-
+/*
+ * The key's row and the byte length of its text: one query on PostgreSQL (octet_length of
+ * the bytea), the row then the size from the blob handle on SQLite.
+ */
 static const char SQL_DIFF_ROW[] =
     "SELECT id FROM diffs WHERE run_a = ?1 AND run_b = ?2 AND truth = ?3 AND atol = ?4 "
     "AND rtol = ?5 AND engine_version = ?6";
-/* PostgreSQL: the row, the text's size and, when it is small, the text, in one round trip. */
 static const char SQL_DIFF_ROW_PG[] =
-    "SELECT id, octet_length(json), CASE WHEN octet_length(json) <= ?7 THEN json END "
-    "FROM diffs WHERE run_a = ?1 AND run_b = ?2 AND truth = ?3 AND atol = ?4 AND rtol = ?5 "
-    "AND engine_version = ?6";
-static const char SQL_DIFF_TEXT_BY_ROW[] = "SELECT json FROM diffs WHERE id = ?1";
+    "SELECT id, octet_length(json) FROM diffs WHERE run_a = ?1 AND run_b = ?2 AND truth = ?3 "
+    "AND atol = ?4 AND rtol = ?5 AND engine_version = ?6";
 
-
+/*
+ * The text is read as a piece, in binary: a bytea column in a query's text result would
+ * cross as hex (twice the bytes, encoded by the server and decoded here).
+ */
 int
 srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, uint64_t inline_max,
                    int64_t *row, uint64_t *len, char **text, size_t *text_len,
@@ -104,40 +68,51 @@ srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, uint64_t i
     if (rc != 0)
         return rc;
     bind_key(st, key);
-    if (pg)
-        srv_stmt_bind_int64(st, 7, inline_max > INT64_MAX ? INT64_MAX : (int64_t)inline_max);
     int s = srv_stmt_step(st, "diff lookup", err);
     if (s != SRV_SQL_ROW) {
         srv_stmt_done(st);
         return s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
     }
     int64_t id = srv_stmt_int64(st, 0);
-    if (pg) {
-        *len = (uint64_t)srv_stmt_int64(st, 1);
-        rc = *len <= inline_max ? text_copy(st, 2, text, text_len, err) : 0;
-        srv_stmt_done(st);
-        if (rc != 0)
-            return rc;
-        *row = id;
-        return 0;
-    }
+    int64_t pg_len = pg ? srv_stmt_int64(st, 1) : 0;
     srv_stmt_done(st);
-    /* The text's size in bytes, without reading it. */
-    rc = srv_db_backend(db)->piece_size(srv_db_sql_conn(db), SRV_PIECE_DIFF, id, len, err);
-    if (rc == 0 && *len <= inline_max) {
-        rc = srv_db_prepare(db, SQL_DIFF_TEXT_BY_ROW, &st, err);
-        if (rc != 0)
-            return rc;
-        srv_stmt_bind_int64(st, 1, id);
-        s = srv_stmt_step(st, "diff text", err);
-        rc = s == SRV_SQL_ROW ? text_copy(st, 0, text, text_len, err)
-             : s == SRV_SQL_DONE ? gd_err_set(err, SRV_ENOTFOUND, "not cached") : s;
-        srv_stmt_done(st);
-    }
-    if (rc != 0)
+    const struct srv_sql_backend *be = srv_db_backend(db);
+    uint64_t n = (uint64_t)pg_len;
+    if (!pg && (rc = be->piece_size(srv_db_sql_conn(db), SRV_PIECE_DIFF, id, &n, err)) != 0)
         return rc;
+    if (n <= inline_max) {
+        if (n > SIZE_MAX - 2)
+            return gd_err_set(err, GD_ENOMEM, "a diff of %llu bytes", (unsigned long long)n);
+        char *copy = malloc((size_t)n + 2);
+        if (copy == NULL)
+            return gd_err_set(err, GD_ENOMEM, "out of memory for a diff of %llu bytes",
+                              (unsigned long long)n);
+        struct srv_sql_piece_handle *h = NULL;
+        rc = n > 0 ? be->piece_read(srv_db_sql_conn(db), SRV_PIECE_DIFF, id, &h, 0, copy,
+                                    (size_t)n, err)
+                   : 0;
+        be->piece_close(&h);
+        if (rc != 0) {
+            free(copy);
+            return rc;
+        }
+        copy[n] = '\n';
+        copy[n + 1] = '\0';
+        *text = copy;
+        *text_len = (size_t)n + 1;
+    }
     *row = id;
+    *len = n;
     return 0;
+}
+
+int
+srv_db_diff_json(struct srv_db *db, const struct srv_diff_key *key, char **text, size_t *len,
+                 struct gd_err *err)
+{
+    int64_t row;
+    uint64_t size;
+    return srv_db_diff_locate(db, key, UINT64_MAX, &row, &size, text, len, err);
 }
 
 int
