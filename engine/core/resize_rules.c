@@ -138,8 +138,10 @@ source(const struct gd_params *p, int a, int64_t in_len, int64_t o, i128 *n, i12
         }
         i128 span = snI - sd;
         rc = mul(ra, span, &t);
+        if (rc == 0) /* rb - ra is up to 2^125: its product with o is checked too */
+            rc = mul(o, rb - ra, &u);
         if (rc == 0)
-            rc = mul((i128)o * (rb - ra), sd, &u);
+            rc = mul(u, sd, &u);
         if (rc == 0)
             rc = add(t, u, &t);
         if (rc == 0)
@@ -204,11 +206,13 @@ static int
 axis_taps(const struct gd_params *p, int a, int64_t in_len, int64_t o, int taps,
           int64_t *index, long double *w)
 {
-    i128 n, d;
+    i128 n, d, last;
     int rc = source(p, a, in_len, o, &n, &d);
     if (rc != 0)
         return rc;
-    if (p->coord_mode == GD_COORD_TF_CROP_AND_RESIZE && (n < 0 || n > (i128)(in_len - 1) * d)) {
+    /* x = (in - 1): d may be near 2^127, and a product past it exceeds any n */
+    int past = mul(in_len - 1, d, &last) != 0;
+    if (p->coord_mode == GD_COORD_TF_CROP_AND_RESIZE && (n < 0 || (!past && n > last))) {
         for (int k = 0; k < taps; k++) {
             index[k] = -1;
             w[k] = 0;
@@ -223,8 +227,8 @@ axis_taps(const struct gd_params *p, int a, int64_t in_len, int64_t o, int taps,
     if (p->resize_mode == GD_RESIZE_LINEAR) {
         if (n < 0)
             n = 0;
-        if (n > (i128)(in_len - 1) * d)
-            n = (i128)(in_len - 1) * d;
+        if (!past && n > last)
+            n = last;
     }
     i128 f = floor_div(n, d), rem = n - f * d;
     long double t = (long double)rem / (long double)d, s = (long double)(d - rem) / (long double)d;
