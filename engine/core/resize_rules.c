@@ -210,7 +210,8 @@ axis_taps(const struct gd_params *p, int a, int64_t in_len, int64_t o, int taps,
     int rc = source(p, a, in_len, o, &n, &d);
     if (rc != 0)
         return rc;
-    /* x = (in - 1): d may be near 2^127, and a product past it exceeds any n */
+    /* the last index in - 1 as an n over d: (in - 1) d, which may pass 2^127 (d does not),
+     * and is then above any n */
     int past = mul(in_len - 1, d, &last) != 0;
     if (p->coord_mode == GD_COORD_TF_CROP_AND_RESIZE && (n < 0 || (!past && n > last))) {
         for (int k = 0; k < taps; k++) {
