@@ -122,6 +122,25 @@ START_TEST(test_plan_limits)
 }
 END_TEST
 
+/* An axis of 2^40 at scale 1: half_pixel maps o to ((2o + 1) - 1) / 2 = o, the identity;
+ * tf_crop_and_resize with roi 0 to 1/2 maps o to o (in - 1) / (2 (in - 1)) = o / 2, not.
+ * Answered at once (every o was tried, for hours). */
+START_TEST(test_identity_long_axis)
+{
+    int64_t len = INT64_C(1) << 40;
+    struct gd_params p = {0};
+    p.coord_mode = GD_COORD_HALF_PIXEL;
+    p.scale_num[0] = p.scale_den[0] = 1;
+    ck_assert_int_eq(gd__resize_axis_identity(&p, 0, len, len), 1);
+    p.coord_mode = GD_COORD_TF_CROP_AND_RESIZE;
+    p.roi[0] = 0;
+    p.roi[GD_MAX_DIMS] = 0.5;
+    ck_assert_int_eq(gd__resize_axis_identity(&p, 0, len, len), 0);
+    p.roi[GD_MAX_DIMS] = 1;
+    ck_assert_int_eq(gd__resize_axis_identity(&p, 0, len, len), 1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -133,6 +152,7 @@ main(void)
     tcase_add_loop_test(tc, test_reduction_len, 0, of_count(resize_cases));
     tcase_add_test(tc, test_listing);
     tcase_add_test(tc, test_plan_limits);
+    tcase_add_test(tc, test_identity_long_axis);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);
