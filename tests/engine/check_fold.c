@@ -51,8 +51,8 @@ add_constant(struct gd_graph *g, const char *name, struct gd_tensor *t)
  * attribute; returns its code. On success *out is the constant it made.
  */
 static int
-fold(struct gd_graph *g, const char *op, int n_in, const char *const *inputs,
-     const char *attr, int64_t attr_value, const struct gd_tensor **out, struct gd_err *err)
+fold(struct gd_graph *g, const char *op, int n_in, const char *const *inputs, const char *attr,
+     int64_t attr_value, const struct gd_tensor **out, struct gd_err *err)
 {
     struct gd_attr a = {0};
     if (attr != NULL) {
@@ -101,8 +101,8 @@ expect_slice(int64_t start, int64_t end, int64_t step, int n, const int64_t *wan
     ck_assert_msg(rc == 0, "Slice %lld:%lld:%lld: %s", (long long)start, (long long)end,
                   (long long)step, err.msg);
     ck_assert_int_eq(y->ndim, 1);
-    ck_assert_msg(y->shape[0] == n, "Slice %lld:%lld:%lld: %lld values, want %d",
-                  (long long)start, (long long)end, (long long)step, (long long)y->shape[0], n);
+    ck_assert_msg(y->shape[0] == n, "Slice %lld:%lld:%lld: %lld values, want %d", (long long)start,
+                  (long long)end, (long long)step, (long long)y->shape[0], n);
     for (int i = 0; i < n; i++)
         ck_assert_int_eq(((const int64_t *)y->data)[i], want[i]);
     gd_graph_free(g);
@@ -135,8 +135,7 @@ expect_range(int64_t start, int64_t limit, int64_t delta, int code, int64_t n)
     struct gd_err err = {0};
     int rc = fold(g, "Range", 3, in, NULL, 0, &y, &err);
     ck_assert_msg(rc == code, "Range(%lld, %lld, %lld): got %s (%s), want %s", (long long)start,
-                  (long long)limit, (long long)delta, gd_err_name(rc), err.msg,
-                  gd_err_name(code));
+                  (long long)limit, (long long)delta, gd_err_name(rc), err.msg, gd_err_name(code));
     if (code == 0) {
         ck_assert_int_eq(y->shape[0], n);
         for (int64_t i = 0; i < n; i++)
