@@ -185,6 +185,10 @@ engine/io/onnx.pb-c.c: $(ONNX_PROTO)
 	$(AM_V_GEN)$(MKDIR_P) engine/io && cp $(ONNX_PROTO) engine/io/onnx.proto && \
 	$(PROTOC_C) --proto_path=engine/io --c_out=engine/io engine/io/onnx.proto
 libgpudiff_la_CPPFLAGS += $(PROTOBUF_C_CFLAGS) -I$(top_builddir)/engine/io
+# BUILT_SOURCES makes the header first only for all and check: a build of the library alone
+# (`make fuzz-targets`, tests/fuzz/run.sh) needs the objects that include it to say so.
+engine/io/libgpudiff_la-onnx.lo engine/io/libgpudiff_la-onnx_opset.lo \
+engine/io/libgpudiff_la-onnx_tensor.lo engine/io/libgpudiff_la-onnx_wire.lo: engine/io/onnx.pb-c.h
 # On the programs' link line rather than in libgpudiff's LIBADD: it may be the static archive
 # (configure.ac), which libtool warns about inside a library.
 GD_ENGINE_LIBS += $(PROTOBUF_C_LIBS)

@@ -540,3 +540,12 @@ tests_server_check_tls_LDADD = $(SERVER_TEST_LIBS) $(GNUTLS_LIBS)
 TLS_INTEGRATION = tests/integration/server_tls_hostile.sh
 TESTS += $(TLS_INTEGRATION)
 EXTRA_DIST += $(TLS_INTEGRATION) tests/integration/tls.sh tests/integration/hostile_tls.py
+# audit: the fold evaluator at int64's limits (engine/core/fold.c)
+if HAVE_CHECK
+AUDIT_CHECKS = tests/engine/check_fold
+check_PROGRAMS += $(AUDIT_CHECKS)
+TESTS += $(AUDIT_CHECKS)
+tests_engine_check_fold_SOURCES = tests/engine/check_fold.c
+tests_engine_check_fold_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_fold_LDADD = $(TEST_LIBS)
+endif

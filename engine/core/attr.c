@@ -1,4 +1,5 @@
 /* attr.c: typed reads of node attributes for shape inference, and shape helpers. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,13 +115,20 @@ gd__const_ints(const struct gd_tensor *t, const char *what, int max, int64_t *ou
         return gd_err_set(err, GD_EMODEL, "%s has %lld values (at most %d)", what, (long long)n,
                           max);
     for (int64_t i = 0; i < n; i++) {
+        /* integers exactly (not through a double); a float only when it is an integer in
+         * int64's range, tested before the conversion (of a NaN or 1e30 it is undefined) */
+        if (!gd_dtype_is_float(t->dtype)) {
+            out[i] = gd_tensor_get_i64(t, i);
+            if (t->dtype == GD_U64 && ((const uint64_t *)t->data)[i] > (uint64_t)INT64_MAX)
+                return gd_err_set(err, GD_EMODEL, "%s holds %llu, above 2^63 - 1", what,
+                                  (unsigned long long)((const uint64_t *)t->data)[i]);
+            continue;
+        }
         double v = gd_tensor_get_f64(t, i);
-        if (t->dtype == GD_I64)
-            out[i] = ((const int64_t *)t->data)[i];
-        else if (v != (double)(int64_t)v)
-            return gd_err_set(err, GD_EMODEL, "%s holds %g, not an integer", what, v);
-        else
-            out[i] = (int64_t)v;
+        if (!(v >= -0x1p63 && v < 0x1p63) || v != trunc(v))
+            return gd_err_set(err, GD_EMODEL, "%s holds %g, not an integer of int64's range",
+                              what, v);
+        out[i] = (int64_t)v;
     }
     *n_out = (int)n;
     return 0;

@@ -501,7 +501,10 @@ fold_concat(struct fold_call *c, struct gd_err *err)
                               gd_dtype_name(x0->dtype),
                               gd_shape_format(x0->ndim, x0->shape, b, sizeof b));
         }
-        s.dim[axis] += x->shape[axis];
+        /* each input's size fits, their sum need not (empty inputs of huge axes) */
+        if (__builtin_add_overflow(s.dim[axis], x->shape[axis], &s.dim[axis]))
+            return gd_err_set(err, GD_ESHAPE, "the concatenation along axis %lld would be "
+                              "longer than 2^63 - 1", (long long)axis);
     }
     struct gd_tensor *t = new_tensor(x0->dtype, &s, err);
     if (t == NULL)
@@ -622,14 +625,16 @@ fold_slice(struct fold_call *c, struct gd_err *err)
             b += dim;
         if (e < 0)
             e += dim;
+        /* ceil(span / |st|) as (span - 1) / |st| + 1: no sum with st, and no -st (st may be
+         * INT64_MIN); C's division truncates, so for st < 0, (span - 1) / st is -that. */
         if (st > 0) {
             b = b < 0 ? 0 : b > dim ? dim : b;
             e = e < 0 ? 0 : e > dim ? dim : e;
-            s.dim[a] = e > b ? (e - b + st - 1) / st : 0;
+            s.dim[a] = e > b ? (e - b - 1) / st + 1 : 0;
         } else {
             b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            s.dim[a] = b > e ? (b - e + (-st) - 1) / (-st) : 0;
+            s.dim[a] = b > e ? 1 - (b - e - 1) / st : 0;
         }
         first[a] = b;
         step[a] = st;
@@ -957,7 +962,8 @@ fold_range(struct fold_call *c, struct gd_err *err)
     int64_t start = v[0], limit = v[1], delta = v[2], span;
     if (delta == 0)
         return gd_err_set(err, GD_EINVAL, "delta is 0");
-    if (__builtin_sub_overflow(limit, start, &span))
+    /* span / -1 overflows for span = INT64_MIN (a range of 2^63 values) */
+    if (__builtin_sub_overflow(limit, start, &span) || (span == INT64_MIN && delta == -1))
         return gd_err_set(err, GD_ERANGE, "int64 overflow in the range's length");
     /* max(ceil(span / delta), 0) in integers */
     int64_t n = span / delta + ((span % delta != 0) && ((span < 0) == (delta < 0)));

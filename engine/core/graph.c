@@ -392,6 +392,11 @@ infer_all(const struct gd_graph *g, const struct gd_shape *input_shapes,
             return gd_err_set(err, GD_ESHAPE, "input %s has shape %s, the model declares %s",
                               name, gd_shape_format(s->ndim, s->dim, got, sizeof got),
                               gd_shape_format(d->shape.ndim, d->shape.dim, want, sizeof want));
+        /* The bound every node's outputs get (so products of a value's dims fit int64)
+         * holds for the inputs too: a declared shape need not be one a tensor can have. */
+        int rc = gd_shape_check(s->ndim, s->dim, gd_dtype_size(d->dtype), err);
+        if (rc != 0)
+            return gd_err_prefix(err, "input %s: ", name);
         value_shapes[g->inputs[i]] = *s;
     }
     for (int ni = 0; ni < g->n_nodes; ni++) {

@@ -503,7 +503,7 @@ infer_split(struct gd__infer_call *c, struct gd_err *err)
                               (long long)total, (long long)len);
     } else if (has_num) {
         /* opset 18: chunks of ceil(len / n), the last one smaller */
-        int64_t chunk = (len + c->n_out - 1) / c->n_out;
+        int64_t chunk = len / c->n_out + (len % c->n_out != 0); /* len + n - 1 may overflow */
         for (int i = 0; i < c->n_out; i++) {
             split[i] = i + 1 < c->n_out ? chunk : len - chunk * (c->n_out - 1);
             if (split[i] < 0)

@@ -138,8 +138,10 @@ source(const struct gd_params *p, int a, int64_t in_len, int64_t o, i128 *n, i12
         }
         i128 span = snI - sd;
         rc = mul(ra, span, &t);
+        if (rc == 0) /* rb - ra is up to 2^125: its product with o is checked too */
+            rc = mul(o, rb - ra, &u);
         if (rc == 0)
-            rc = mul((i128)o * (rb - ra), sd, &u);
+            rc = mul(u, sd, &u);
         if (rc == 0)
             rc = add(t, u, &t);
         if (rc == 0)
@@ -157,7 +159,10 @@ gd__resize_axis_identity(const struct gd_params *p, int a, int64_t in_len, int64
 {
     if (in_len != out_len)
         return 0;
-    for (int64_t o = 0; o < out_len; o++) {
+    /* In every mode of source() d is the same for each o and n is affine in o: the map is
+     * the identity when it takes 0 to 0 and 1 to 1. (A loop over every o took hours on an
+     * axis of 2^40, which a declared input shape can have.) */
+    for (int64_t o = 0; o < out_len && o < 2; o++) {
         i128 n, d;
         int rc = source(p, a, in_len, o, &n, &d);
         if (rc != 0)
@@ -204,11 +209,14 @@ static int
 axis_taps(const struct gd_params *p, int a, int64_t in_len, int64_t o, int taps,
           int64_t *index, long double *w)
 {
-    i128 n, d;
+    i128 n, d, last;
     int rc = source(p, a, in_len, o, &n, &d);
     if (rc != 0)
         return rc;
-    if (p->coord_mode == GD_COORD_TF_CROP_AND_RESIZE && (n < 0 || n > (i128)(in_len - 1) * d)) {
+    /* the last index in - 1 as an n over d: (in - 1) d, which may pass 2^127 (d does not),
+     * and is then above any n */
+    int past = mul(in_len - 1, d, &last) != 0;
+    if (p->coord_mode == GD_COORD_TF_CROP_AND_RESIZE && (n < 0 || (!past && n > last))) {
         for (int k = 0; k < taps; k++) {
             index[k] = -1;
             w[k] = 0;
@@ -223,8 +231,8 @@ axis_taps(const struct gd_params *p, int a, int64_t in_len, int64_t o, int taps,
     if (p->resize_mode == GD_RESIZE_LINEAR) {
         if (n < 0)
             n = 0;
-        if (n > (i128)(in_len - 1) * d)
-            n = (i128)(in_len - 1) * d;
+        if (!past && n > last)
+            n = last;
     }
     i128 f = floor_div(n, d), rem = n - f * d;
     long double t = (long double)rem / (long double)d, s = (long double)(d - rem) / (long double)d;

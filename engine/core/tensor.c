@@ -300,7 +300,15 @@ gd_f64_to_bf16(double d)
 void
 gd__scalar_bytes(enum gd_dtype dtype, double v, unsigned char *out)
 {
-    int64_t i = isfinite(v) ? (int64_t)v : 0;
+    /* Saturated into int64 (uint64 for GD_U64) first: converting a double outside the
+     * integer's range is undefined, and int64's maximum as a pad value arrives as 2^63. */
+    int64_t i = 0;
+    if (!isfinite(v))
+        i = 0;
+    else if (dtype == GD_U64 && v >= 0x1p63)
+        i = v >= 0x1p64 ? -1 : (int64_t)(uint64_t)v; /* the bits of the uint64 */
+    else
+        i = v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v;
     int8_t i8 = (int8_t)i;
     int16_t i16 = (int16_t)i;
     int32_t i32 = (int32_t)i;

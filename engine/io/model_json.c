@@ -117,6 +117,10 @@ inline_weight(json_t *w, const char *name, struct gd_tensor **out, struct gd_err
         shape.ndim = 1;
         shape.dim[0] = (int64_t)json_array_size(values);
     }
+    /* bounded before its element count is taken: the product of the dims may overflow */
+    rc = gd_shape_check(shape.ndim, shape.dim, gd_dtype_size(dtype), err);
+    if (rc != 0)
+        return gd_err_prefix(err, "weight %s: ", name);
     if (!json_is_array(values) || (int64_t)json_array_size(values) != gd__shape_numel(&shape))
         return gd_err_set(err, GD_EFORMAT, "weight %s: values must be a list of %lld numbers",
                           name, (long long)gd__shape_numel(&shape));
@@ -134,14 +138,26 @@ inline_weight(json_t *w, const char *name, struct gd_tensor **out, struct gd_err
     if (dtype == GD_I64) {
         /* Integers beyond 2^53 must not pass through a double. */
         struct gd_tensor *t = gd_tensor_new(GD_I64, shape.ndim, shape.dim, err);
-        for (size_t i = 0; t != NULL && i < json_array_size(values); i++) {
+        rc = t != NULL ? 0 : (err ? err->code : GD_ENOMEM);
+        for (size_t i = 0; rc == 0 && i < json_array_size(values); i++) {
             json_t *v = json_array_get(values, i);
-            ((int64_t *)t->data)[i] = json_is_integer(v) ? json_integer_value(v)
-                                                         : (int64_t)json_number_value(v);
+            double d = json_number_value(v);
+            /* converting a double outside int64 is undefined: refused, as gd_tensor_cast
+             * refuses it for the other integer dtypes */
+            if (!json_is_integer(v) && !(d >= -0x1p63 && d < 0x1p63))
+                rc = gd_err_set(err, GD_ERANGE, "weight %s: value %zu (%g) does not fit in "
+                                "int64", name, i, d);
+            else
+                ((int64_t *)t->data)[i] = json_is_integer(v) ? json_integer_value(v)
+                                                             : (int64_t)d;
         }
         gd_tensor_free(f64);
+        if (rc != 0) {
+            gd_tensor_free(t);
+            return rc;
+        }
         *out = t;
-        return t ? 0 : (err ? err->code : GD_ENOMEM);
+        return 0;
     }
     *out = gd_tensor_cast(f64, dtype, err);
     gd_tensor_free(f64);

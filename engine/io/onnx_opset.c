@@ -474,7 +474,8 @@ rule_legacy_broadcast(struct gd__onnx_build *b, struct gd__onnx_node *n, struct 
                           (long long)axis);
     if (axis < 0)
         axis += rank_a;
-    int64_t trailing = rank_a - axis - rank_b;
+    /* axis bounded before the subtraction, which overflows for an axis near 2^63 */
+    int64_t trailing = axis >= 0 && axis <= rank_a ? rank_a - axis - rank_b : -1;
     if (axis < 0 || trailing < 0)
         return gd_err_set(err, GD_EMODEL, "node %s: B (rank %d) does not fit A (rank %d) "
                           "from axis %lld", n->name, rank_b, rank_a, (long long)axis);

@@ -1,4 +1,5 @@
 /* check_infer_errors.c: bad models fail shape inference with the right code, naming the node. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -300,6 +301,11 @@ static const struct err_case cases[] = {
     {"CumSum axis of floats", "[2, 3]", "CumSum", "[\"x\", \"a\"]", NULL,
      {{"a", "[]", "float32", "[1]"}}, GD_EDTYPE},
     {"Sum without inputs", "[2, 3]", "Sum", "[]", NULL, {{0}}, GD_EMODEL},
+    /* constants' contents at int64's limits (a float's conversion past it is undefined) */
+    {"ReduceSum axes of a float past int64", "[2, 3]", "ReduceSum", "[\"x\", \"a\"]", NULL,
+     {{"a", "[1]", "float32", "[1e30]"}}, GD_EMODEL},
+    {"Reshape shape of a float past int64", "[2, 3]", "Reshape", "[\"x\", \"s\"]", NULL,
+     {{"s", "[2]", "float64", "[-1e300, 6]"}}, GD_EMODEL},
 };
 /* clang-format on */
 
@@ -339,6 +345,69 @@ START_TEST(test_oh_run_errors)
 }
 END_TEST
 
+/*
+ * Whole models at int64's limits: declared shapes and weights that no tensor can have, and a
+ * Split of an axis of 2^63 - 1 (empty) bytes. code 0: the model parses.
+ */
+struct model_case {
+    const char *what;
+    const char *inputs, *weights, *nodes, *outputs; /* the model's JSON lists */
+    int code;
+    const char *fragment; /* in the message */
+};
+
+/* clang-format off */
+static const struct model_case model_cases[] = {
+    {"an input declared past the byte bound",
+     "[{\"name\": \"x\", \"shape\": [4611686018427387904, 4611686018427387904]}]", "[]",
+     "[{\"name\": \"n\", \"op\": \"Flatten\", \"inputs\": [\"x\"], \"outputs\": [\"y\"], "
+     "\"attrs\": {\"axis\": 2}}]", "[\"y\"]", GD_ERANGE, "input x"},
+    {"a weight shaped past the byte bound", "[{\"name\": \"x\", \"shape\": [2]}]",
+     "[{\"name\": \"w\", \"shape\": [4611686018427387904, 4611686018427387904], "
+     "\"values\": []}]",
+     "[{\"name\": \"n\", \"op\": \"Relu\", \"inputs\": [\"x\"], \"outputs\": [\"y\"]}]",
+     "[\"y\"]", GD_ERANGE, "weight w"},
+    {"an int64 weight value past int64", "[{\"name\": \"x\", \"shape\": [2]}]",
+     "[{\"name\": \"w\", \"dtype\": \"int64\", \"values\": [1, 1e30]}]",
+     "[{\"name\": \"n\", \"op\": \"Relu\", \"inputs\": [\"x\"], \"outputs\": [\"y\"]}]",
+     "[\"y\"]", GD_ERANGE, "value 1"},
+    {"Split num_outputs of an axis of 2^63 - 1",
+     "[{\"name\": \"x\", \"dtype\": \"uint8\", \"shape\": [1, 9223372036854775807]}]", "[]",
+     "[{\"name\": \"n\", \"op\": \"Split\", \"inputs\": [\"x\"], \"outputs\": [\"a\", \"b\"], "
+     "\"attrs\": {\"axis\": 1, \"num_outputs\": 2}}]", "[\"a\", \"b\"]", 0, NULL},
+};
+/* clang-format on */
+
+START_TEST(test_bad_whole_model)
+{
+    const struct model_case *m = &model_cases[_i];
+    char text[2048];
+    snprintf(text, sizeof text, "{\"format\": \"gpudiff-model\", \"version\": 1, \"name\": "
+             "\"limits\", \"inputs\": %s, \"weights\": %s, \"nodes\": %s, \"outputs\": %s}",
+             m->inputs, m->weights, m->nodes, m->outputs);
+    struct gd_graph *g = NULL;
+    struct gd_err err = {0};
+    int rc = gd_model_parse(text, strlen(text), "limits", ".", NULL, &g, &err);
+    ck_assert_msg(rc == m->code, "%s: got %s (%s), want %s", m->what, gd_err_name(rc), err.msg,
+                  gd_err_name(m->code));
+    if (m->fragment != NULL)
+        ck_assert_msg(strstr(err.msg, m->fragment) != NULL, "%s: the message lacks \"%s\": %s",
+                      m->what, m->fragment, err.msg);
+    if (m->code == 0) { /* the parts of the split: ceil((2^63 - 1) / 2) = 2^62, 2^62 - 1 */
+        struct gd_shape in = {.ndim = 2, .dim = {1, INT64_MAX}}, *shapes;
+        struct gd_params *params = calloc((size_t)g->n_nodes, sizeof *params);
+        shapes = calloc((size_t)g->n_values, sizeof *shapes);
+        rc = gd_graph_infer(g, &in, shapes, params, &err);
+        ck_assert_msg(rc == 0, "%s: %s", m->what, err.msg);
+        ck_assert_int_eq(shapes[gd_graph_find_value(g, "a")].dim[1], INT64_C(1) << 62);
+        ck_assert_int_eq(shapes[gd_graph_find_value(g, "b")].dim[1], (INT64_C(1) << 62) - 1);
+        free(shapes);
+        free(params);
+    }
+    gd_graph_free(g);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -346,6 +415,8 @@ main(void)
     TCase *tc = tcase_create("errors");
     tcase_add_loop_test(tc, test_bad_model, 0, N_CASES);
     tcase_add_test(tc, test_oh_run_errors);
+    tcase_add_loop_test(tc, test_bad_whole_model, 0,
+                        (int)(sizeof model_cases / sizeof model_cases[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

@@ -397,6 +397,9 @@ START_TEST(test_version_rules)
     outs_free(&o);
     gd_tensor_free(in);
     gd_graph_free(g);
+    /* An axis of 2^63 - 1 fits no rank (rank - axis - rank overflowed int64). */
+    load_fails("broadcast6_axis_max.onnx", GD_EMODEL, "from axis 9223372036854775807",
+               GD_ONNX_OK);
     /* Upsample-7 becomes Resize; without a Resize op the message names Resize. */
     enum gd_op resize;
     if (gd_op_from_name("Resize", &resize) != 0)
