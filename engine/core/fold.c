@@ -1153,7 +1153,8 @@ gd__fold_eval(const struct gd_fold *f, const struct gd_shape *const *in_shape,
     c.view.n_attrs = f->n_attrs;
     c.view.attrs = f->attrs;
     for (int i = 0; i < f->n_inputs; i++) {
-        int required = i < fold_ops[k].min_in;
+        /* a variadic op's inputs (Concat, Min, Max) are none of them optional */
+        int required = i < fold_ops[k].min_in || fold_ops[k].max_in == GD__MAX_OP_INPUTS;
         int needs_value = fold_ops[k].kind != FOLD_SHAPE;
         if (required && (in_shape[i] == NULL || (needs_value && in_val[i] == NULL)))
             return gd_err_set(err, GD_EMODEL, "input %d is missing", i);
