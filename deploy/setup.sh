@@ -98,7 +98,7 @@ test)
     # Every libFuzzer target (tests/fuzz/fuzz_*.c) for a fixed number of executions from
     # its checked-in corpus, built with clang in build-fuzz (about 3 minutes in all, the
     # build included).
-    # A fixed seed (FUZZ_SEED, default 1) makes the run repeat on the same sources; the
+    # A fixed seed (FUZZ_SEED, default 1) narrows the draw between runs; the
     # long random campaigns are run by hand (docs/PERFORMANCE.md, "Fuzzing").
     JOBS=$jobs FUZZ_SEED=${FUZZ_SEED:-1} tests/fuzz/run.sh . build-fuzz "${FUZZ_RUNS:-1500000}"
     ;;

@@ -12,9 +12,10 @@
 # the fix. Prints one line per target (executions, seconds, corpus size) and a total.
 #
 # FUZZ_SEED sets libFuzzer's random seed (-seed): a fixed number (the test job's default is
-# 1) makes a run repeat exactly on the same sources, so a CI result can be reproduced and a
-# failure is the change's, not the draw's; 0 draws a new seed each run (libFuzzer's default,
-# for the long campaigns that look for new bugs). The seed used is printed.
+# 1) narrows how much one run differs from the next (not to nothing: seed files of equal
+# size are read in directory order, threads and clocks vary), so a CI run explores about
+# what a local run of the same sources explored; 0 draws a new seed each run (libFuzzer's
+# default, for the long campaigns that look for new bugs). The seed used is printed.
 # Needs clang and libFuzzer (Debian: clang, libclang-rt-14-dev; deploy/setup.sh installs
 # them); without them it says so and exits 77.
 set -eu
