@@ -81,12 +81,7 @@ struct agt_http {
     size_t len, cap;
     int too_big;
     volatile sig_atomic_t *stop; /* when not NULL and set, a request in progress is abandoned */
-    /* When not NULL, called from a request's progress (several times a second while it
-     * goes on, from inside libcurl: it must not use this client); non-zero abandons it. */
-    int (*on_tick)(void *user);
-    void *tick_user;
-    int tick_stopped; /* the latest request was abandoned by on_tick (not retried) */
-    int64_t max_recv_rate; /* bytes per second for an answer written to a file; 0: no limit */
+    int tick_stopped; /* the latest request was abandoned by its on_tick (not retried) */
     unsigned n_requests;
     char rid_prefix[24];
     uint64_t rng;
@@ -104,6 +99,11 @@ struct agt_http_req {
     const char *file;   /* PUT: the file streamed as the body */
     const char *out;    /* GET: the answer's body written to this file when the status is 200 */
     long timeout;       /* seconds for the whole request, 0: none (stalls still end it) */
+    /* When not NULL, called from the request's progress (several times a second while it
+     * goes on, from inside libcurl: it must not use this client); non-zero abandons it. */
+    int (*on_tick)(void *user);
+    void *tick_user;
+    int64_t max_recv_rate; /* GET to out: the most bytes per second; 0: no limit */
 };
 
 /*

@@ -104,15 +104,21 @@ on_read(char *buf, size_t size, size_t n, void *user)
     return got;
 }
 
+/* What a request's progress callback sees. */
+struct progress {
+    struct agt_http *c;
+    const struct agt_http_req *r;
+};
+
 static int
 on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
     (void)dt, (void)dn, (void)ut, (void)un;
-    struct agt_http *c = user;
-    if (c->stop != NULL && *c->stop)
+    struct progress *p = user;
+    if (p->c->stop != NULL && *p->c->stop)
         return 1;
-    if (c->on_tick != NULL && c->on_tick(c->tick_user) != 0) {
-        c->tick_stopped = 1;
+    if (p->r->on_tick != NULL && p->r->on_tick(p->r->tick_user) != 0) {
+        p->c->tick_stopped = 1;
         return 1;
     }
     return 0;
@@ -169,9 +175,10 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
-    if (r->out != NULL && c->max_recv_rate > 0)
-        curl_easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->max_recv_rate);
+    struct progress prog = {c, r};
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &prog);
+    if (r->out != NULL && r->max_recv_rate > 0)
+        curl_easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)r->max_recv_rate);
     if (strcmp(r->method, "PUT") == 0) {
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);

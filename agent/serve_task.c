@@ -173,16 +173,12 @@ cache_file(struct task *t, const char *sha, const char *name, char *path, size_t
         return 0;
     char url[128];
     snprintf(url, sizeof url, "/api/v1/files/%s", sha);
-    struct agt_http_req r = {.method = "GET", .path = url, .out = tmp};
+    struct agt_http_req r = {.method = "GET", .path = url, .out = tmp,
+                             .on_tick = download_tick, .tick_user = t,
+                             .max_recv_rate = t->s->max_download_rate};
     long status;
-    struct agt_http *c = &t->s->http;
-    c->on_tick = download_tick;
-    c->tick_user = t;
-    c->max_recv_rate = t->s->max_download_rate;
-    int code = agt_http_call(c, &r, t->s->up.retries, &status, err);
-    c->on_tick = NULL;
-    c->tick_user = NULL;
-    c->max_recv_rate = 0;
+    double start = now();
+    int code = agt_http_call(&t->s->http, &r, t->s->up.retries, &status, err);
     if (code == 0 && status != 200) {
         char why[400];
         agt_http_error(&t->s->http, why, sizeof why);
@@ -199,8 +195,8 @@ cache_file(struct task *t, const char *sha, const char *name, char *path, size_t
         unlink(tmp);
         return err->code;
     }
-    fprintf(stderr, "gpudiff-agent serve: job %s: fetched %s (%s) into the cache\n", t->job_id,
-            name, sha);
+    fprintf(stderr, "gpudiff-agent serve: job %s: fetched %s (%s) into the cache in %.1f s\n",
+            t->job_id, name, sha, now() - start);
     return 0;
 }
 
