@@ -117,22 +117,21 @@ conv_common(struct gd__infer_call *c, int transpose, struct gd_err *err)
             p->output_padding[a] = op[a];
         }
         int64_t want[GD_MAX_SPATIAL] = {0, 0, 0};
-        int too_large = 0;
         for (int a = lead; a < GD_MAX_SPATIAL; a++) {
             if (n_os > 0 && os[a - lead] < 1)
                 return gd_err_set(err, GD_EMODEL, "output_shape %lld is not positive",
                                   (long long)os[a - lead]);
             if (n_os > 0)
                 want[a] = os[a - lead];
-            else if (ap == GD__PAD_SAME_UPPER || ap == GD__PAD_SAME_LOWER)
-                too_large |= __builtin_mul_overflow(in[a], p->strides[a], &want[a]);
+            else if ((ap == GD__PAD_SAME_UPPER || ap == GD__PAD_SAME_LOWER) &&
+                     __builtin_mul_overflow(in[a], p->strides[a], &want[a]))
+                return gd_err_set(err, GD_ESHAPE, "the output would be too large");
         }
         for (int a = 0; a < GD_MAX_SPATIAL; a++) {
             int64_t span = p->dilations[a] * (p->kernel[a] - 1) + 1;
             int64_t full;
-            too_large |= __builtin_mul_overflow(p->strides[a], in[a] - 1, &full);
-            too_large |= __builtin_add_overflow(full, p->output_padding[a] + span, &full);
-            if (too_large)
+            if (__builtin_mul_overflow(p->strides[a], in[a] - 1, &full) ||
+                __builtin_add_overflow(full, p->output_padding[a] + span, &full))
                 return gd_err_set(err, GD_ESHAPE, "the output would be too large");
             int64_t *pb = &p->pads[a], *pe = &p->pads[a + GD_MAX_SPATIAL];
             if (want[a] > 0) {
