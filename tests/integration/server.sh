@@ -57,8 +57,11 @@ server_cleanup() {
 }
 trap server_cleanup EXIT
 
-# server_start [gpudiffd flags...]: starts the daemon on $DB and waits until /healthz answers.
-server_start() {
+# server_launch SCHEME [gpudiffd flags...]: starts the daemon on $DB and waits for its
+# "listening on SCHEME://127.0.0.1:PORT/" line; sets SERVER_PID, SERVER_LOG and port.
+server_launch() {
+    scheme=$1
+    shift
     server_starts=$((server_starts + 1))
     SERVER_LOG="$TMP/gpudiffd.$server_starts.log"
     # CI runs as root, which gpudiffd refuses without --allow-root (a $GPUDIFFD older than
@@ -77,8 +80,14 @@ server_start() {
         [ "$tries" -le 100 ] || fail "gpudiffd did not start"
         kill -0 "$SERVER_PID" 2>/dev/null || fail "gpudiffd exited at start"
         sleep 0.1
-        port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$SERVER_LOG")
+        port=$(sed -n "s|.*listening on $scheme://127\\.0\\.0\\.1:\\([0-9]*\\)/.*|\\1|p" \
+            "$SERVER_LOG")
     done
+}
+
+# server_start [gpudiffd flags...]: starts the daemon on $DB and waits until /healthz answers.
+server_start() {
+    server_launch http "$@"
     URL="http://127.0.0.1:$port"
     curl -sf "$URL/healthz" >/dev/null || fail "gpudiffd does not answer /healthz"
 }

@@ -25,22 +25,7 @@ tls_certs() {
 # server.key, waits until https://localhost:PORT/healthz answers (verified with ca.pem) and
 # sets URL to it.
 tls_server_start() {
-    server_starts=$((server_starts + 1))
-    SERVER_LOG="$TMP/gpudiffd.$server_starts.log"
-    root_flag=""
-    [ "$(id -u)" != 0 ] || root_flag=--allow-root
-    "$GPUDIFFD" --db "$DB" --listen 127.0.0.1:0 --log-level debug $root_flag \
-        --tls-cert "$TMP/server.pem" --tls-key "$TMP/server.key" "$@" 2>"$SERVER_LOG" &
-    SERVER_PID=$!
-    port=""
-    tries=0
-    while [ -z "$port" ]; do
-        tries=$((tries + 1))
-        [ "$tries" -le 100 ] || fail "gpudiffd did not start"
-        kill -0 "$SERVER_PID" 2>/dev/null || fail "gpudiffd exited at start"
-        sleep 0.1
-        port=$(sed -n 's|.*listening on https://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$SERVER_LOG")
-    done
+    server_launch https --tls-cert "$TMP/server.pem" --tls-key "$TMP/server.key" "$@"
     PORT=$port
     URL="https://localhost:$port"
     curl -sf --cacert "$TMP/ca.pem" "$URL/healthz" >/dev/null ||
