@@ -56,11 +56,7 @@ make -C "$work/build" -j"$jobs" CPU_VECTOR_CFLAGS=-ftree-vectorize fuzz-targets 
 
 total=0
 failed=0
-if [ "$seed" = 0 ]; then
-    echo "fuzz: a new random seed for each target (FUZZ_SEED=0)"
-else
-    echo "fuzz: seed $seed for every target (FUZZ_SEED; 0 draws one)"
-fi
+echo "fuzz: seed $seed for every target (FUZZ_SEED; 0: libFuzzer draws one for each)"
 for f in "$src"/tests/fuzz/fuzz_*.c; do
     target=$(basename "$f" .c)
     name=${target#fuzz_}

@@ -71,7 +71,7 @@ write_file(const char *text)
 {
     ck_assert_int_lt(n_paths, 8);
     char *path = paths[n_paths++];
-    snprintf(path, 64, "/tmp/check_tls.XXXXXX");
+    snprintf(path, sizeof paths[0], "/tmp/check_tls.XXXXXX");
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
