@@ -136,6 +136,8 @@ layer_from_record(json_t *rec, int i, struct gd_bundle_layer *l, struct gd_err *
     l->reduction_len = json_is_integer(red) ? json_integer_value(red) : 0;
     l->discontinuous = json_is_boolean(disc) ? json_is_true(disc) : -1;
     l->inputs = json_is_array(ins) ? ins : NULL;
+    json_t *noise = json_object_get(rec, "noise");
+    l->noise = json_is_object(noise) ? noise : NULL; /* run_doc.c checked its form */
     return 0;
 }
 

@@ -49,6 +49,37 @@ gd__unit_roundoff(enum gd_dtype dtype)
     }
 }
 
+double
+gd__ulps_at(double abs_diff, double scale, enum gd_dtype dtype)
+{
+    /* significand bits after the point, and the smallest normal exponent */
+    int frac, emin;
+    switch (dtype) {
+    case GD_F64:
+        frac = 52, emin = -1022;
+        break;
+    case GD_F32:
+        frac = 23, emin = -126;
+        break;
+    case GD_F16:
+        frac = 10, emin = -14;
+        break;
+    case GD_BF16:
+        frac = 7, emin = -126;
+        break;
+    default:
+        return abs_diff;
+    }
+    if (!(scale > 0) || !isfinite(scale) || !isfinite(abs_diff))
+        return abs_diff > 0 ? INFINITY : 0.0;
+    int e;
+    frexp(scale, &e); /* scale in [2^(e-1), 2^e) */
+    e -= 1;
+    if (e < emin)
+        e = emin;
+    return abs_diff / ldexp(1.0, e - frac);
+}
+
 const struct gd_op_info *
 gd__op_of(const char *name)
 {
@@ -252,6 +283,97 @@ reduction_from_shapes(const struct gd_op_info *info, const struct gd_shape *out,
     }
 }
 
+/* The probe entry an arithmetic is measured by; -1 for float64 (its own error is ~0). */
+static int
+probe_entry(enum gd_arith a)
+{
+    switch (a) {
+    case GD_ARITH_TF32:
+        return GD_NOISE_TF32;
+    case GD_ARITH_BF16:
+        return GD_NOISE_BF16;
+    case GD_ARITH_FP16:
+        return GD_NOISE_FP16;
+    case GD_ARITH_FP64:
+        return -1;
+    default:
+        return GD_NOISE_FP32;
+    }
+}
+
+static const char *const probe_source[3] = {"probe a", "probe b", "probe truth"};
+
+/*
+ * The noise probe for side s's own rounding, entry e: its own run's, else the other run's,
+ * else the truth's (they measured the same layer on data within noise of each other). A probe
+ * of a run that stores the layer in a half format holds that format's rounding too: for a
+ * noise bound (noise set) between runs that store different formats it is not taken.
+ */
+static const struct gd_noise_probe *
+probe_for(const struct gd__work *w, int i, int s, int e, int noise, enum gd_dtype cmp,
+          const char **from)
+{
+    const struct gd__extra *x = &w->extra[i];
+    const struct gd_diff_layer *dl = &w->d->layers[i];
+    int order[3] = {s, 1 - s, 2};
+    for (int k = 0; k < 3; k++) {
+        const struct gd_noise_probe *p = &x->probe[order[k]];
+        if (p->outputs == 0 || e < 0 || !p->has[e])
+            continue;
+        enum gd_dtype st = order[k] == 0   ? w->a->layers[dl->index_a].dtype
+                           : order[k] == 1 ? w->b->layers[dl->index_b].dtype
+                                           : GD_F64;
+        if (noise && (st == GD_F16 || st == GD_BF16) && st != cmp)
+            continue;
+        *from = probe_source[order[k]];
+        return p;
+    }
+    return NULL;
+}
+
+/* Reads the layer's noise probes: a's, b's and the truth's (a damaged record counts as none). */
+static void
+read_probes(struct gd__work *w, int i, const struct gd_bundle_layer *la,
+            const struct gd_bundle_layer *lb, const struct gd_bundle_layer *lt)
+{
+    const struct gd_bundle_layer *l[3] = {la, lb, lt};
+    for (int k = 0; k < 3; k++)
+        if (l[k] == NULL || l[k]->noise == NULL ||
+            gd_noise_probe_from_json(l[k]->noise, &w->extra[i].probe[k], NULL) != 0)
+            memset(&w->extra[i].probe[k], 0, sizeof w->extra[i].probe[k]);
+}
+
+/*
+ * What the probes add to side s's own bounds: each bound is at least the probe's error
+ * times its factor, so rounding the data makes coherent (equal terms adding their errors up
+ * like n, not sqrt(n)) widens the noise band to what it really is; the analytic bounds stay
+ * as the floor where the probe shows less.
+ */
+static void
+probe_bounds(struct gd__work *w, int i, int s, enum gd_arith ar, int same, enum gd_dtype cmp)
+{
+    struct gd__extra *x = &w->extra[i];
+    struct gd_diff_layer *dl = &w->d->layers[i];
+    if (ar == GD_ARITH_FP64)
+        return;
+    const char *from = NULL;
+    int e_same = probe_entry(same ? ar : GD_ARITH_FP32), e_decl = probe_entry(ar);
+    const struct gd_noise_probe *p = probe_for(w, i, s, e_same, 1, cmp, &from);
+    if (p != NULL) {
+        x->own_same[s] = fmax(x->own_same[s], GD__PROBE_MAX * p->max[e_same]);
+        x->own_median_same[s] = fmax(x->own_median_same[s], GD__PROBE_MEDIAN * p->median[e_same]);
+        x->own_truth[s] = fmax(x->own_truth[s], GD__PROBE_MAX * p->max[e_same]);
+        x->own_truth_median[s] = fmax(x->own_truth_median[s],
+                                      GD__PROBE_MEDIAN * p->median[e_same]);
+        if (dl->noise_from == NULL || strcmp(dl->noise_from, "model") == 0)
+            dl->noise_from = from;
+    }
+    if ((p = probe_for(w, i, s, e_decl, 0, cmp, &from)) != NULL) {
+        x->own[s] = fmax(x->own[s], GD__PROBE_MAX * p->max[e_decl]);
+        x->own_median[s] = fmax(x->own_median[s], GD__PROBE_MEDIAN * p->median[e_decl]);
+    }
+}
+
 static void
 layer_facts(struct gd__work *w, int i)
 {
@@ -333,7 +455,28 @@ layer_facts(struct gd__work *w, int i)
          * rounding (u of the format) and this side's own storage rounding both count */
         x->own_truth[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, st[s], same, 1, 0) +
                           (st[s] != GD_F64 ? gd__unit_roundoff(st[s]) : 0.0);
+        x->own_truth_median[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, st[s], same, 1,
+                                               1) +
+                                 (st[s] != GD_F64 ? gd__unit_roundoff(st[s]) : 0.0);
     }
+    /* A run in a half format rounded its graph inputs and weights to it at load, which no
+     * layer records: where it is set against a run of another format, a layer that reads
+     * them (fewer recorded layer inputs than the op takes) carries that rounding too, as
+     * what the format explains (the declared bound), not as noise. */
+    for (int s = 0; s < 2 && !same_store; s++) {
+        const struct gd_bundle_layer *l = s == 0 ? la : lb;
+        if (l == NULL || (st[s] != GD_F16 && st[s] != GD_BF16) || info[s] == NULL)
+            continue;
+        if (l->inputs == NULL || (int)json_array_size(l->inputs) < info[s]->min_inputs) {
+            x->own[s] += GD__CARRY * gd__unit_roundoff(st[s]);
+            x->own_median[s] += GD__CARRY * gd__unit_roundoff(st[s]);
+        }
+    }
+    read_probes(w, i, la, lb, lt);
+    dl->noise_from = "model";
+    for (int s = 0; s < 2; s++)
+        if ((s == 0 ? la : lb) != NULL && isfinite(x->own_same[s]))
+            probe_bounds(w, i, s, ar[s], same, cmp);
 }
 
 void

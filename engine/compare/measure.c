@@ -62,15 +62,18 @@ gd__abs_max(const struct gd_tensor *t)
     return m;
 }
 
-/* ---- a log2 histogram of relative errors, for medians within a factor of 2 ---- */
+/* ---- a log-linear histogram of relative errors, for medians within 1/16 of a binade ---- */
 
 #define REL_EXP_MIN (-110)
 #define REL_EXP_MAX 20
-#define REL_BINS (2 + REL_EXP_MAX - REL_EXP_MIN)
+#define REL_SUB 16 /* bins per binade: the top 4 bits of the significand */
+#define REL_BINS (1 + (1 + REL_EXP_MAX - REL_EXP_MIN) * REL_SUB)
 
 struct rel_hist {
-    int64_t bins[REL_BINS]; /* 0: rel == 0; 1 + e - REL_EXP_MIN: rel in [2^e, 2^(e+1)) */
+    /* 0: rel == 0; 1 + (e - REL_EXP_MIN) * REL_SUB + k: rel in [2^e (1 + k/16), 2^e (1 + (k+1)/16)) */
+    int64_t bins[REL_BINS];
     int64_t n;
+    double max; /* the largest rel added: no median estimate exceeds it */
 };
 
 static inline void
@@ -81,18 +84,27 @@ hist_add(struct rel_hist *h, double rel)
         uint64_t bits;
         memcpy(&bits, &rel, sizeof bits);
         int e = (int)((bits >> 52) & 0x7ff) - 1023; /* rel in [2^e, 2^(e+1)) when normal */
-        if (e == -1023) {                           /* subnormal */
-            frexp(rel, &e);
-            e -= 1;
+        int k = (int)((bits >> 48) & 0xf);
+        if (e == -1023) { /* subnormal: below every bin, counted in the lowest */
+            e = REL_EXP_MIN;
+            k = 0;
         }
-        e = e < REL_EXP_MIN ? REL_EXP_MIN : e > REL_EXP_MAX ? REL_EXP_MAX : e;
-        bin = 1 + e - REL_EXP_MIN;
+        if (e < REL_EXP_MIN) {
+            e = REL_EXP_MIN;
+            k = 0;
+        } else if (e > REL_EXP_MAX) {
+            e = REL_EXP_MAX;
+            k = REL_SUB - 1;
+        }
+        bin = 1 + (e - REL_EXP_MIN) * REL_SUB + k;
+        if (rel > h->max)
+            h->max = rel;
     }
     h->bins[bin]++;
     h->n++;
 }
 
-/* The median, interpolated inside its bin as gd_metrics_rel_quantile() does; NAN if empty. */
+/* The median, interpolated inside its bin and never above the largest value; NAN if empty. */
 static double
 hist_median(const struct rel_hist *h)
 {
@@ -108,15 +120,17 @@ hist_median(const struct rel_hist *h)
         }
         if (i == 0)
             return 0.0;
-        double lo = ldexp(1.0, i - 1 + REL_EXP_MIN);
+        int e = (i - 1) / REL_SUB + REL_EXP_MIN, k = (i - 1) % REL_SUB;
+        double lo = ldexp(1.0 + (double)k / REL_SUB, e), width = ldexp(1.0 / REL_SUB, e);
         double frac = (target - (double)cum) / (double)c;
-        return lo + (frac < 0 ? 0 : frac) * lo;
+        double med = lo + (frac < 0 ? 0 : frac) * width;
+        return med < h->max ? med : h->max;
     }
     return NAN;
 }
 
 struct sym_stats {
-    double max_a, max_b;
+    double max_a, max_b, max_abs;
     int64_t n_differ;
     struct rel_hist all, differing;
 };
@@ -148,7 +162,8 @@ sym_pair(struct sym_stats *s, double x, double y)
         hist_add(&s->all, 0.0);
         return;
     }
-    double rel = fabs(x - y) / m;
+    double d = fabs(x - y), rel = d / m;
+    s->max_abs = d > s->max_abs ? d : s->max_abs;
     s->n_differ++;
     hist_add(&s->all, rel);
     hist_add(&s->differing, rel);
@@ -205,6 +220,31 @@ significand_bits(enum gd_dtype dtype)
     return u > 0 ? -log2(u) : 0;
 }
 
+int
+gd__pair_stats(const struct gd_tensor *a, const struct gd_tensor *b, struct gd__pair_stats *out,
+               struct gd_err *err)
+{
+    struct sym_stats *s = malloc(sizeof *s);
+    if (s == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    sym_measure(s, a, b);
+    memset(out, 0, sizeof *out);
+    out->scale = fmax(s->max_a, s->max_b);
+    if (!(out->scale > 0))
+        out->scale = 1.0;
+    out->err_median = s->all.n > 0 ? hist_median(&s->all) : 0.0;
+    out->rel_max = s->all.max;
+    out->abs_max = s->max_abs;
+    out->n_differ = s->n_differ;
+    double p = significand_bits(a->dtype);
+    double med = s->differing.n > 0 ? hist_median(&s->differing) : 0.0;
+    /* A correctly rounded result's median relative error is u/2 = 2^-(p+1): report p; a
+     * median relative error above 1/2 (values of other signs, steps) is 0 bits, not fewer. */
+    out->bits = med > 0 ? fmax(0.0, fmin(p, -log2(2 * med))) : p;
+    free(s);
+    return 0;
+}
+
 /* Measures one pair of tensors into the layer's metrics and normalized errors. */
 static int
 measure(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb, double atol,
@@ -216,30 +256,22 @@ measure(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb, do
         return rc;
     dl->dtype = a->dtype;
     rc = gd_metrics_compute(a, b, atol, rtol, &dl->m, err);
+    struct gd__pair_stats ps;
+    if (rc == 0)
+        rc = gd__pair_stats(a, b, &ps, err);
     if (rc == 0) {
-        struct sym_stats *s = malloc(sizeof *s);
-        if (s == NULL) {
-            rc = gd_err_set(err, GD_ENOMEM, "out of memory");
-            goto done;
-        }
-        sym_measure(s, a, b);
-        dl->scale = fmax(s->max_a, s->max_b);
-        if (!(dl->scale > 0))
-            dl->scale = 1.0;
+        dl->scale = ps.scale;
         dl->err = dl->m.abs_max / dl->scale;
-        dl->err_median = s->all.n > 0 ? hist_median(&s->all) : 0.0;
-        dl->n_differ = s->n_differ;
-        dl->differ_fraction = dl->m.count > 0 ? (double)s->n_differ / (double)dl->m.count : 0;
-        dl->sparse = s->n_differ > 0 && dl->differ_fraction < GD__SPARSE;
-        double p = significand_bits(dl->dtype);
-        double med = s->differing.n > 0 ? hist_median(&s->differing) : 0.0;
-        /* A correctly rounded result's median relative error is u/2 = 2^-(p+1): report p. */
-        dl->bits = med > 0 ? fmin(p, -log2(2 * med)) : p;
-        free(s);
+        dl->err_median = ps.err_median;
+        dl->rel_max = ps.rel_max;
+        dl->n_differ = ps.n_differ;
+        dl->differ_fraction = dl->m.count > 0 ? (double)ps.n_differ / (double)dl->m.count : 0;
+        dl->sparse = ps.n_differ > 0 && dl->differ_fraction < GD__SPARSE;
+        dl->bits = ps.bits;
+        dl->ulp_scaled = gd__ulps_at(dl->m.abs_max, dl->scale, dl->dtype);
         if (dl->m.n_mismatch > 0)
             mismatch_rows(dl, a, b, atol, rtol);
     }
-done:
     if (a != ta)
         gd_tensor_free(a);
     if (b != tb)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpudiff/bundle.h"
+#include "gpudiff/noise.h"
 #include "gpudiff/io.h"
 #include "../core/internal.h"
 
@@ -77,6 +78,11 @@ read_layer(json_t *rec, size_t i, struct gd_bundle_layer *l, struct gd_err *err)
     l->discontinuous = json_is_boolean(disc) ? json_is_true(disc) : -1;
     json_t *ins = json_object_get(rec, "inputs");
     l->inputs = json_is_array(ins) ? ins : NULL;
+    json_t *noise = json_object_get(rec, "noise");
+    struct gd_noise_probe probe;
+    if (noise != NULL && gd_noise_probe_from_json(noise, &probe, err) != 0)
+        return gd_err_prefix(err, "layer %s: ", l->name);
+    l->noise = noise;
     return 0;
 }
 

@@ -1,0 +1,88 @@
+/*
+ * noise_record.c: a noise probe (gpudiff/noise.h) as run.json records it, in a layer's
+ * record: "noise": {"outputs": N, "rows": R, "of_rows": M, "slice": "...", "fp32": {"max": x,
+ * "median": y}, "tf32": {...}, "bf16": {...}, "fp16": {...}}, an arithmetic absent where it
+ * was not measured.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpudiff/noise.h"
+#include "../core/internal.h"
+
+const char *
+gd_noise_arith_name(enum gd_noise_arith a)
+{
+    static const char *const names[GD_NOISE_N] = {"fp32", "tf32", "bf16", "fp16"};
+    return a >= 0 && a < GD_NOISE_N ? names[a] : "?";
+}
+
+json_t *
+gd_noise_probe_to_json(const struct gd_noise_probe *p)
+{
+    json_t *j = json_pack("{s:I, s:I, s:I, s:s}", "outputs", (json_int_t)p->outputs, "rows",
+                          (json_int_t)p->rows, "of_rows", (json_int_t)p->of_rows, "slice",
+                          p->slice);
+    for (int a = 0; j != NULL && a < GD_NOISE_N; a++) {
+        if (!p->has[a])
+            continue;
+        json_t *e = json_pack("{s:f, s:f}", "max", p->max[a], "median", p->median[a]);
+        if (e == NULL || json_object_set_new(j, gd_noise_arith_name((enum gd_noise_arith)a), e)) {
+            json_decref(j);
+            return NULL;
+        }
+    }
+    return j;
+}
+
+/* A count field: an integer >= 0. */
+static int
+count_field(json_t *j, const char *key, int64_t *out, struct gd_err *err)
+{
+    json_t *v = json_object_get(j, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return gd_err_set(err, GD_EFORMAT, "noise.%s must be an integer >= 0", key);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+int
+gd_noise_probe_from_json(json_t *j, struct gd_noise_probe *out, struct gd_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(j))
+        return gd_err_set(err, GD_EFORMAT, "noise must be an object");
+    struct gd_noise_probe p;
+    memset(&p, 0, sizeof p);
+    int rc = count_field(j, "outputs", &p.outputs, err);
+    if (rc == 0)
+        rc = count_field(j, "rows", &p.rows, err);
+    if (rc == 0)
+        rc = count_field(j, "of_rows", &p.of_rows, err);
+    if (rc != 0)
+        return rc;
+    json_t *slice = json_object_get(j, "slice");
+    if (slice != NULL && !json_is_string(slice))
+        return gd_err_set(err, GD_EFORMAT, "noise.slice must be a string");
+    snprintf(p.slice, sizeof p.slice, "%s", slice ? json_string_value(slice) : "");
+    for (int a = 0; a < GD_NOISE_N; a++) {
+        const char *name = gd_noise_arith_name((enum gd_noise_arith)a);
+        json_t *e = json_object_get(j, name);
+        if (e == NULL)
+            continue;
+        json_t *mx = json_object_get(e, "max"), *md = json_object_get(e, "median");
+        if (!json_is_number(mx) || !json_is_number(md) || !(json_number_value(mx) >= 0) ||
+            !(json_number_value(md) >= 0) || !isfinite(json_number_value(mx)) ||
+            !isfinite(json_number_value(md)))
+            return gd_err_set(err, GD_EFORMAT, "noise.%s needs max and median, finite numbers "
+                              ">= 0", name);
+        p.has[a] = 1;
+        p.max[a] = json_number_value(mx);
+        p.median[a] = json_number_value(md);
+    }
+    if (p.outputs > 0 && !p.has[GD_NOISE_FP32])
+        return gd_err_set(err, GD_EFORMAT, "noise.fp32 is missing");
+    *out = p;
+    return 0;
+}
