@@ -69,7 +69,9 @@ run_usage(FILE *out)
             "  --emulate SPEC      cpu only: round the inputs of GEMMs (and convolutions) to a\n"
             "                      reduced format before accumulating in float32: tf32, bf16\n"
             "                      or fp16, optionally :CLASSES, a comma list of gemm and conv\n"
-            "                      (default gemm), e.g. tf32:conv,gemm\n"
+            "                      (default gemm), e.g. tf32:conv,gemm, or @NODES, a comma\n"
+            "                      list of GEMM and convolution nodes, only those: tf32@fc2\n"
+            "                      (what if fc2 alone ran in TF32)\n"
             "  --threads N         cpu and cpu64: worker threads (default: one per core); the\n"
             "                      results are the same bits for any N\n"
             "  --conv-algo HOW     cuda: how each convolution's algorithm is chosen: heuristic\n"
@@ -252,8 +254,7 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
             o->knobs.batch = v;
             break;
         case O_EMULATE:
-            if (gd_emulate_parse(optarg, &o->knobs.emulate, &o->knobs.emulate_classes, &err) !=
-                0) {
+            if (gd_knobs_set_emulate(&o->knobs, optarg, &err) != 0) {
                 fprintf(stderr, "gpudiff-agent run: --emulate: %s\n", err.msg);
                 return -1;
             }

@@ -27,6 +27,7 @@ struct gd__side {
     const struct gd_run_view *v;
     enum gd_arith emulate;       /* knobs.emulate's format (UNKNOWN: none or not recorded) */
     unsigned emulate_classes;    /* GD_CLASS_* it applies to */
+    char emulate_nodes[256];     /* only these nodes ("" every node of the classes) */
     int tf32;                    /* knobs.tf32 / env.tf32: 1 on, 0 off, -1 not recorded */
     int has_edges;               /* some layer records its inputs */
     int *entry;                  /* the diff layer of each of its layers (-1: none) */
@@ -95,16 +96,16 @@ int gd__reconcile(struct gd_tensor *a, struct gd_tensor *b, struct gd_tensor **a
                   struct gd_tensor **b2, int *rounded_side, struct gd_err *err);
 
 /* measure.c: what the verdict reads of a pair of tensors of one dtype and element count,
- * whichever is a: the scale max(|a|, |b|), the median and the largest of |a - b| / max(|a|,
- * |b|) over all values (the median from a log-linear histogram, 1/16 of a binade wide, never
- * above the largest), the values that differ and the bits those carry. */
+ * whichever is a: the scale max(|a|, |b|), the median of |a - b| / scale over all values
+ * (from a log-linear histogram 1/16 of a binade wide, never above the largest: the median
+ * of the quantity err is the largest of), the values that differ and the bits those carry. */
 struct gd__pair_stats {
     double scale;       /* max(|a|, |b|) over finite values, 1 when all are 0 */
-    double err_median;  /* median of |a - b| / max(|a|, |b|) over all values */
-    double rel_max;     /* the largest of them */
+    double err_median;  /* median of |a - b| / scale over all values */
     double abs_max;     /* max |a - b| over finite pairs */
     int64_t n_differ;   /* NaN against anything included, -0 against +0 not */
-    double bits;        /* -log2(2 median) of the values that differ, within [0, p] */
+    double bits;        /* -log2(2 median |a - b| / max(|a|, |b|)) of the values that differ,
+                           within [0, p] */
 };
 int gd__pair_stats(const struct gd_tensor *a, const struct gd_tensor *b, struct gd__pair_stats *out,
                    struct gd_err *err);
@@ -132,6 +133,10 @@ void gd__truth_describe(struct gd__work *w);
 /* truth.c: with a float64 truth, marks the divergent or amplified layers where both runs are
  * right against it (truth_quiet: the verdict is to be noise); 1 when it marked any. */
 int gd__truth_quiet(struct gd__work *w);
+
+/* facts.c: the gain of layer i's input called name from a noise probe of the layer (a's, b's
+ * or the truth's): 1 and *out when one gives it. */
+int gd__input_gain(const struct gd__work *w, int i, const char *name, double *out);
 
 /* verdict.c: bounds, envelopes and verdicts in network order, then where it starts. */
 void gd__verdicts(struct gd__work *w);

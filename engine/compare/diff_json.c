@@ -131,7 +131,6 @@ layer_json(const struct gd_diff *d, const struct gd_diff_layer *l)
     json_object_set_new(o, "scale", num(l->scale));
     json_object_set_new(o, "err", num(l->err));
     json_object_set_new(o, "err_median", num(l->err_median));
-    json_object_set_new(o, "rel_max", num(l->rel_max));
     json_object_set_new(o, "bound", num(l->bound));
     json_object_set_new(o, "bound_median", num(l->bound_median));
     json_object_set_new(o, "bound_declared", num(l->bound_declared));

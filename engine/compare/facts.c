@@ -115,13 +115,15 @@ gd__side_init(struct gd__side *s, const struct gd_run_view *v)
     s->has_edges = 0;
     json_t *knobs = json_object_get(v->run, "knobs"), *env = json_object_get(v->run, "env");
     const char *emu = json_string_value(json_object_get(knobs, "emulate"));
-    enum gd_emulate e;
-    unsigned classes;
-    if (emu != NULL && gd_emulate_parse(emu, &e, &classes, NULL) == 0 && e != GD_EMULATE_NONE) {
-        s->emulate = e == GD_EMULATE_TF32 ? GD_ARITH_TF32
-                     : e == GD_EMULATE_BF16 ? GD_ARITH_BF16
-                                            : GD_ARITH_FP16;
-        s->emulate_classes = classes;
+    struct gd_knobs k;
+    gd_knobs_init(&k);
+    s->emulate_nodes[0] = '\0';
+    if (emu != NULL && gd_knobs_set_emulate(&k, emu, NULL) == 0 && k.emulate != GD_EMULATE_NONE) {
+        s->emulate = k.emulate == GD_EMULATE_TF32 ? GD_ARITH_TF32
+                     : k.emulate == GD_EMULATE_BF16 ? GD_ARITH_BF16
+                                                    : GD_ARITH_FP16;
+        s->emulate_classes = k.emulate_classes;
+        memcpy(s->emulate_nodes, k.emulate_nodes, sizeof s->emulate_nodes);
     }
     s->tf32 = switch_value(json_object_get(knobs, "tf32"));
     if (s->tf32 < 0)
@@ -173,7 +175,12 @@ gd__arith_of(const struct gd__side *s, const struct gd_bundle_layer *l, const ch
     if (strcmp(math, "fp64") == 0)
         return GD_ARITH_FP64;
     unsigned cls = op_class(gd__op_of(l->op));
-    if (cls != 0 && s->emulate != GD_ARITH_UNKNOWN && (s->emulate_classes & cls)) {
+    struct gd_knobs k;
+    gd_knobs_init(&k);
+    k.emulate = s->emulate == GD_ARITH_UNKNOWN ? GD_EMULATE_NONE : GD_EMULATE_TF32;
+    k.emulate_classes = s->emulate_classes;
+    memcpy(k.emulate_nodes, s->emulate_nodes, sizeof k.emulate_nodes);
+    if (cls != 0 && gd_knobs_emulates(&k, l->node && l->node[0] ? l->node : l->name, cls)) {
         *from = "knobs.emulate";
         return s->emulate;
     }
@@ -331,6 +338,20 @@ probe_for(const struct gd__work *w, int i, int s, int e, int noise, enum gd_dtyp
     return NULL;
 }
 
+int
+gd__input_gain(const struct gd__work *w, int i, const char *name, double *out)
+{
+    for (int k = 0; k < 3; k++) {
+        const struct gd_noise_probe *p = &w->extra[i].probe[k];
+        for (int q = 0; p->outputs > 0 && q < p->n_gains; q++)
+            if (strcmp(p->gain_input[q], name) == 0) {
+                *out = p->gain[q];
+                return 1;
+            }
+    }
+    return 0;
+}
+
 /* Reads the layer's noise probes: a's, b's and the truth's (a damaged record counts as none). */
 static void
 read_probes(struct gd__work *w, int i, const struct gd_bundle_layer *la,
@@ -344,10 +365,13 @@ read_probes(struct gd__work *w, int i, const struct gd_bundle_layer *la,
 }
 
 /*
- * What the probes add to side s's own bounds: each bound is at least the probe's error
- * times its factor, so rounding the data makes coherent (equal terms adding their errors up
- * like n, not sqrt(n)) widens the noise band to what it really is; the analytic bounds stay
- * as the floor where the probe shows less.
+ * What the probes make of side s's own bounds. The median bound becomes the probe's median
+ * error times its factor (and one rounding, for an order whose sums the probe computed
+ * exactly): data whose rounding errors add up coherently (equal terms: like n, not sqrt(n))
+ * widens it, and data whose errors cancel (sums of positive terms in float32 stay far below
+ * sqrt(n) u) narrows it, so a reduced format that the random-rounding model would hide shows.
+ * The largest error stays held to the rigorous bound, or to the probe's largest times its
+ * factor where that is more (a sum with more cancellation than the bound allows for).
  */
 static void
 probe_bounds(struct gd__work *w, int i, int s, enum gd_arith ar, int same, enum gd_dtype cmp)
@@ -359,18 +383,18 @@ probe_bounds(struct gd__work *w, int i, int s, enum gd_arith ar, int same, enum 
     const char *from = NULL;
     int e_same = probe_entry(same ? ar : GD_ARITH_FP32), e_decl = probe_entry(ar);
     const struct gd_noise_probe *p = probe_for(w, i, s, e_same, 1, cmp, &from);
+    double floor = 2 * gd__unit_roundoff(cmp);
     if (p != NULL) {
         x->own_same[s] = fmax(x->own_same[s], GD__PROBE_MAX * p->max[e_same]);
-        x->own_median_same[s] = fmax(x->own_median_same[s], GD__PROBE_MEDIAN * p->median[e_same]);
+        x->own_median_same[s] = GD__PROBE_MEDIAN * p->median[e_same] + floor;
         x->own_truth[s] = fmax(x->own_truth[s], GD__PROBE_MAX * p->max[e_same]);
-        x->own_truth_median[s] = fmax(x->own_truth_median[s],
-                                      GD__PROBE_MEDIAN * p->median[e_same]);
+        x->own_truth_median[s] = GD__PROBE_MEDIAN * p->median[e_same] + floor;
         if (dl->noise_from == NULL || strcmp(dl->noise_from, "model") == 0)
             dl->noise_from = from;
     }
     if ((p = probe_for(w, i, s, e_decl, 0, cmp, &from)) != NULL) {
         x->own[s] = fmax(x->own[s], GD__PROBE_MAX * p->max[e_decl]);
-        x->own_median[s] = fmax(x->own_median[s], GD__PROBE_MEDIAN * p->median[e_decl]);
+        x->own_median[s] = GD__PROBE_MEDIAN * p->median[e_decl] + floor;
     }
 }
 

@@ -131,7 +131,6 @@ gd__match(struct gd__work *w, struct gd_err *err)
         dl->truth_bound_a = dl->truth_bound_b = NAN;
         dl->truth_median_a = dl->truth_median_b = NAN;
         dl->truth_bound_median_a = dl->truth_bound_median_b = NAN;
-        dl->truth_rel_max_a = dl->truth_rel_max_b = NAN;
         dl->bound = dl->bound_median = dl->bound_declared = NAN;
         dl->envelope = dl->envelope_median = dl->envelope_declared = NAN;
         dl->inherited = NAN;

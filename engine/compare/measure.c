@@ -130,18 +130,28 @@ hist_median(const struct rel_hist *h)
 }
 
 struct sym_stats {
-    double max_a, max_b, max_abs;
+    double scale;           /* max(|a|, |b|) over finite values: the first pass's */
+    double inv_scale;
+    double max_abs;
     int64_t n_differ;
-    struct rel_hist all, differing;
+    struct rel_hist all;    /* |a - b| / scale over all values */
+    struct rel_hist differing; /* |a - b| / max(|a|, |b|) over the values that differ */
 };
+
+static inline void
+scale_pair(double *m, double x, double y)
+{
+    double ax = fabs(x), ay = fabs(y);
+    if (ax <= DBL_MAX && ax > *m)
+        *m = ax;
+    if (ay <= DBL_MAX && ay > *m)
+        *m = ay;
+}
 
 static inline void
 sym_pair(struct sym_stats *s, double x, double y)
 {
     if (x == y && fabs(x) <= DBL_MAX) { /* the common case: equal finite values */
-        double ax = fabs(x);
-        s->max_a = ax > s->max_a ? ax : s->max_a;
-        s->max_b = ax > s->max_b ? ax : s->max_b;
         s->all.bins[0]++;
         s->all.n++;
         return;
@@ -154,27 +164,40 @@ sym_pair(struct sym_stats *s, double x, double y)
         s->n_differ += x != y;
         return;
     }
-    double ax = fabs(x), ay = fabs(y);
-    s->max_a = ax > s->max_a ? ax : s->max_a;
-    s->max_b = ay > s->max_b ? ay : s->max_b;
-    double m = ax > ay ? ax : ay;
-    if (x == y) {
+    if (x == y) { /* -0 against +0 */
         hist_add(&s->all, 0.0);
         return;
     }
-    double d = fabs(x - y), rel = d / m;
+    double ax = fabs(x), ay = fabs(y), m = ax > ay ? ax : ay;
+    double d = fabs(x - y);
     s->max_abs = d > s->max_abs ? d : s->max_abs;
     s->n_differ++;
-    hist_add(&s->all, rel);
-    hist_add(&s->differing, rel);
+    hist_add(&s->all, d * s->inv_scale);
+    hist_add(&s->differing, d / m);
 }
 
-/* Both tensors have one dtype and one element count. */
+/* Both tensors have one dtype and one element count. Two passes: the scale, then the rest in
+ * its units. */
 static void
 sym_measure(struct sym_stats *s, const struct gd_tensor *a, const struct gd_tensor *b)
 {
     memset(s, 0, sizeof *s);
     int64_t n = gd_tensor_numel(a);
+    double m = 0;
+    if (a->dtype == GD_F32) {
+        const float *x = a->data, *y = b->data;
+        for (int64_t i = 0; i < n; i++)
+            scale_pair(&m, x[i], y[i]);
+    } else if (a->dtype == GD_F64) {
+        const double *x = a->data, *y = b->data;
+        for (int64_t i = 0; i < n; i++)
+            scale_pair(&m, x[i], y[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            scale_pair(&m, gd_tensor_get_f64(a, i), gd_tensor_get_f64(b, i));
+    }
+    s->scale = m > 0 ? m : 1.0;
+    s->inv_scale = 1.0 / s->scale;
     if (a->dtype == GD_F32) {
         const float *x = a->data, *y = b->data;
         for (int64_t i = 0; i < n; i++)
@@ -229,11 +252,8 @@ gd__pair_stats(const struct gd_tensor *a, const struct gd_tensor *b, struct gd__
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     sym_measure(s, a, b);
     memset(out, 0, sizeof *out);
-    out->scale = fmax(s->max_a, s->max_b);
-    if (!(out->scale > 0))
-        out->scale = 1.0;
+    out->scale = s->scale;
     out->err_median = s->all.n > 0 ? hist_median(&s->all) : 0.0;
-    out->rel_max = s->all.max;
     out->abs_max = s->max_abs;
     out->n_differ = s->n_differ;
     double p = significand_bits(a->dtype);
@@ -263,7 +283,6 @@ measure(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb, do
         dl->scale = ps.scale;
         dl->err = dl->m.abs_max / dl->scale;
         dl->err_median = ps.err_median;
-        dl->rel_max = ps.rel_max;
         dl->n_differ = ps.n_differ;
         dl->differ_fraction = dl->m.count > 0 ? (double)ps.n_differ / (double)dl->m.count : 0;
         dl->sparse = ps.n_differ > 0 && dl->differ_fraction < GD__SPARSE;

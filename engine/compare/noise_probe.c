@@ -466,9 +466,11 @@ cut_value(struct gd_noise_collector *c, const struct gd_node *n, int i, const st
     return o;
 }
 
-/* The node alone, on its cut inputs: a finalized graph and its inputs. */
+/* The node alone, on its cut inputs: a finalized graph and its inputs. With wide, its
+ * float layer inputs are declared float64 (a perturbation far below a half format's
+ * precision then survives into a cpu64 run). */
 static int
-build(struct gd_noise_collector *c, int ni, const struct cut *cut, struct built *b,
+build(struct gd_noise_collector *c, int ni, const struct cut *cut, int wide, struct built *b,
       struct gd_err *err)
 {
     const struct gd_graph *g = c->g;
@@ -499,6 +501,15 @@ build(struct gd_noise_collector *c, int ni, const struct cut *cut, struct built 
             rc = gd_graph_add_constant(b->g1, ins[i], t, err);
         } else {
             struct gd_input_decl decl = {.dtype = g->values[v].dtype};
+            if (wide && gd_dtype_is_float(decl.dtype)) {
+                struct gd_tensor *t64 = gd_tensor_cast(t, GD_F64, err);
+                gd_tensor_free(t);
+                if ((t = t64) == NULL) {
+                    rc = err && err->code ? err->code : GD_ENOMEM;
+                    break;
+                }
+                decl.dtype = GD_F64;
+            }
             decl.shape.ndim = t->ndim;
             memcpy(decl.shape.dim, t->shape, sizeof t->shape);
             rc = gd_graph_add_input(b->g1, ins[i], &decl, err);
@@ -641,6 +652,236 @@ error_of(struct gd_tensor *y, struct gd_tensor *ref, double *max, double *median
     return rc;
 }
 
+/* ---- how much an input's difference can grow through a linear op ---- */
+
+/* max over j of sum over k of |t[..., k, j]| (axis k the second-to-last): a matrix's largest
+ * column |sum|, over its batch; t seen as (outer, K, N) with K = shape[k_axis]. */
+static double
+max_abs_sum(const struct gd_tensor *t, int k_axis)
+{
+    int64_t outer = 1, kdim = t->shape[k_axis], inner = 1;
+    for (int d = 0; d < k_axis; d++)
+        outer *= t->shape[d];
+    for (int d = k_axis + 1; d < t->ndim; d++)
+        inner *= t->shape[d];
+    double best = 0;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < inner; j++) {
+            double sum = 0;
+            for (int64_t k = 0; k < kdim; k++)
+                sum += fabs(gd_tensor_get_f64(t, (o * kdim + k) * inner + j));
+            best = fmax(best, sum);
+        }
+    return best;
+}
+
+/* The largest |sum| of t's blocks along axis 0 (a convolution's filter per output channel). */
+static double
+max_block_abs_sum(const struct gd_tensor *t, int64_t blocks)
+{
+    int64_t n = gd_tensor_numel(t), per = blocks > 0 ? n / blocks : 0;
+    double best = 0;
+    for (int64_t b = 0; b < blocks; b++) {
+        double sum = 0;
+        for (int64_t i = 0; i < per; i++)
+            sum += fabs(gd_tensor_get_f64(t, b * per + i));
+        best = fmax(best, sum);
+    }
+    return best;
+}
+
+/* The tensor a slot holds for gain purposes: a weight, or a runtime value's kept rows. */
+static const struct gd_tensor *
+slot_tensor(const struct gd_noise_collector *c, int v)
+{
+    const struct gd_value *val = &c->g->values[v];
+    return val->constant != NULL ? val->constant : c->vals[v].data;
+}
+
+static void
+gain_add(struct gd_noise_probe *p, const char *name, double g)
+{
+    for (int i = 0; i < p->n_gains; i++)
+        if (strcmp(p->gain_input[i], name) == 0) {
+            p->gain[i] += g;
+            return;
+        }
+    if (p->n_gains < GD_NOISE_GAINS && strlen(name) < sizeof p->gain_input[0] && isfinite(g)) {
+        snprintf(p->gain_input[p->n_gains], sizeof p->gain_input[0], "%s", name);
+        p->gain[p->n_gains++] = g;
+    }
+}
+
+/* Ops linear in their layer inputs: their gains come from their coefficients. */
+static int
+linear_op(enum gd_op op)
+{
+    switch (op) {
+    case GD_OP_GEMM:
+    case GD_OP_MATMUL:
+    case GD_OP_CONV:
+    case GD_OP_CONV_TRANSPOSE:
+    case GD_OP_AVERAGE_POOL:
+    case GD_OP_GLOBAL_AVERAGE_POOL:
+    case GD_OP_REDUCE_MEAN:
+    case GD_OP_REDUCE_SUM:
+    case GD_OP_SUM:
+    case GD_OP_MEAN:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * The gains of node n's layer inputs (struct gd_noise_probe): exact where the coefficients
+ * are the whole weights or fixed (a mean's 1/n each), from the kept rows where they are the
+ * other operand of a product of two layers. terms is the cut node's reduction length. Ops
+ * that are not linear in their inputs get none.
+ */
+static void
+gains_of(const struct gd_noise_collector *c, const struct gd_node *n, int64_t terms,
+         struct gd_noise_probe *p)
+{
+    const struct gd_graph *g = c->g;
+    int in0 = n->n_inputs > 0 ? n->inputs[0] : -1, in1 = n->n_inputs > 1 ? n->inputs[1] : -1;
+    int layer0 = in0 >= 0 && g->values[in0].constant == NULL;
+    int layer1 = in1 >= 0 && g->values[in1].constant == NULL;
+    const struct gd_tensor *t0 = in0 >= 0 ? slot_tensor(c, in0) : NULL;
+    const struct gd_tensor *t1 = in1 >= 0 ? slot_tensor(c, in1) : NULL;
+    switch (n->op) {
+    case GD_OP_GEMM: {
+        double alpha = fabs(n->params.alpha);
+        if (layer0 && in0 == in1)
+            return; /* x times itself is not linear in x */
+        if (layer0 && t1 != NULL) /* columns of op(B): B's rows when transposed */
+            gain_add(p, g->values[in0].name,
+                     alpha * (n->params.trans_b ? max_abs_sum(t1, 1) : max_abs_sum(t1, 0)));
+        if (layer1 && t0 != NULL && t0->ndim == 2)
+            gain_add(p, g->values[in1].name,
+                     alpha * (n->params.trans_a ? max_abs_sum(t0, 0) : max_abs_sum(t0, 1)));
+        return;
+    }
+    case GD_OP_MATMUL:
+        if (in0 == in1 || t0 == NULL || t1 == NULL || t0->ndim < 1 || t1->ndim < 1)
+            return;
+        if (layer0)
+            gain_add(p, g->values[in0].name, max_abs_sum(t1, t1->ndim >= 2 ? t1->ndim - 2 : 0));
+        if (layer1) /* the rows of A */
+            gain_add(p, g->values[in1].name, t0->ndim >= 1 ? max_abs_sum(t0, t0->ndim - 1) : 0);
+        return;
+    case GD_OP_CONV:
+        if (layer0 && !layer1 && t1 != NULL && t1->ndim >= 1)
+            gain_add(p, g->values[in0].name, max_block_abs_sum(t1, t1->shape[0]));
+        return;
+    case GD_OP_CONV_TRANSPOSE:
+        if (layer0 && !layer1 && t1 != NULL && t1->ndim >= 2) {
+            /* W is (Cin, Cout/group, k...): the output channel's taps over its group's inputs */
+            int64_t groups = n->params.group > 1 ? n->params.group : 1;
+            int64_t cin = t1->shape[0], cout_g = t1->shape[1], per = 1;
+            for (int d = 2; d < t1->ndim; d++)
+                per *= t1->shape[d];
+            double best = 0;
+            for (int64_t gi = 0; gi < groups; gi++)
+                for (int64_t co = 0; co < cout_g; co++) {
+                    double sum = 0;
+                    for (int64_t ci = gi * (cin / groups); ci < (gi + 1) * (cin / groups); ci++)
+                        for (int64_t k = 0; k < per; k++)
+                            sum += fabs(gd_tensor_get_f64(t1, (ci * cout_g + co) * per + k));
+                    best = fmax(best, sum);
+                }
+            gain_add(p, g->values[in0].name, best);
+        }
+        return;
+    case GD_OP_AVERAGE_POOL:
+    case GD_OP_GLOBAL_AVERAGE_POOL:
+    case GD_OP_REDUCE_MEAN:
+        if (layer0)
+            gain_add(p, g->values[in0].name, 1.0);
+        return;
+    case GD_OP_REDUCE_SUM:
+        if (layer0)
+            gain_add(p, g->values[in0].name, (double)terms);
+        return;
+    case GD_OP_SUM:
+    case GD_OP_MEAN:
+        for (int i = 0; i < n->n_inputs; i++) {
+            int v = n->inputs[i];
+            if (v >= 0 && g->values[v].constant == NULL)
+                gain_add(p, g->values[v].name, n->op == GD_OP_SUM ? 1.0 : 1.0 / n->n_inputs);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+/*
+ * The gains of a node that is not linear in its inputs (a normalization, Softmax), measured:
+ * each float input is moved by +-d S (S its largest |value|, the signs random) and the node
+ * computed again in float64; the gain is max |change of the output| / (d S), the larger of
+ * two draws, times 2. A LayerNormalization of a row of equal values divides the rounding of
+ * its mean by sqrt(epsilon): what its input carries in grows by that, and this shows it.
+ */
+static int
+measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
+               struct gd_noise_probe *p, struct gd_err *err)
+{
+    const double d = 0x1p-20;
+    struct built b;
+    struct run_outs base = {0}, moved = {0};
+    int rc = build(c, ni, cut, 1, &b, err);
+    if (rc == 0)
+        rc = run_on(c, &b, "cpu64", GD_EMULATE_NONE, &base, err);
+    uint64_t state = 0x9e3779b97f4a7c15ull ^ (uint64_t)ni;
+    for (int q = 0; rc == 0 && q < b.n_in; q++) {
+        struct gd_tensor *t = b.in[q];
+        if (t->dtype != GD_F64 || base.t[0] == NULL)
+            continue;
+        int64_t n = gd_tensor_numel(t);
+        double s = 0, best = 0;
+        const double *x = t->data;
+        for (int64_t k = 0; k < n; k++)
+            if (isfinite(x[k]))
+                s = fmax(s, fabs(x[k]));
+        if (!(s > 0))
+            s = 1;
+        struct gd_tensor *orig = t, *pert = NULL;
+        for (int draw = 0; rc == 0 && draw < 2; draw++) {
+            if ((pert = gd_tensor_dup(orig, err)) == NULL) {
+                rc = GD_ENOMEM;
+                break;
+            }
+            double *y = pert->data;
+            for (int64_t k = 0; k < n; k++) {
+                state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+                y[k] += (state & 1u ? d : -d) * s;
+            }
+            b.in[q] = pert;
+            rc = run_on(c, &b, "cpu64", GD_EMULATE_NONE, &moved, err);
+            b.in[q] = orig;
+            gd_tensor_free(pert);
+            if (rc != 0 || moved.t[0] == NULL)
+                break;
+            const struct gd_tensor *y0 = base.t[0], *y1 = moved.t[0];
+            int64_t m = gd_tensor_numel(y0);
+            for (int64_t k = 0; k < m; k++) {
+                double dy = fabs(gd_tensor_get_f64(y1, k) - gd_tensor_get_f64(y0, k));
+                if (isfinite(dy))
+                    best = fmax(best, dy / (d * s));
+            }
+            run_outs_fini(&moved);
+        }
+        if (rc == 0)
+            gain_add(p, b.g1->values[b.g1->inputs[q]].name, 2 * best);
+    }
+    run_outs_fini(&base);
+    run_outs_fini(&moved);
+    if (b.g1 != NULL)
+        built_fini(&b);
+    return rc;
+}
+
 /* Cuts node ni to the budget, runs it and records its probes. A failure of the node's own
  * (its graph or a session) leaves it unprobed; only memory is the run's problem. */
 static int
@@ -658,7 +899,7 @@ probe_node(struct gd_noise_collector *c, int ni, struct gd_err *err)
     struct gd_err local = {0};
     struct built b;
     double budget = (double)c->opts.max_terms;
-    int rc = build(c, ni, &cut, &b, &local);
+    int rc = build(c, ni, &cut, 0, &b, &local);
     for (int attempt = 0; rc == 0 && attempt < 4 && terms_of(&b) > budget; attempt++) {
         double over = terms_of(&b) / budget;
         const struct gd_value *a0 = &g->values[n->inputs[0]];
@@ -688,21 +929,23 @@ probe_node(struct gd_noise_collector *c, int ni, struct gd_err *err)
             break;
         }
         built_fini(&b);
-        rc = build(c, ni, &cut, &b, &local);
+        rc = build(c, ni, &cut, 0, &b, &local);
     }
     if (rc != 0) {
         skip(c, ni, local.msg[0] ? local.msg : "its graph could not be built");
         return rc == GD_ENOMEM ? gd_err_set(err, GD_ENOMEM, "out of memory") : 0;
     }
-    if (terms_of(&b) > 2 * budget || gd_node_reduction_len(b.g1, 0) <= 1) {
-        if (gd_node_reduction_len(b.g1, 0) > 1)
+    const struct gd_op_info *info = gd_op_info(n->op);
+    int emulable = info->reduction == GD_RED_GEMM || info->reduction == GD_RED_CONV ||
+                   info->reduction == GD_RED_CONVT;
+    /* a node of one term sums nothing; its probe would only say what the op's ulps do,
+     * except for a GEMM or convolution, whose operands the reduced formats round */
+    if (terms_of(&b) > 2 * budget || (gd_node_reduction_len(b.g1, 0) <= 1 && !emulable)) {
+        if (terms_of(&b) > 2 * budget)
             skip(c, ni, "too large to probe within the budget");
         built_fini(&b);
         return 0;
     }
-    const struct gd_op_info *info = gd_op_info(n->op);
-    int emulable = info->reduction == GD_RED_GEMM || info->reduction == GD_RED_CONV ||
-                   info->reduction == GD_RED_CONVT;
     for (int i = 0; i < b.n_in; i++)
         emulable &= b.in[i]->dtype == GD_F32 || b.in[i]->dtype == GD_F64 ||
                     !gd_dtype_is_float(b.in[i]->dtype);
@@ -734,6 +977,18 @@ probe_node(struct gd_noise_collector *c, int ni, struct gd_err *err)
                 continue;
             rc = error_of(got[a].t[k], ref.t[k], &p.max[a], &p.median[a], &local);
             p.has[a] = rc == 0;
+        }
+        if (k == 0)
+            gains_of(c, n, gd_node_reduction_len(b.g1, 0), &p);
+        if (k == 0 && p.n_gains == 0 && !linear_op(n->op)) {
+            struct gd_err fd_err = {0};
+            rc = measured_gains(c, ni, &cut, &p, &fd_err);
+            if (rc == GD_ENOMEM) {
+                gd_err_set(&local, GD_ENOMEM, "out of memory");
+            } else if (rc != 0) {
+                p.n_gains = 0; /* unmeasured: the comparison falls back on its rule */
+                rc = 0;
+            }
         }
         if (rc == 0) {
             struct gd_noise_probe *slot = probe_slot(c, g->values[n->outputs[k]].name);

@@ -33,6 +33,15 @@ gd_noise_probe_to_json(const struct gd_noise_probe *p)
             return NULL;
         }
     }
+    if (j != NULL && p->n_gains > 0) {
+        json_t *g = json_object();
+        for (int i = 0; g != NULL && i < p->n_gains; i++)
+            json_object_set_new(g, p->gain_input[i], json_real(p->gain[i]));
+        if (g == NULL || json_object_set_new(j, "gains", g) != 0) {
+            json_decref(j);
+            return NULL;
+        }
+    }
     return j;
 }
 
@@ -80,6 +89,19 @@ gd_noise_probe_from_json(json_t *j, struct gd_noise_probe *out, struct gd_err *e
         p.has[a] = 1;
         p.max[a] = json_number_value(mx);
         p.median[a] = json_number_value(md);
+    }
+    json_t *gains = json_object_get(j, "gains"), *g;
+    const char *key;
+    if (gains != NULL && !json_is_object(gains))
+        return gd_err_set(err, GD_EFORMAT, "noise.gains must be an object");
+    json_object_foreach(gains, key, g) {
+        if (p.n_gains == GD_NOISE_GAINS || strlen(key) >= sizeof p.gain_input[0] ||
+            !json_is_number(g) || !(json_number_value(g) >= 0) ||
+            !isfinite(json_number_value(g)))
+            return gd_err_set(err, GD_EFORMAT, "noise.gains: at most %d inputs, each a finite "
+                              "number >= 0", GD_NOISE_GAINS);
+        snprintf(p.gain_input[p.n_gains], sizeof p.gain_input[0], "%s", key);
+        p.gain[p.n_gains++] = json_number_value(g);
     }
     if (p.outputs > 0 && !p.has[GD_NOISE_FP32])
         return gd_err_set(err, GD_EFORMAT, "noise.fp32 is missing");

@@ -17,7 +17,7 @@
  * outside atol + rtol |t|. */
 static int
 against(struct gd_tensor *x, struct gd_tensor *t, double atol, double rtol, double *out,
-        double *median, double *rel_max, int64_t *rows_off, struct gd_err *err)
+        double *median, int64_t *rows_off, struct gd_err *err)
 {
     struct gd_tensor *x2, *t2;
     int side;
@@ -33,8 +33,8 @@ against(struct gd_tensor *x, struct gd_tensor *t, double atol, double rtol, doub
         double scale = gd__abs_max(t2);
         int bad = m.nan_disagree || m.inf_disagree;
         *out = bad ? INFINITY : m.abs_max / (scale > 0 ? scale : 1.0);
-        *median = bad ? INFINITY : ps.err_median;
-        *rel_max = bad ? INFINITY : ps.rel_max;
+        /* in the truth's scale, as err is */
+        *median = bad ? INFINITY : ps.err_median * ps.scale / (scale > 0 ? scale : 1.0);
         int64_t n = gd_tensor_numel(x2), rows = x2->ndim > 0 ? x2->shape[0] : 1;
         int64_t per_row = rows > 0 ? n / rows : 0;
         *rows_off = 0;
@@ -70,9 +70,9 @@ gd__truth_layer(struct gd__work *w, int i, struct gd_tensor *ta, struct gd_tenso
     double atol = w->d->atol, rtol = w->d->rtol;
     int ok = gd_tensor_numel(ta) == gd_tensor_numel(tt) &&
              against(ta, tt, atol, rtol, &dl->truth_err_a, &dl->truth_median_a,
-                     &dl->truth_rel_max_a, &dl->truth_rows_a, &local) == 0 &&
+                     &dl->truth_rows_a, &local) == 0 &&
              against(tb, tt, atol, rtol, &dl->truth_err_b, &dl->truth_median_b,
-                     &dl->truth_rel_max_b, &dl->truth_rows_b, &local) == 0;
+                     &dl->truth_rows_b, &local) == 0;
     gd_tensor_free(tt);
     if (!ok) {
         dl->truth_err_a = dl->truth_err_b = NAN;
@@ -90,7 +90,7 @@ gd__truth_layer(struct gd__work *w, int i, struct gd_tensor *ta, struct gd_tenso
  * own storage format always, since the truth is rounded to it), plus what its inputs
  * carry in: their error against the truth where they are right, else their bound. The
  * median bound the same way from the median figures (a copy may carry its inputs' largest
- * relative error, as for the pair).
+ * error, as for the pair: a selection may keep only its inputs' largest errors).
  */
 static void
 truth_bound(const struct gd__work *w, int i, int s, double *max, double *median)
@@ -109,11 +109,10 @@ truth_bound(const struct gd__work *w, int i, int s, double *max, double *median)
         double b = s == 0 ? in->truth_bound_a : in->truth_bound_b;
         double em = s == 0 ? in->truth_median_a : in->truth_median_b;
         double bm = s == 0 ? in->truth_bound_median_a : in->truth_bound_median_b;
-        double rm = s == 0 ? in->truth_rel_max_a : in->truth_rel_max_b;
         if (!isfinite(e) || !isfinite(b) || !isfinite(em) || !isfinite(bm))
             continue;
         carry = fmax(carry, e <= b ? e : b);
-        carry_m = fmax(carry_m, dl->copies ? (isfinite(rm) ? rm : 1.0) : (em <= bm ? em : bm));
+        carry_m = fmax(carry_m, dl->copies ? (e <= b ? e : b) : (em <= bm ? em : bm));
     }
     *max = own + (dl->copies ? 1.0 : GD__CARRY) * carry;
     *median = own_m + (dl->copies ? 1.0 : GD__CARRY) * carry_m;

@@ -80,8 +80,22 @@ judge(struct gd__work *w, int i)
     dl->reason[0] = '\0';
     dl->explained_by_arith = 0;
     bounds(w, i);
+    /*
+     * What the inputs carry in. Per input: its largest absolute difference (max |a-b| when
+     * it is quiet; past a divergence only the noise it could have had, its envelope) and its
+     * typical one (the RMS of its differences, which exact zeros do not hide as a median
+     * would). A copy passes them on unchanged, but a selection (MaxPool, Gather, Slice) may
+     * pass any subset: the largest values a pool keeps after a Relu carry the large errors,
+     * the zeros it drops the nil ones, so its typical error may reach its input's largest.
+     * An op linear in its inputs whose noise probe gives their gains (sum of |coefficients|)
+     * carries the sum of gain times difference, which holds however much the op cancels (a
+     * mean of values of both signs); another op, up to GD__CARRY times the largest relative
+     * difference of its inputs.
+     */
     double carry_abs = 0, carry = 0, carry_median = 0, in_err = 0;
+    double gain_abs = 0, gain_typ = 0;
     int input_diverged = 0, input_unknown = !dl->inputs_known;
+    int gains_known = !dl->copies && d->mode != GD_DIFF_REPLAY && dl->n_inputs > 0;
     if (d->mode == GD_DIFF_REPLAY) {
         replay_carry(d, dl, &carry, &carry_median);
         carry_abs = carry * dl->scale;
@@ -91,39 +105,42 @@ judge(struct gd__work *w, int i)
         if (in->verdict == GD_VERDICT_INCOMPARABLE || in->verdict == GD_VERDICT_UNKNOWN ||
             !isfinite(in->envelope)) {
             input_unknown = 1;
+            gains_known = 0;
             continue;
         }
         in_err = fmax(in_err, in->err);
         if (d->mode == GD_DIFF_REPLAY)
             continue; /* its captured input, not its own result, went in */
-        /*
-         * A copy passes its input's errors on unchanged, but a selection (MaxPool, Gather,
-         * Slice) may pass any subset of them: the largest values a pool keeps after a Relu
-         * carry the large errors, the zeros it drops the nil ones. So the median a copy may
-         * reach is the largest of its input's errors of the same kind (|a-b| / max(|a|,
-         * |b|), rel_max), not its input's median.
-         */
-        if (is_quiet(in->verdict) && in->sampled) {
-            /* fp: noise seen in a sample may hide more: carry what noise could be */
-            carry_abs = fmax(carry_abs, in->envelope * in->scale);
-            carry = fmax(carry, in->envelope);
-            carry_median = fmax(carry_median, dl->copies ? fmax(in->envelope, in->rel_max)
-                                                         : in->envelope_median);
-        } else if (is_quiet(in->verdict)) {
-            carry_abs = fmax(carry_abs, in->m.abs_max);
-            carry = fmax(carry, in->err);
-            carry_median = fmax(carry_median, dl->copies ? in->rel_max : in->err_median);
+        double in_abs, in_typ;
+        if (is_quiet(in->verdict) && !in->sampled) {
+            /* a float64 side compared after rounding to the other's format fed this layer
+             * its own, unrounded values: that rounding is a difference too */
+            double rounding = in->rounded_side ? gd__unit_roundoff(in->dtype) * in->scale : 0;
+            in_abs = in->m.abs_max + rounding;
+            in_typ = in->m.rms + rounding;
         } else {
-            /* Past a divergence only the noise an input could have had is excused. */
-            input_diverged = 1;
-            carry_abs = fmax(carry_abs, in->envelope * in->scale);
-            carry = fmax(carry, in->envelope);
-            carry_median = fmax(carry_median, dl->copies ? in->envelope : in->envelope_median);
+            /* fp: noise seen in a sample may hide more; past a divergence only the noise an
+             * input could have had is excused */
+            input_diverged |= !is_quiet(in->verdict);
+            in_abs = in_typ = in->envelope * in->scale;
+        }
+        carry_abs = fmax(carry_abs, in_abs);
+        carry = fmax(carry, in_abs / in->scale);
+        carry_median = fmax(carry_median, in_typ / in->scale);
+        double g;
+        if (gains_known && gd__input_gain(w, i, in->name, &g)) {
+            gain_abs += g * in_abs;
+            gain_typ += g * in_typ;
+        } else {
+            gains_known = 0;
         }
     }
     if (dl->copies) {
         dl->inherited = carry_abs / dl->scale;
-        dl->envelope_median = dl->bound_median + carry_median;
+        dl->envelope_median = dl->bound_median + dl->inherited;
+    } else if (gains_known) {
+        dl->inherited = gain_abs / dl->scale;
+        dl->envelope_median = dl->bound_median + gain_typ / dl->scale;
     } else {
         dl->inherited = GD__CARRY * carry;
         dl->envelope_median = dl->bound_median + GD__CARRY * carry_median;

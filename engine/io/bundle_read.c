@@ -71,6 +71,8 @@ read_layer(json_t *rec, size_t i, struct gd_bundle_layer *l, struct gd_err *err)
     json_t *t = json_object_get(rec, "time_us"), *red = json_object_get(rec, "reduction_len");
     json_t *disc = json_object_get(rec, "discontinuous");
     l->op = op ? op : "";
+    const char *node = json_string_value(json_object_get(rec, "node"));
+    l->node = node != NULL ? node : "";
     l->algo = algo ? algo : "";
     l->math = math ? math : "";
     l->time_us = json_is_number(t) ? json_number_value(t) : -1.0;

@@ -95,6 +95,7 @@ void gd_bundle_writer_free(struct gd_bundle_writer *w);
 struct gd_bundle_layer {
     int index;
     const char *name;           /* borrowed from run */
+    const char *node;           /* the node that made it ("" when not recorded) */
     const char *op;             /* "" when unknown (bundles made from dumps) */
     enum gd_dtype dtype;
     struct gd_shape shape;

@@ -104,8 +104,7 @@ struct gd_diff_layer {
     struct gd_metrics m;         /* a against b, b the reference (numpy's isclose order) */
     double scale;                /* max(|a|, |b|) over finite values (1 when 0) */
     double err;                  /* max |a-b| / scale */
-    double err_median;           /* median of |a-b| / max(|a|, |b|) over all values */
-    double rel_max;              /* the largest |a-b| / max(|a|, |b|): err_median's maximum */
+    double err_median;           /* median of |a-b| / scale over all values (at most err) */
     double ulp_scaled;           /* max |a-b| in ULPs of the layer's scale (its largest value) */
     int64_t n_differ;            /* values that differ (NaN against anything included) */
     double differ_fraction;
@@ -149,10 +148,8 @@ struct gd_diff_layer {
      * is within it ('a', 'b', '2' both, '0' neither, 0 unknown), which is closer ('a', 'b',
      * '=' within 10%), and the rows each side has outside atol + rtol*|truth| */
     double truth_err_a, truth_err_b, truth_bound_a, truth_bound_b;
-    /* the same for the median of |x - t| / max(|x|, |t|), which a side must meet too; and
-     * each side's largest of those (what a copy after it may carry) */
+    /* the same for the median of |x - t| / the truth's scale, which a side must meet too */
     double truth_median_a, truth_median_b, truth_bound_median_a, truth_bound_median_b;
-    double truth_rel_max_a, truth_rel_max_b;
     char right;
     char closer;
     int64_t truth_rows_a, truth_rows_b;

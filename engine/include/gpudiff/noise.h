@@ -10,7 +10,7 @@
  * products and convolutions, with their operands rounded to TF32, BF16 and FP16 as cpu's
  * emulation does. Each arithmetic's error against float64 is recorded in the units of the
  * comparison (docs/COMPARISON.md, "Noise probes"): the largest |y - ref| over the sample's
- * largest |ref| ("max"), and the median of |y - ref| / max(|y|, |ref|) ("median"). The
+ * largest |ref| ("max"), and the median of |y - ref| over the same scale ("median"). The
  * comparison takes the float32 entry as that layer's float32 noise, and the others to name
  * the arithmetic a difference looks like.
  *
@@ -34,6 +34,8 @@ extern "C" {
 /* The arithmetics a probe measures, in this order (names "fp32", "tf32", "bf16", "fp16"). */
 enum gd_noise_arith { GD_NOISE_FP32, GD_NOISE_TF32, GD_NOISE_BF16, GD_NOISE_FP16, GD_NOISE_N };
 
+#define GD_NOISE_GAINS 4 /* inputs a probe gives gains for, at most */
+
 const char *gd_noise_arith_name(enum gd_noise_arith a);
 
 struct gd_noise_probe {
@@ -42,11 +44,18 @@ struct gd_noise_probe {
     char slice[48];              /* what else was cut: "4 of 1024 rows of A", "group 1 of 32", "" */
     int has[GD_NOISE_N];         /* which arithmetics were measured */
     double max[GD_NOISE_N];      /* max |y - ref| / max |ref| over the sample */
-    double median[GD_NOISE_N];   /* median of |y - ref| / max(|y|, |ref|) over the sample */
+    double median[GD_NOISE_N];   /* median of |y - ref| / max |ref| over the sample */
+    /* For an op linear in its layer inputs (GEMMs, convolutions, averages and sums): how
+     * much each input's absolute difference can grow through it, max over outputs of the
+     * sum of |coefficients| (a weight row's |w| sum, 1 for a mean), by the input's value
+     * name; from the whole weights where the coefficients are weights. */
+    int n_gains;
+    char gain_input[GD_NOISE_GAINS][64];
+    double gain[GD_NOISE_GAINS];
 };
 
-/* {"outputs", "rows", "of_rows", "slice", "fp32": {"max", "median"}, ...}; a new reference,
- * NULL without memory. */
+/* {"outputs", "rows", "of_rows", "slice", "fp32": {"max", "median"}, ..., "gains": {NAME:
+ * gain}}; a new reference, NULL without memory. */
 json_t *gd_noise_probe_to_json(const struct gd_noise_probe *p);
 
 /* Reads a "noise" record. GD_EFORMAT (naming the field) for one that is not of that form;
