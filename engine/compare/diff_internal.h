@@ -21,6 +21,10 @@
  * its largest and its median error, for the elements and the order it did not see. */
 #define GD__PROBE_MAX 4.0
 #define GD__PROBE_MEDIAN 2.0
+/* How far above the typical difference an input carries in (its common part through the
+ * shift gain, the rest through the l2 gain) the median an op shows may lie: the largest
+ * outputs' gains are taken, and a median is not a mean. */
+#define GD__TYPICAL 2.0
 
 /* What a run declares about its arithmetic, read once from run.json. */
 struct gd__side {
@@ -39,6 +43,10 @@ struct gd__extra {
     double own_same[2], own_median_same[2]; /* reduced-precision inputs only if both declare it */
     double own_truth[2];              /* own_same, its storage rounding counted: from the truth */
     double own_truth_median[2];
+    /* a side reads tensors that are not layers (weights, graph inputs): fewer recorded layer
+     * inputs than its op takes, or none recorded */
+    int reads_non_layers;
+    int same_store;                   /* both sides store the layer's format (or one is f64) */
     /* the noise probes the runs recorded for the layer: [0] a's, [1] b's, [2] the truth's */
     struct gd_noise_probe probe[3];
     double chain[2], chain_median[2]; /* the layers of that side only on the way to it */
@@ -103,6 +111,7 @@ struct gd__pair_stats {
     double scale;       /* max(|a|, |b|) over finite values, 1 when all are 0 */
     double err_median;  /* median of |a - b| / scale over all values */
     double abs_max;     /* max |a - b| over finite pairs */
+    double mean_diff;   /* the mean of a - b over finite pairs (signed) */
     int64_t n_differ;   /* NaN against anything included, -0 against +0 not */
     double bits;        /* -log2(2 median |a - b| / max(|a|, |b|)) of the values that differ,
                            within [0, p] */
@@ -134,9 +143,9 @@ void gd__truth_describe(struct gd__work *w);
  * right against it (truth_quiet: the verdict is to be noise); 1 when it marked any. */
 int gd__truth_quiet(struct gd__work *w);
 
-/* facts.c: the gain of layer i's input called name from a noise probe of the layer (a's, b's
- * or the truth's): 1 and *out when one gives it. */
-int gd__input_gain(const struct gd__work *w, int i, const char *name, double *out);
+/* facts.c: the gains of layer i's input called name from a noise probe of the layer (a's,
+ * b's or the truth's); NULL when none gives them. */
+const struct gd_noise_gain *gd__input_gain(const struct gd__work *w, int i, const char *name);
 
 /* verdict.c: bounds, envelopes and verdicts in network order, then where it starts. */
 void gd__verdicts(struct gd__work *w);

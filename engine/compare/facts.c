@@ -338,18 +338,16 @@ probe_for(const struct gd__work *w, int i, int s, int e, int noise, enum gd_dtyp
     return NULL;
 }
 
-int
-gd__input_gain(const struct gd__work *w, int i, const char *name, double *out)
+const struct gd_noise_gain *
+gd__input_gain(const struct gd__work *w, int i, const char *name)
 {
     for (int k = 0; k < 3; k++) {
         const struct gd_noise_probe *p = &w->extra[i].probe[k];
         for (int q = 0; p->outputs > 0 && q < p->n_gains; q++)
-            if (strcmp(p->gain_input[q], name) == 0) {
-                *out = p->gain[q];
-                return 1;
-            }
+            if (strcmp(p->gains[q].input, name) == 0)
+                return &p->gains[q];
     }
-    return 0;
+    return NULL;
 }
 
 /* Reads the layer's noise probes: a's, b's and the truth's (a damaged record counts as none). */
@@ -487,6 +485,13 @@ layer_facts(struct gd__work *w, int i)
      * layer records: where it is set against a run of another format, a layer that reads
      * them (fewer recorded layer inputs than the op takes) carries that rounding too, as
      * what the format explains (the declared bound), not as noise. */
+    x->same_store = same_store;
+    for (int s = 0; s < 2; s++) {
+        const struct gd_bundle_layer *l = s == 0 ? la : lb;
+        if (l != NULL && info[s] != NULL &&
+            (l->inputs == NULL || (int)json_array_size(l->inputs) < info[s]->min_inputs))
+            x->reads_non_layers = 1;
+    }
     for (int s = 0; s < 2 && !same_store; s++) {
         const struct gd_bundle_layer *l = s == 0 ? la : lb;
         if (l == NULL || (st[s] != GD_F16 && st[s] != GD_BF16) || info[s] == NULL)

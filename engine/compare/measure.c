@@ -133,6 +133,8 @@ struct sym_stats {
     double scale;           /* max(|a|, |b|) over finite values: the first pass's */
     double inv_scale;
     double max_abs;
+    double sum_diff;        /* of a - b over finite pairs */
+    int64_t n_finite;
     int64_t n_differ;
     struct rel_hist all;    /* |a - b| / scale over all values */
     struct rel_hist differing; /* |a - b| / max(|a|, |b|) over the values that differ */
@@ -154,6 +156,7 @@ sym_pair(struct sym_stats *s, double x, double y)
     if (x == y && fabs(x) <= DBL_MAX) { /* the common case: equal finite values */
         s->all.bins[0]++;
         s->all.n++;
+        s->n_finite++;
         return;
     }
     if (isnan(x) || isnan(y)) {
@@ -164,10 +167,12 @@ sym_pair(struct sym_stats *s, double x, double y)
         s->n_differ += x != y;
         return;
     }
+    s->n_finite++;
     if (x == y) { /* -0 against +0 */
         hist_add(&s->all, 0.0);
         return;
     }
+    s->sum_diff += x - y;
     double ax = fabs(x), ay = fabs(y), m = ax > ay ? ax : ay;
     double d = fabs(x - y);
     s->max_abs = d > s->max_abs ? d : s->max_abs;
@@ -255,6 +260,7 @@ gd__pair_stats(const struct gd_tensor *a, const struct gd_tensor *b, struct gd__
     out->scale = s->scale;
     out->err_median = s->all.n > 0 ? hist_median(&s->all) : 0.0;
     out->abs_max = s->max_abs;
+    out->mean_diff = s->n_finite > 0 ? s->sum_diff / (double)s->n_finite : 0.0;
     out->n_differ = s->n_differ;
     double p = significand_bits(a->dtype);
     double med = s->differing.n > 0 ? hist_median(&s->differing) : 0.0;
@@ -283,6 +289,7 @@ measure(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb, do
         dl->scale = ps.scale;
         dl->err = dl->m.abs_max / dl->scale;
         dl->err_median = ps.err_median;
+        dl->mean_diff = ps.mean_diff;
         dl->n_differ = ps.n_differ;
         dl->differ_fraction = dl->m.count > 0 ? (double)ps.n_differ / (double)dl->m.count : 0;
         dl->sparse = ps.n_differ > 0 && dl->differ_fraction < GD__SPARSE;

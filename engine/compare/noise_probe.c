@@ -654,40 +654,57 @@ error_of(struct gd_tensor *y, struct gd_tensor *ref, double *max, double *median
 
 /* ---- how much an input's difference can grow through a linear op ---- */
 
-/* max over j of sum over k of |t[..., k, j]| (axis k the second-to-last): a matrix's largest
- * column |sum|, over its batch; t seen as (outer, K, N) with K = shape[k_axis]. */
-static double
-max_abs_sum(const struct gd_tensor *t, int k_axis)
+/* The three gains of a block of coefficients, folded into the largest of each seen. */
+struct gain3 {
+    double l1, shift, l2;
+};
+
+static void
+gain_fold(struct gain3 *g, double abs_sum, double sum, double sq_sum)
+{
+    g->l1 = fmax(g->l1, abs_sum);
+    g->shift = fmax(g->shift, fabs(sum));
+    g->l2 = fmax(g->l2, sqrt(sq_sum));
+}
+
+/* The gains of the columns of t seen as (outer, K, N), K = shape[k_axis]: a matrix's columns
+ * (the coefficients one output of x W takes), over its batch. */
+static struct gain3
+column_gains(const struct gd_tensor *t, int k_axis)
 {
     int64_t outer = 1, kdim = t->shape[k_axis], inner = 1;
     for (int d = 0; d < k_axis; d++)
         outer *= t->shape[d];
     for (int d = k_axis + 1; d < t->ndim; d++)
         inner *= t->shape[d];
-    double best = 0;
+    struct gain3 g = {0, 0, 0};
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < inner; j++) {
-            double sum = 0;
-            for (int64_t k = 0; k < kdim; k++)
-                sum += fabs(gd_tensor_get_f64(t, (o * kdim + k) * inner + j));
-            best = fmax(best, sum);
+            double a = 0, s = 0, q = 0;
+            for (int64_t k = 0; k < kdim; k++) {
+                double v = gd_tensor_get_f64(t, (o * kdim + k) * inner + j);
+                a += fabs(v), s += v, q += v * v;
+            }
+            gain_fold(&g, a, s, q);
         }
-    return best;
+    return g;
 }
 
-/* The largest |sum| of t's blocks along axis 0 (a convolution's filter per output channel). */
-static double
-max_block_abs_sum(const struct gd_tensor *t, int64_t blocks)
+/* The gains of t's blocks along axis 0 (a convolution's filter per output channel). */
+static struct gain3
+block_gains(const struct gd_tensor *t, int64_t blocks)
 {
     int64_t n = gd_tensor_numel(t), per = blocks > 0 ? n / blocks : 0;
-    double best = 0;
+    struct gain3 g = {0, 0, 0};
     for (int64_t b = 0; b < blocks; b++) {
-        double sum = 0;
-        for (int64_t i = 0; i < per; i++)
-            sum += fabs(gd_tensor_get_f64(t, b * per + i));
-        best = fmax(best, sum);
+        double a = 0, s = 0, q = 0;
+        for (int64_t i = 0; i < per; i++) {
+            double v = gd_tensor_get_f64(t, b * per + i);
+            a += fabs(v), s += v, q += v * v;
+        }
+        gain_fold(&g, a, s, q);
     }
-    return best;
+    return g;
 }
 
 /* The tensor a slot holds for gain purposes: a weight, or a runtime value's kept rows. */
@@ -699,16 +716,19 @@ slot_tensor(const struct gd_noise_collector *c, int v)
 }
 
 static void
-gain_add(struct gd_noise_probe *p, const char *name, double g)
+gain_add(struct gd_noise_probe *p, const char *name, struct gain3 g, double factor)
 {
+    g.l1 *= factor, g.shift *= factor, g.l2 *= factor;
     for (int i = 0; i < p->n_gains; i++)
-        if (strcmp(p->gain_input[i], name) == 0) {
-            p->gain[i] += g;
+        if (strcmp(p->gains[i].input, name) == 0) {
+            p->gains[i].l1 += g.l1, p->gains[i].shift += g.shift, p->gains[i].l2 += g.l2;
             return;
         }
-    if (p->n_gains < GD_NOISE_GAINS && strlen(name) < sizeof p->gain_input[0] && isfinite(g)) {
-        snprintf(p->gain_input[p->n_gains], sizeof p->gain_input[0], "%s", name);
-        p->gain[p->n_gains++] = g;
+    if (p->n_gains < GD_NOISE_GAINS && strlen(name) < sizeof p->gains[0].input &&
+        isfinite(g.l1) && isfinite(g.shift) && isfinite(g.l2)) {
+        struct gd_noise_gain *o = &p->gains[p->n_gains++];
+        snprintf(o->input, sizeof o->input, "%s", name);
+        o->l1 = g.l1, o->shift = g.shift, o->l2 = g.l2;
     }
 }
 
@@ -749,66 +769,69 @@ gains_of(const struct gd_noise_collector *c, const struct gd_node *n, int64_t te
     int layer1 = in1 >= 0 && g->values[in1].constant == NULL;
     const struct gd_tensor *t0 = in0 >= 0 ? slot_tensor(c, in0) : NULL;
     const struct gd_tensor *t1 = in1 >= 0 ? slot_tensor(c, in1) : NULL;
+    double dn = (double)(terms > 0 ? terms : 1);
+    struct gain3 mean = {1.0, 1.0, 1.0 / sqrt(dn)}, sum = {dn, dn, sqrt(dn)}, one = {1, 1, 1};
     switch (n->op) {
     case GD_OP_GEMM: {
         double alpha = fabs(n->params.alpha);
-        if (layer0 && in0 == in1)
+        if (in0 == in1)
             return; /* x times itself is not linear in x */
-        if (layer0 && t1 != NULL) /* columns of op(B): B's rows when transposed */
-            gain_add(p, g->values[in0].name,
-                     alpha * (n->params.trans_b ? max_abs_sum(t1, 1) : max_abs_sum(t1, 0)));
-        if (layer1 && t0 != NULL && t0->ndim == 2)
-            gain_add(p, g->values[in1].name,
-                     alpha * (n->params.trans_a ? max_abs_sum(t0, 0) : max_abs_sum(t0, 1)));
+        if (layer0 && t1 != NULL && t1->ndim == 2) /* the columns of op(B) */
+            gain_add(p, g->values[in0].name, column_gains(t1, n->params.trans_b ? 1 : 0), alpha);
+        if (layer1 && t0 != NULL && t0->ndim == 2) /* the rows of op(A) */
+            gain_add(p, g->values[in1].name, column_gains(t0, n->params.trans_a ? 0 : 1), alpha);
         return;
     }
     case GD_OP_MATMUL:
         if (in0 == in1 || t0 == NULL || t1 == NULL || t0->ndim < 1 || t1->ndim < 1)
             return;
         if (layer0)
-            gain_add(p, g->values[in0].name, max_abs_sum(t1, t1->ndim >= 2 ? t1->ndim - 2 : 0));
-        if (layer1) /* the rows of A */
-            gain_add(p, g->values[in1].name, t0->ndim >= 1 ? max_abs_sum(t0, t0->ndim - 1) : 0);
+            gain_add(p, g->values[in0].name, column_gains(t1, t1->ndim >= 2 ? t1->ndim - 2 : 0),
+                     1.0);
+        if (layer1)
+            gain_add(p, g->values[in1].name, column_gains(t0, t0->ndim - 1), 1.0);
         return;
     case GD_OP_CONV:
         if (layer0 && !layer1 && t1 != NULL && t1->ndim >= 1)
-            gain_add(p, g->values[in0].name, max_block_abs_sum(t1, t1->shape[0]));
+            gain_add(p, g->values[in0].name, block_gains(t1, t1->shape[0]), 1.0);
         return;
     case GD_OP_CONV_TRANSPOSE:
         if (layer0 && !layer1 && t1 != NULL && t1->ndim >= 2) {
-            /* W is (Cin, Cout/group, k...): the output channel's taps over its group's inputs */
+            /* W is (Cin, Cout/group, k...): an output channel's taps over its group's inputs */
             int64_t groups = n->params.group > 1 ? n->params.group : 1;
             int64_t cin = t1->shape[0], cout_g = t1->shape[1], per = 1;
             for (int d = 2; d < t1->ndim; d++)
                 per *= t1->shape[d];
-            double best = 0;
+            struct gain3 gg = {0, 0, 0};
             for (int64_t gi = 0; gi < groups; gi++)
                 for (int64_t co = 0; co < cout_g; co++) {
-                    double sum = 0;
+                    double a = 0, s = 0, q = 0;
                     for (int64_t ci = gi * (cin / groups); ci < (gi + 1) * (cin / groups); ci++)
-                        for (int64_t k = 0; k < per; k++)
-                            sum += fabs(gd_tensor_get_f64(t1, (ci * cout_g + co) * per + k));
-                    best = fmax(best, sum);
+                        for (int64_t k = 0; k < per; k++) {
+                            double v = gd_tensor_get_f64(t1, (ci * cout_g + co) * per + k);
+                            a += fabs(v), s += v, q += v * v;
+                        }
+                    gain_fold(&gg, a, s, q);
                 }
-            gain_add(p, g->values[in0].name, best);
+            gain_add(p, g->values[in0].name, gg, 1.0);
         }
         return;
     case GD_OP_AVERAGE_POOL:
     case GD_OP_GLOBAL_AVERAGE_POOL:
     case GD_OP_REDUCE_MEAN:
         if (layer0)
-            gain_add(p, g->values[in0].name, 1.0);
+            gain_add(p, g->values[in0].name, mean, 1.0);
         return;
     case GD_OP_REDUCE_SUM:
         if (layer0)
-            gain_add(p, g->values[in0].name, (double)terms);
+            gain_add(p, g->values[in0].name, sum, 1.0);
         return;
     case GD_OP_SUM:
     case GD_OP_MEAN:
         for (int i = 0; i < n->n_inputs; i++) {
             int v = n->inputs[i];
             if (v >= 0 && g->values[v].constant == NULL)
-                gain_add(p, g->values[v].name, n->op == GD_OP_SUM ? 1.0 : 1.0 / n->n_inputs);
+                gain_add(p, g->values[v].name, one, n->op == GD_OP_SUM ? 1.0 : 1.0 / n->n_inputs);
         }
         return;
     default:
@@ -818,10 +841,11 @@ gains_of(const struct gd_noise_collector *c, const struct gd_node *n, int64_t te
 
 /*
  * The gains of a node that is not linear in its inputs (a normalization, Softmax), measured:
- * each float input is moved by +-d S (S its largest |value|, the signs random) and the node
- * computed again in float64; the gain is max |change of the output| / (d S), the larger of
- * two draws, times 2. A LayerNormalization of a row of equal values divides the rounding of
- * its mean by sqrt(epsilon): what its input carries in grows by that, and this shows it.
+ * each float input is moved by d S (S its largest |value|) with random signs (the response
+ * to independent differences: about 3 times the l2 gain for the largest output) and all of
+ * one sign (the shift gain), and the node computed again in float64. l1 is taken as twice
+ * the larger of the two. A LayerNormalization of a row of equal values divides the rounding
+ * of its mean by sqrt(epsilon), which the random draw shows and the shift does not.
  */
 static int
 measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
@@ -839,7 +863,7 @@ measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
         if (t->dtype != GD_F64 || base.t[0] == NULL)
             continue;
         int64_t n = gd_tensor_numel(t);
-        double s = 0, best = 0;
+        double s = 0, best[2] = {0, 0};
         const double *x = t->data;
         for (int64_t k = 0; k < n; k++)
             if (isfinite(x[k]))
@@ -847,7 +871,7 @@ measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
         if (!(s > 0))
             s = 1;
         struct gd_tensor *orig = t, *pert = NULL;
-        for (int draw = 0; rc == 0 && draw < 2; draw++) {
+        for (int draw = 0; rc == 0 && draw < 2; draw++) { /* 0: random signs, 1: a shift */
             if ((pert = gd_tensor_dup(orig, err)) == NULL) {
                 rc = GD_ENOMEM;
                 break;
@@ -855,7 +879,7 @@ measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
             double *y = pert->data;
             for (int64_t k = 0; k < n; k++) {
                 state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-                y[k] += (state & 1u ? d : -d) * s;
+                y[k] += (draw == 1 || (state & 1u) ? d : -d) * s;
             }
             b.in[q] = pert;
             rc = run_on(c, &b, "cpu64", GD_EMULATE_NONE, &moved, err);
@@ -868,12 +892,14 @@ measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
             for (int64_t k = 0; k < m; k++) {
                 double dy = fabs(gd_tensor_get_f64(y1, k) - gd_tensor_get_f64(y0, k));
                 if (isfinite(dy))
-                    best = fmax(best, dy / (d * s));
+                    best[draw] = fmax(best[draw], dy / (d * s));
             }
             run_outs_fini(&moved);
         }
-        if (rc == 0)
-            gain_add(p, b.g1->values[b.g1->inputs[q]].name, 2 * best);
+        if (rc == 0) {
+            struct gain3 gm = {2 * fmax(best[0], best[1]), best[1], best[0]};
+            gain_add(p, b.g1->values[b.g1->inputs[q]].name, gm, 1.0);
+        }
     }
     run_outs_fini(&base);
     run_outs_fini(&moved);

@@ -36,7 +36,9 @@ gd_noise_probe_to_json(const struct gd_noise_probe *p)
     if (j != NULL && p->n_gains > 0) {
         json_t *g = json_object();
         for (int i = 0; g != NULL && i < p->n_gains; i++)
-            json_object_set_new(g, p->gain_input[i], json_real(p->gain[i]));
+            json_object_set_new(g, p->gains[i].input,
+                                json_pack("{s:f, s:f, s:f}", "l1", p->gains[i].l1, "shift",
+                                          p->gains[i].shift, "l2", p->gains[i].l2));
         if (g == NULL || json_object_set_new(j, "gains", g) != 0) {
             json_decref(j);
             return NULL;
@@ -95,13 +97,21 @@ gd_noise_probe_from_json(json_t *j, struct gd_noise_probe *out, struct gd_err *e
     if (gains != NULL && !json_is_object(gains))
         return gd_err_set(err, GD_EFORMAT, "noise.gains must be an object");
     json_object_foreach(gains, key, g) {
-        if (p.n_gains == GD_NOISE_GAINS || strlen(key) >= sizeof p.gain_input[0] ||
-            !json_is_number(g) || !(json_number_value(g) >= 0) ||
-            !isfinite(json_number_value(g)))
-            return gd_err_set(err, GD_EFORMAT, "noise.gains: at most %d inputs, each a finite "
-                              "number >= 0", GD_NOISE_GAINS);
-        snprintf(p.gain_input[p.n_gains], sizeof p.gain_input[0], "%s", key);
-        p.gain[p.n_gains++] = json_number_value(g);
+        double v[3];
+        static const char *const names[3] = {"l1", "shift", "l2"};
+        int ok = p.n_gains < GD_NOISE_GAINS && strlen(key) < sizeof p.gains[0].input &&
+                 json_is_object(g);
+        for (int k = 0; ok && k < 3; k++) {
+            json_t *e = json_object_get(g, names[k]);
+            v[k] = json_is_number(e) ? json_number_value(e) : -1;
+            ok = v[k] >= 0 && isfinite(v[k]);
+        }
+        if (!ok)
+            return gd_err_set(err, GD_EFORMAT, "noise.gains: at most %d inputs, each {l1, "
+                              "shift, l2} of finite numbers >= 0", GD_NOISE_GAINS);
+        struct gd_noise_gain *gn = &p.gains[p.n_gains++];
+        snprintf(gn->input, sizeof gn->input, "%s", key);
+        gn->l1 = v[0], gn->shift = v[1], gn->l2 = v[2];
     }
     if (p.outputs > 0 && !p.has[GD_NOISE_FP32])
         return gd_err_set(err, GD_EFORMAT, "noise.fp32 is missing");

@@ -70,6 +70,14 @@ replay_carry(const struct gd_diff *d, const struct gd_diff_layer *dl, double *no
     }
 }
 
+/* Layer i reads tensors that are not layers and that the two runs may not share. */
+static int
+copy_reads_differing(const struct gd__work *w, int i)
+{
+    const struct gd__extra *x = &w->extra[i];
+    return x->reads_non_layers && (!x->same_store || w->d->inputs_differ == 1);
+}
+
 static void
 judge(struct gd__work *w, int i)
 {
@@ -87,10 +95,12 @@ judge(struct gd__work *w, int i)
      * would). A copy passes them on unchanged, but a selection (MaxPool, Gather, Slice) may
      * pass any subset: the largest values a pool keeps after a Relu carry the large errors,
      * the zeros it drops the nil ones, so its typical error may reach its input's largest.
-     * An op linear in its inputs whose noise probe gives their gains (sum of |coefficients|)
-     * carries the sum of gain times difference, which holds however much the op cancels (a
-     * mean of values of both signs); another op, up to GD__CARRY times the largest relative
-     * difference of its inputs.
+     * An op whose noise probe gives its inputs' gains carries, as its largest difference, the
+     * sum of l1 gain times largest difference, which holds however much the op cancels (a
+     * mean of values of both signs); as its typical one, the part of the inputs' difference
+     * common to all values through the shift gain plus the rest through the l2 gain (as
+     * independent differences add), GD__TYPICAL times. Another op, up to GD__CARRY times
+     * the largest relative difference of its inputs.
      */
     double carry_abs = 0, carry = 0, carry_median = 0, in_err = 0;
     double gain_abs = 0, gain_typ = 0;
@@ -111,26 +121,33 @@ judge(struct gd__work *w, int i)
         in_err = fmax(in_err, in->err);
         if (d->mode == GD_DIFF_REPLAY)
             continue; /* its captured input, not its own result, went in */
-        double in_abs, in_typ;
+        /* in_abs: the largest difference; in_shift and in_spread: the part common to all
+         * values (the signed mean) and the rest (its RMS about the mean) */
+        double in_abs, in_typ, in_shift, in_spread;
         if (is_quiet(in->verdict) && !in->sampled) {
             /* a float64 side compared after rounding to the other's format fed this layer
              * its own, unrounded values: that rounding is a difference too */
             double rounding = in->rounded_side ? gd__unit_roundoff(in->dtype) * in->scale : 0;
             in_abs = in->m.abs_max + rounding;
             in_typ = in->m.rms + rounding;
+            in_shift = fabs(in->mean_diff);
+            in_spread = sqrt(fmax(0.0, in->m.rms * in->m.rms - in->mean_diff * in->mean_diff)) +
+                        rounding;
         } else {
             /* fp: noise seen in a sample may hide more; past a divergence only the noise an
-             * input could have had is excused */
+             * input could have had is excused, typical noise may be common to all values */
             input_diverged |= !is_quiet(in->verdict);
-            in_abs = in_typ = in->envelope * in->scale;
+            in_abs = in->envelope * in->scale;
+            in_typ = (in->sampled ? in->envelope : in->envelope_median) * in->scale;
+            in_shift = in_spread = in_typ;
         }
         carry_abs = fmax(carry_abs, in_abs);
         carry = fmax(carry, in_abs / in->scale);
         carry_median = fmax(carry_median, in_typ / in->scale);
-        double g;
-        if (gains_known && gd__input_gain(w, i, in->name, &g)) {
-            gain_abs += g * in_abs;
-            gain_typ += g * in_typ;
+        const struct gd_noise_gain *g = gains_known ? gd__input_gain(w, i, in->name) : NULL;
+        if (g != NULL) {
+            gain_abs += g->l1 * in_abs;
+            gain_typ += GD__TYPICAL * (g->shift * in_shift + g->l2 * in_spread);
         } else {
             gains_known = 0;
         }
@@ -166,8 +183,11 @@ judge(struct gd__work *w, int i)
         dl->ratio = dl->ratio_max = dl->ratio_median = NAN;
     }
     /* A copy that is not a step (data movement, a selection, Relu) computes nothing: its
-     * own error is zero, so with every input it reads known and quiet it is quiet too. */
-    int moves_only = dl->copies && !dl->discontinuous;
+     * own error is zero, so with every input it reads known and quiet it is quiet too.
+     * Unless it reads tensors that are not layers and that the runs may hold differently:
+     * weights or inputs loaded in two formats (float16 against bfloat16), or other inputs;
+     * then it is where that difference shows first (a token embedding's Gather). */
+    int moves_only = dl->copies && !dl->discontinuous && !copy_reads_differing(w, i);
     int inputs_quiet_known = dl->inputs_known && !input_unknown && !input_diverged &&
                              dl->n_inputs > 0;
     if (dl->m.bitwise_equal) {
@@ -318,7 +338,8 @@ gd__starts(struct gd__work *w)
         int starts = d->mode == GD_DIFF_REPLAY ? dl->verdict != GD_VERDICT_AMPLIFIED
                                                : inputs_quiet(d, dl);
         /* data movement adds no error of its own: what it shows, it was given */
-        if (dl->copies && !dl->discontinuous && dl->verdict != GD_VERDICT_NONFINITE)
+        if (dl->copies && !dl->discontinuous && dl->verdict != GD_VERDICT_NONFINITE &&
+            !copy_reads_differing(w, i))
             starts = 0;
         if (starts && d->first_divergent < 0)
             d->first_divergent = i;

@@ -105,6 +105,7 @@ struct gd_diff_layer {
     double scale;                /* max(|a|, |b|) over finite values (1 when 0) */
     double err;                  /* max |a-b| / scale */
     double err_median;           /* median of |a-b| / scale over all values (at most err) */
+    double mean_diff;            /* the mean of a - b (signed): the part common to all values */
     double ulp_scaled;           /* max |a-b| in ULPs of the layer's scale (its largest value) */
     int64_t n_differ;            /* values that differ (NaN against anything included) */
     double differ_fraction;

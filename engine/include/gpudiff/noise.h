@@ -45,17 +45,23 @@ struct gd_noise_probe {
     int has[GD_NOISE_N];         /* which arithmetics were measured */
     double max[GD_NOISE_N];      /* max |y - ref| / max |ref| over the sample */
     double median[GD_NOISE_N];   /* median of |y - ref| / max |ref| over the sample */
-    /* For an op linear in its layer inputs (GEMMs, convolutions, averages and sums): how
-     * much each input's absolute difference can grow through it, max over outputs of the
-     * sum of |coefficients| (a weight row's |w| sum, 1 for a mean), by the input's value
-     * name; from the whole weights where the coefficients are weights. */
+    /*
+     * How much each layer input's difference can grow through the op, by the input's value
+     * name, as three gains over the outputs (the largest of each): l1, the sum of
+     * |coefficients| (a bound: any difference); shift, |sum of coefficients| (a difference
+     * the same on every input element); l2, their root sum of squares (differences that are
+     * independent of each other). Exact from the weights, or fixed (a mean's 1/n each), for
+     * ops linear in the input; measured by float64 finite differences for the others.
+     */
     int n_gains;
-    char gain_input[GD_NOISE_GAINS][64];
-    double gain[GD_NOISE_GAINS];
+    struct gd_noise_gain {
+        char input[64];
+        double l1, shift, l2;
+    } gains[GD_NOISE_GAINS];
 };
 
 /* {"outputs", "rows", "of_rows", "slice", "fp32": {"max", "median"}, ..., "gains": {NAME:
- * gain}}; a new reference, NULL without memory. */
+ * {"l1", "shift", "l2"}}}; a new reference, NULL without memory. */
 json_t *gd_noise_probe_to_json(const struct gd_noise_probe *p);
 
 /* Reads a "noise" record. GD_EFORMAT (naming the field) for one that is not of that form;
