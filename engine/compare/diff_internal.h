@@ -110,6 +110,7 @@ int gd__reconcile(struct gd_tensor *a, struct gd_tensor *b, struct gd_tensor **a
 struct gd__pair_stats {
     double scale;       /* max(|a|, |b|) over finite values, 1 when all are 0 */
     double err_median;  /* median of |a - b| / scale over all values */
+    double err_median_hi; /* taken as a sample: the 99% upper confidence bound of the median */
     double abs_max;     /* max |a - b| over finite pairs */
     double mean_diff;   /* the mean of a - b over finite pairs (signed) */
     int64_t n_differ;   /* NaN against anything included, -0 against +0 not */

@@ -384,15 +384,15 @@ probe_bounds(struct gd__work *w, int i, int s, enum gd_arith ar, int same, enum 
     double floor = 2 * gd__unit_roundoff(cmp);
     if (p != NULL) {
         x->own_same[s] = fmax(x->own_same[s], GD__PROBE_MAX * p->max[e_same]);
-        x->own_median_same[s] = GD__PROBE_MEDIAN * p->median[e_same] + floor;
+        x->own_median_same[s] = GD__PROBE_MEDIAN * p->median_hi[e_same] + floor;
         x->own_truth[s] = fmax(x->own_truth[s], GD__PROBE_MAX * p->max[e_same]);
-        x->own_truth_median[s] = GD__PROBE_MEDIAN * p->median[e_same] + floor;
+        x->own_truth_median[s] = GD__PROBE_MEDIAN * p->median_hi[e_same] + floor;
         if (dl->noise_from == NULL || strcmp(dl->noise_from, "model") == 0)
             dl->noise_from = from;
     }
     if ((p = probe_for(w, i, s, e_decl, 0, cmp, &from)) != NULL) {
         x->own[s] = fmax(x->own[s], GD__PROBE_MAX * p->max[e_decl]);
-        x->own_median[s] = GD__PROBE_MEDIAN * p->median[e_decl] + floor;
+        x->own_median[s] = GD__PROBE_MEDIAN * p->median_hi[e_decl] + floor;
     }
 }
 

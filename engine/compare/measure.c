@@ -104,13 +104,14 @@ hist_add(struct rel_hist *h, double rel)
     h->n++;
 }
 
-/* The median, interpolated inside its bin and never above the largest value; NAN if empty. */
+/* The q-quantile (the median for q = 1/2), interpolated inside its bin and never above the
+ * largest value; NAN if empty. */
 static double
-hist_median(const struct rel_hist *h)
+hist_quantile(const struct rel_hist *h, double q)
 {
     if (h->n == 0)
         return NAN;
-    double target = 0.5 * (double)h->n;
+    double target = q * (double)h->n;
     int64_t cum = 0;
     for (int i = 0; i < REL_BINS; i++) {
         int64_t c = h->bins[i];
@@ -123,10 +124,16 @@ hist_median(const struct rel_hist *h)
         int e = (i - 1) / REL_SUB + REL_EXP_MIN, k = (i - 1) % REL_SUB;
         double lo = ldexp(1.0 + (double)k / REL_SUB, e), width = ldexp(1.0 / REL_SUB, e);
         double frac = (target - (double)cum) / (double)c;
-        double med = lo + (frac < 0 ? 0 : frac) * width;
-        return med < h->max ? med : h->max;
+        double v = lo + (frac < 0 ? 0 : frac) * width;
+        return v < h->max ? v : h->max;
     }
-    return NAN;
+    return h->max;
+}
+
+static double
+hist_median(const struct rel_hist *h)
+{
+    return hist_quantile(h, 0.5);
 }
 
 struct sym_stats {
@@ -259,6 +266,10 @@ gd__pair_stats(const struct gd_tensor *a, const struct gd_tensor *b, struct gd__
     memset(out, 0, sizeof *out);
     out->scale = s->scale;
     out->err_median = s->all.n > 0 ? hist_median(&s->all) : 0.0;
+    /* the order statistic above which the population's median lies with 1% chance (normal
+     * approximation of the binomial: rank n/2 + 2.33 sqrt(n) / 2) */
+    double q_hi = s->all.n > 0 ? fmin(1.0, 0.5 + 1.165 / sqrt((double)s->all.n)) : 0.5;
+    out->err_median_hi = s->all.n > 0 ? hist_quantile(&s->all, q_hi) : 0.0;
     out->abs_max = s->max_abs;
     out->mean_diff = s->n_finite > 0 ? s->sum_diff / (double)s->n_finite : 0.0;
     out->n_differ = s->n_differ;

@@ -343,6 +343,21 @@ prefix_axis(const struct gd_tensor *t, int axis, int64_t n, struct gd_err *err)
     return o;
 }
 
+/* count of t's `total` first entries along axis, spread over them (van der Corput), new:
+ * the same picks for every tensor cut this way (a weight and its bias). */
+static struct gd_tensor *
+spread_axis(const struct gd_tensor *t, int axis, int64_t total, int64_t count, struct gd_err *err)
+{
+    int64_t *idx = malloc((size_t)(count > 0 ? count : 1) * sizeof *idx);
+    struct gd_tensor *o = NULL;
+    if (idx == NULL || rows_pick(total, count, idx) != count)
+        gd_err_set(err, GD_ENOMEM, "out of memory");
+    else
+        o = gather_axis(t, axis, idx, count, err);
+    free(idx);
+    return o;
+}
+
 /* Whether input slot i of node n is cut by rows (its dim 0 is the output's rows). */
 static int
 slot_takes_rows(const struct gd_graph *g, const struct gd_node *n, int i, const struct kept *k)
@@ -402,7 +417,9 @@ cut_value(struct gd_noise_collector *c, const struct gd_node *n, int i, const st
     const struct gd_value *val = &g->values[v];
     struct gd_tensor *t = NULL;
     if (val->constant != NULL) {
-        t = gd_tensor_dup(val->constant, err);
+        /* borrowed: the cut takes what it needs, and a weight taken whole is not copied */
+        const struct gd_tensor *w = val->constant;
+        t = gd_tensor_wrap(w->dtype, w->ndim, w->shape, w->data, err);
     } else {
         const struct kept *k = &c->vals[v];
         const int64_t *rows = node_rows(c, n);
@@ -427,12 +444,10 @@ cut_value(struct gd_noise_collector *c, const struct gd_node *n, int i, const st
             o = gather_axis(t, t->ndim - 2, idx, cut->m, err);
         free(idx);
     } else if (n->op == GD_OP_GEMM && cut->cols > 0 && (i == 1 || (i == 2 && t->ndim >= 1))) {
-        if (i == 1)
-            o = prefix_axis(t, n->params.trans_b ? 0 : 1, cut->cols, err);
-        else if (t->shape[t->ndim - 1] > 1)
-            o = prefix_axis(t, t->ndim - 1, cut->cols, err);
-        else
+        int axis = i == 1 ? (n->params.trans_b ? 0 : 1) : t->ndim - 1;
+        if (t->shape[axis] <= 1) /* a bias broadcast along the columns */
             return t;
+        o = spread_axis(t, axis, t->shape[axis], cut->cols, err);
     } else if ((n->op == GD_OP_CONV || n->op == GD_OP_CONV_TRANSPOSE) &&
                (cut->one_group || cut->cols > 0) && t->ndim >= 1) {
         int convt = n->op == GD_OP_CONV_TRANSPOSE;
@@ -448,14 +463,13 @@ cut_value(struct gd_noise_collector *c, const struct gd_node *n, int i, const st
                     return NULL;
             }
             if (cut->cols > 0)
-                o = prefix_axis(w, convt ? 1 : 0, cut->cols, err);
+                o = spread_axis(w, convt ? 1 : 0, w->shape[convt ? 1 : 0], cut->cols, err);
             else
                 return w;
-        } else if (i == 2) {                   /* B */
-            int64_t keep = cut->cols > 0      ? cut->cols
-                           : cut->one_group ? t->shape[0] / g_n
-                                            : t->shape[0];
-            o = prefix_axis(t, 0, keep, err);
+        } else if (i == 2) {                   /* B: the same channels */
+            int64_t per = cut->one_group ? t->shape[0] / g_n : t->shape[0];
+            o = cut->cols > 0 ? spread_axis(t, 0, per, cut->cols, err)
+                              : prefix_axis(t, 0, per, err);
         } else {
             return t;
         }
@@ -630,7 +644,7 @@ probe_slot(struct gd_noise_collector *c, const char *name)
 /* Error of y against the reference ref in the comparison's units: max and median. */
 static int
 error_of(struct gd_tensor *y, struct gd_tensor *ref, double *max, double *median,
-         struct gd_err *err)
+         double *median_hi, struct gd_err *err)
 {
     struct gd_tensor *y2, *r2;
     int side;
@@ -642,7 +656,8 @@ error_of(struct gd_tensor *y, struct gd_tensor *ref, double *max, double *median
     if (rc == 0) {
         *max = ps.abs_max / ps.scale;
         *median = ps.err_median;
-        if (!isfinite(*max) || !isfinite(*median))
+        *median_hi = fmax(ps.err_median_hi, ps.err_median);
+        if (!isfinite(*max) || !isfinite(*median_hi))
             rc = gd_err_set(err, GD_ERANGE, "a non-finite value");
     }
     if (y2 != y)
@@ -653,6 +668,18 @@ error_of(struct gd_tensor *y, struct gd_tensor *ref, double *max, double *median
 }
 
 /* ---- how much an input's difference can grow through a linear op ---- */
+
+/* Element i of a host tensor as a double: float32 and float64 read directly (the gains walk
+ * whole weights, hundreds of millions of elements), the rest through gd_tensor_get_f64. */
+static inline double
+elem(const struct gd_tensor *t, int64_t i)
+{
+    if (t->dtype == GD_F32)
+        return ((const float *)t->data)[i];
+    if (t->dtype == GD_F64)
+        return ((const double *)t->data)[i];
+    return gd_tensor_get_f64(t, i);
+}
 
 /* The three gains of a block of coefficients, folded into the largest of each seen. */
 struct gain3 {
@@ -678,15 +705,20 @@ column_gains(const struct gd_tensor *t, int k_axis)
     for (int d = k_axis + 1; d < t->ndim; d++)
         inner *= t->shape[d];
     struct gain3 g = {0, 0, 0};
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < inner; j++) {
-            double a = 0, s = 0, q = 0;
-            for (int64_t k = 0; k < kdim; k++) {
-                double v = gd_tensor_get_f64(t, (o * kdim + k) * inner + j);
-                a += fabs(v), s += v, q += v * v;
+    double *acc = calloc((size_t)(inner > 0 ? inner : 1) * 3, sizeof *acc);
+    if (acc == NULL) /* no gains: the comparison falls back on its rule */
+        return (struct gain3){NAN, NAN, NAN};
+    for (int64_t o = 0; o < outer; o++) {
+        memset(acc, 0, (size_t)inner * 3 * sizeof *acc);
+        for (int64_t k = 0; k < kdim; k++) /* row by row, in memory order */
+            for (int64_t j = 0; j < inner; j++) {
+                double v = elem(t, (o * kdim + k) * inner + j);
+                acc[3 * j] += fabs(v), acc[3 * j + 1] += v, acc[3 * j + 2] += v * v;
             }
-            gain_fold(&g, a, s, q);
-        }
+        for (int64_t j = 0; j < inner; j++)
+            gain_fold(&g, acc[3 * j], acc[3 * j + 1], acc[3 * j + 2]);
+    }
+    free(acc);
     return g;
 }
 
@@ -699,7 +731,7 @@ block_gains(const struct gd_tensor *t, int64_t blocks)
     for (int64_t b = 0; b < blocks; b++) {
         double a = 0, s = 0, q = 0;
         for (int64_t i = 0; i < per; i++) {
-            double v = gd_tensor_get_f64(t, b * per + i);
+            double v = elem(t, b * per + i);
             a += fabs(v), s += v, q += v * v;
         }
         gain_fold(&g, a, s, q);
@@ -808,7 +840,7 @@ gains_of(const struct gd_noise_collector *c, const struct gd_node *n, int64_t te
                     double a = 0, s = 0, q = 0;
                     for (int64_t ci = gi * (cin / groups); ci < (gi + 1) * (cin / groups); ci++)
                         for (int64_t k = 0; k < per; k++) {
-                            double v = gd_tensor_get_f64(t1, (ci * cout_g + co) * per + k);
+                            double v = elem(t1, (ci * cout_g + co) * per + k);
                             a += fabs(v), s += v, q += v * v;
                         }
                     gain_fold(&gg, a, s, q);
@@ -916,12 +948,17 @@ probe_node(struct gd_noise_collector *c, int ni, struct gd_err *err)
     const struct gd_graph *g = c->g;
     const struct gd_node *n = &g->nodes[ni];
     struct cut cut = {.rows = ROWS_MAX};
+    int any_rows = 0;
     for (int i = 0; i < n->n_inputs; i++) {
         int v = n->inputs[i];
-        if (v >= 0 && g->values[v].constant == NULL && slot_takes_rows(g, n, i, &c->vals[v]) &&
-            c->vals[v].k < cut.rows)
-            cut.rows = c->vals[v].k;
+        if (v >= 0 && g->values[v].constant == NULL && slot_takes_rows(g, n, i, &c->vals[v])) {
+            any_rows = 1;
+            if (c->vals[v].k < cut.rows)
+                cut.rows = c->vals[v].k;
+        }
     }
+    if (!any_rows)
+        cut.rows = 1; /* nothing is cut by rows: the other cuts are what is left */
     struct gd_err local = {0};
     struct built b;
     double budget = (double)c->opts.max_terms;
@@ -1001,7 +1038,8 @@ probe_node(struct gd_noise_collector *c, int ni, struct gd_err *err)
         for (int a = 0; rc == 0 && a < GD_NOISE_N; a++) {
             if (got[a].t[k] == NULL)
                 continue;
-            rc = error_of(got[a].t[k], ref.t[k], &p.max[a], &p.median[a], &local);
+            rc = error_of(got[a].t[k], ref.t[k], &p.max[a], &p.median[a], &p.median_hi[a],
+                          &local);
             p.has[a] = rc == 0;
         }
         if (k == 0)

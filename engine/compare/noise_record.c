@@ -27,7 +27,8 @@ gd_noise_probe_to_json(const struct gd_noise_probe *p)
     for (int a = 0; j != NULL && a < GD_NOISE_N; a++) {
         if (!p->has[a])
             continue;
-        json_t *e = json_pack("{s:f, s:f}", "max", p->max[a], "median", p->median[a]);
+        json_t *e = json_pack("{s:f, s:f, s:f}", "max", p->max[a], "median", p->median[a],
+                              "median_hi", p->median_hi[a]);
         if (e == NULL || json_object_set_new(j, gd_noise_arith_name((enum gd_noise_arith)a), e)) {
             json_decref(j);
             return NULL;
@@ -88,9 +89,16 @@ gd_noise_probe_from_json(json_t *j, struct gd_noise_probe *out, struct gd_err *e
             !isfinite(json_number_value(md)))
             return gd_err_set(err, GD_EFORMAT, "noise.%s needs max and median, finite numbers "
                               ">= 0", name);
+        json_t *hi = json_object_get(e, "median_hi");
+        if (hi != NULL && (!json_is_number(hi) || !(json_number_value(hi) >= 0) ||
+                           !isfinite(json_number_value(hi))))
+            return gd_err_set(err, GD_EFORMAT, "noise.%s.median_hi must be a finite number >= 0",
+                              name);
         p.has[a] = 1;
         p.max[a] = json_number_value(mx);
         p.median[a] = json_number_value(md);
+        /* absent: the median itself */
+        p.median_hi[a] = hi != NULL ? fmax(json_number_value(hi), p.median[a]) : p.median[a];
     }
     json_t *gains = json_object_get(j, "gains"), *g;
     const char *key;

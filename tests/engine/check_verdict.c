@@ -342,7 +342,7 @@ probe(int64_t n, double max, double median, json_t *gains)
 }
 
 /*
- * x, a 64-term Gemm, differs by an absolute 1e-7 in every value, its values spread over
+ * x, a 4096-term Gemm, differs by an absolute 1e-7 in every value, its values spread over
  * [1e-3, 1]: noise. f copies it. Each value's relative error, 1e-7 / |y|, has a median far
  * above x's largest error over its scale (1e-7): the old median rule, which held a copy's
  * median of |a-b| / max(|a|, |b|) to its input's largest error, called f where the
@@ -358,7 +358,7 @@ START_TEST(test_copy_never_starts)
         x[i] = copysign(pow(10.0, -3.0 * fabs(x[i])), x[i]); /* |x| in [1e-3, 1] */
         xa[i] = x[i] + 1e-7 * (i % 2 ? 1 : -1);
     }
-    fx_pair(a, b, "x", "Gemm", 64, "", 32, 32, xa, x);
+    fx_pair(a, b, "x", "Gemm", 4096, "", 32, 32, xa, x);
     fx_pair(a, b, "f", "Flatten", 1, "x", 1, n, xa, x);
     json_t *d = fx_diff_json(a, b, NULL);
     ck_assert_str_eq(fx_str(fx_layer_json(d, "x"), "verdict"), "noise");

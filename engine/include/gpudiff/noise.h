@@ -45,6 +45,9 @@ struct gd_noise_probe {
     int has[GD_NOISE_N];         /* which arithmetics were measured */
     double max[GD_NOISE_N];      /* max |y - ref| / max |ref| over the sample */
     double median[GD_NOISE_N];   /* median of |y - ref| / max |ref| over the sample */
+    /* the sample's 99% upper confidence bound of the median of all outputs (the order
+     * statistic of rank n/2 + 1.165 sqrt(n)): what the comparison takes for the layer */
+    double median_hi[GD_NOISE_N];
     /*
      * How much each layer input's difference can grow through the op, by the input's value
      * name, as three gains over the outputs (the largest of each): l1, the sum of
