@@ -131,6 +131,7 @@ layer_json(const struct gd_diff *d, const struct gd_diff_layer *l)
     json_object_set_new(o, "scale", num(l->scale));
     json_object_set_new(o, "err", num(l->err));
     json_object_set_new(o, "err_median", num(l->err_median));
+    json_object_set_new(o, "mean_diff", num(l->mean_diff));
     json_object_set_new(o, "bound", num(l->bound));
     json_object_set_new(o, "bound_median", num(l->bound_median));
     json_object_set_new(o, "bound_declared", num(l->bound_declared));
