@@ -30,6 +30,9 @@ libgpudiff_la_SOURCES = \
 	engine/compare/facts.c \
 	engine/compare/match.c \
 	engine/compare/measure.c \
+	engine/compare/noise_internal.h \
+	engine/compare/noise_gains.c \
+	engine/compare/noise_node.c \
 	engine/compare/noise_probe.c \
 	engine/compare/noise_record.c \
 	engine/compare/replay.c \

@@ -21,9 +21,9 @@ gd_noise_arith_name(enum gd_noise_arith a)
 json_t *
 gd_noise_probe_to_json(const struct gd_noise_probe *p)
 {
-    json_t *j = json_pack("{s:I, s:I, s:I, s:s}", "outputs", (json_int_t)p->outputs, "rows",
-                          (json_int_t)p->rows, "of_rows", (json_int_t)p->of_rows, "slice",
-                          p->slice);
+    json_t *j =
+        json_pack("{s:I, s:I, s:I, s:s}", "outputs", (json_int_t)p->outputs, "rows",
+                  (json_int_t)p->rows, "of_rows", (json_int_t)p->of_rows, "slice", p->slice);
     for (int a = 0; j != NULL && a < GD_NOISE_N; a++) {
         if (!p->has[a])
             continue;
@@ -87,8 +87,10 @@ gd_noise_probe_from_json(json_t *j, struct gd_noise_probe *out, struct gd_err *e
         if (!json_is_number(mx) || !json_is_number(md) || !(json_number_value(mx) >= 0) ||
             !(json_number_value(md) >= 0) || !isfinite(json_number_value(mx)) ||
             !isfinite(json_number_value(md)))
-            return gd_err_set(err, GD_EFORMAT, "noise.%s needs max and median, finite numbers "
-                              ">= 0", name);
+            return gd_err_set(err, GD_EFORMAT,
+                              "noise.%s needs max and median, finite numbers "
+                              ">= 0",
+                              name);
         json_t *hi = json_object_get(e, "median_hi");
         if (hi != NULL && (!json_is_number(hi) || !(json_number_value(hi) >= 0) ||
                            !isfinite(json_number_value(hi))))
@@ -104,7 +106,8 @@ gd_noise_probe_from_json(json_t *j, struct gd_noise_probe *out, struct gd_err *e
     const char *key;
     if (gains != NULL && !json_is_object(gains))
         return gd_err_set(err, GD_EFORMAT, "noise.gains must be an object");
-    json_object_foreach(gains, key, g) {
+    json_object_foreach(gains, key, g)
+    {
         double v[3];
         static const char *const names[3] = {"l1", "shift", "l2"};
         int ok = p.n_gains < GD_NOISE_GAINS && strlen(key) < sizeof p.gains[0].input &&
@@ -115,8 +118,10 @@ gd_noise_probe_from_json(json_t *j, struct gd_noise_probe *out, struct gd_err *e
             ok = v[k] >= 0 && isfinite(v[k]);
         }
         if (!ok)
-            return gd_err_set(err, GD_EFORMAT, "noise.gains: at most %d inputs, each {l1, "
-                              "shift, l2} of finite numbers >= 0", GD_NOISE_GAINS);
+            return gd_err_set(err, GD_EFORMAT,
+                              "noise.gains: at most %d inputs, each {l1, "
+                              "shift, l2} of finite numbers >= 0",
+                              GD_NOISE_GAINS);
         struct gd_noise_gain *gn = &p.gains[p.n_gains++];
         snprintf(gn->input, sizeof gn->input, "%s", key);
         gn->l1 = v[0], gn->shift = v[1], gn->l2 = v[2];
