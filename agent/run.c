@@ -661,7 +661,10 @@ execute(struct agt_run_opts *o)
         goto done;
     }
     int none = o->capture != NULL && strcmp(o->capture, "none") == 0;
-    if (o->noise_probe && !none) {
+    /* a fingerprint-only capture brings no tensor to the host: nothing to probe, and the
+     * weights can go */
+    int tensors = !none && (o->capture == NULL || strcmp(o->capture, "fingerprint") != 0);
+    if (o->noise_probe && tensors) {
         /* the probes read the weights of the layers they compute again: they stay */
         struct gd_noise_opts nopts;
         gd_noise_opts_init(&nopts);
