@@ -16,13 +16,8 @@ json_t *
 agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_env *env)
 {
     json_t *j = json_object();
-    char emulate[64] = "none";
-    unsigned c = k->emulate_classes;
-    if (k->emulate != GD_EMULATE_NONE)
-        snprintf(emulate, sizeof emulate, "%s:%s%s%s", gd_emulate_name(k->emulate),
-                 c & GD_CLASS_CONV ? "conv" : "",
-                 (c & GD_CLASS_CONV) && (c & GD_CLASS_GEMM) ? "," : "",
-                 c & GD_CLASS_GEMM ? "gemm" : "");
+    char emulate[320];
+    gd_knobs_emulate_text(k, emulate, sizeof emulate);
     json_object_set_new(j, "emulate", json_string(emulate));
     json_object_set_new(j, "batch", k->batch > 0 ? json_integer(k->batch) : json_null());
     /* the model's float weights and inputs cast at load (--dtype); null: as the model has them */

@@ -19,6 +19,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/compare.h \
 	engine/include/gpudiff/hash.h \
 	engine/include/gpudiff/diff.h \
+	engine/include/gpudiff/noise.h \
 	engine/include/gpudiff/replay.h \
 	engine/compare/diff_internal.h \
 	engine/compare/boundary.c \
@@ -29,6 +30,11 @@ libgpudiff_la_SOURCES = \
 	engine/compare/facts.c \
 	engine/compare/match.c \
 	engine/compare/measure.c \
+	engine/compare/noise_internal.h \
+	engine/compare/noise_gains.c \
+	engine/compare/noise_node.c \
+	engine/compare/noise_probe.c \
+	engine/compare/noise_record.c \
 	engine/compare/replay.c \
 	engine/compare/truth.c \
 	engine/compare/verdict.c \

@@ -173,9 +173,11 @@ INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh
 	tests/integration/agent_bad_input.sh
 # ops-spatial
 INTEGRATION_TESTS += tests/integration/batch_mixing.sh
+# the verdict's calibration corpus, a slice (the whole: tests/bench/calibration.sh)
+INTEGRATION_TESTS += tests/engine/calibration.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
-	$(INTEGRATION_TESTS)
+	$(INTEGRATION_TESTS) tests/engine/calibration.py tests/bench/calibration.sh
 
 # libFuzzer targets: every tests/fuzz/fuzz_*.c, linked against libsrv and the engine of a
 # build configured with CC=clang and -fsanitize=fuzzer-no-link (tests/fuzz/run.sh makes that
@@ -386,10 +388,13 @@ onnx-pass-list: tests/onnx/onnx_conformance$(EXEEXT)
 if HAVE_CHECK
 DIFF_CHECKS = tests/engine/check_verdict tests/engine/check_boundary tests/engine/check_truth \
 	tests/engine/check_env_diff tests/engine/check_explain tests/engine/check_diff \
-	tests/engine/check_knobs tests/engine/check_graph_replay
+	tests/engine/check_knobs tests/engine/check_graph_replay tests/engine/check_noise_probe
 check_PROGRAMS += $(DIFF_CHECKS)
 TESTS += $(DIFF_CHECKS)
 DIFF_FIXTURE = tests/engine/diff_fixture.c tests/engine/diff_fixture.h
+tests_engine_check_noise_probe_SOURCES = tests/engine/check_noise_probe.c
+tests_engine_check_noise_probe_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_noise_probe_LDADD = $(TEST_LIBS)
 tests_engine_check_verdict_SOURCES = tests/engine/check_verdict.c $(DIFF_FIXTURE)
 tests_engine_check_verdict_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_verdict_LDADD = $(TEST_LIBS)

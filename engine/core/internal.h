@@ -298,6 +298,9 @@ int gd__pathf(char *out, size_t size, struct gd_err *err, const char *fmt, ...)
 /* Duplicates a string; NULL on allocation failure. */
 char *gd__strdup(const char *s);
 
+/* A deep copy of an attribute into dst (zeroed first); GD_ENOMEM, with dst left empty. */
+int gd__attr_copy(const struct gd_attr *src, struct gd_attr *dst);
+
 /* ---- the graph's builders and folds (graph.c, fold.c) ---- */
 
 /* Appends a value called name (unique, non-empty); returns its index or a negative code. */

@@ -273,6 +273,28 @@ upload_input(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
     return rc;
 }
 
+/* Each node knobs.emulate_nodes names is a GEMM or a convolution of g. */
+static int
+emulated_nodes_check(const struct gd_graph *g, const struct gd_knobs *knobs, struct gd_err *err)
+{
+    for (const char *p = knobs->emulate_nodes; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        int ni = gd_graph_find_node(g, name);
+        const struct gd_op_info *info = ni >= 0 ? gd_op_info(g->nodes[ni].op) : NULL;
+        if (info == NULL || (info->reduction != GD_RED_GEMM && info->reduction != GD_RED_CONV &&
+                             info->reduction != GD_RED_CONVT))
+            return gd_err_set(err, GD_EINVAL, "--emulate names %s, which is %s", name,
+                              ni < 0 ? "no node of the model"
+                                     : "not a GEMM or convolution (only those are emulated)");
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
 struct gd_session *
 gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *knobs,
                struct gd_err *err)
@@ -287,7 +309,7 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
         gd_err_set(err, GD_ENOENT, "no backend %s in this build (it has: %s)", backend, names);
         return NULL;
     }
-    if (missing_ops(g, be, err) != 0)
+    if (missing_ops(g, be, err) != 0 || emulated_nodes_check(g, knobs, err) != 0)
         return NULL;
     struct gd_session *s = calloc(1, sizeof *s);
     if (s == NULL) {
