@@ -290,6 +290,15 @@ endif
 EXTRA_DIST += tests/bench/gpu_session.sh tests/bench/gpu_ops-spatial.sh
 EXTRA_DIST += tests/bench/gpu_ops-elt.sh
 
+# ---- views: node outputs that are their input's bytes (engine/core/view.c) ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_view
+TESTS += tests/engine/check_view
+tests_engine_check_view_SOURCES = tests/engine/check_view.c
+tests_engine_check_view_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_view_LDADD = $(TEST_LIBS)
+endif
+
 # ---- sweep: the session calls it times and slices with, its grid, its reports ----
 if HAVE_CHECK
 check_PROGRAMS += tests/engine/check_session

@@ -51,6 +51,16 @@ struct gd_session {
     struct gd_capture_sel sel;
     unsigned char *sel_only;
     int n_layers;
+    /*
+     * Views (view.c): per value, the value whose allocation its data lies in (itself for the
+     * value the allocation was made for), -1 when the session owns none for it (a weight, a
+     * staged input, no data); per owner, how many values hold its allocation, and the
+     * allocation as made, which is what the backend releases once none holds it.
+     */
+    int *owner;
+    int *holders;
+    struct gd_tensor *bufs;
+    int views_off;              /* GPUDIFF_VIEWS=0: every node computes its output */
 };
 
 const char *
@@ -99,28 +109,39 @@ env_common(struct gd_session *s)
     gd_env_set(&s->env, "build_flags", "%s", GD_BUILD_FLAGS);
 }
 
-/* Releases value v's backend memory, except a staged input's, which is only let go of. */
+/* Records that value v holds the allocation just made for it in s->vals[v]. */
+static void
+own_value(struct gd_session *s, int v)
+{
+    s->bufs[v] = s->vals[v];
+    s->owner[v] = v;
+    s->holders[v] = 1;
+}
+
+/* Value v lets go of its data; the allocation it lies in is released when no value holds
+ * it any more. A weight's or a staged input's memory is not the run's: it is only let go. */
 static void
 release_value(struct gd_session *s, int v)
 {
-    if (s->resident)
-        for (int i = 0; i < s->g->n_inputs; i++)
-            if (s->g->inputs[i] == v) {
-                s->vals[v].data = NULL;
-                return;
-            }
-    s->be->release(s->ctx, &s->vals[v]);
+    int o = s->owner[v];
+    s->vals[v].data = NULL;
+    s->owner[v] = -1;
+    if (o >= 0 && --s->holders[o] == 0)
+        s->be->release(s->ctx, &s->bufs[o]);
 }
 
 static void
 vals_release(struct gd_session *s, int constants_too)
 {
-    if (s->vals == NULL)
+    if (s->vals == NULL || s->owner == NULL)
         return;
     for (int v = 0; v < s->g->n_values; v++) {
-        int is_const = s->g->values[v].constant != NULL;
-        if (s->vals[v].data != NULL && (constants_too || !is_const))
-            release_value(s, v);
+        if (s->g->values[v].constant == NULL) {
+            if (s->vals[v].data != NULL)
+                release_value(s, v);
+        } else if (constants_too && s->vals[v].data != NULL) {
+            s->be->release(s->ctx, &s->vals[v]);
+        }
     }
 }
 
@@ -144,6 +165,9 @@ gd_session_free(struct gd_session *s)
     free(s->params);
     free(s->first_layer);
     free(s->sel_only);
+    free(s->owner);
+    free(s->holders);
+    free(s->bufs);
     free(s);
 }
 
@@ -305,11 +329,20 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
     s->first_layer = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *s->first_layer);
     s->folded = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *s->folded);
     s->inferred_for = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *s->inferred_for);
+    size_t n_vals = (size_t)(g->n_values ? g->n_values : 1);
+    s->owner = malloc(n_vals * sizeof *s->owner);
+    s->holders = calloc(n_vals, sizeof *s->holders);
+    s->bufs = calloc(n_vals, sizeof *s->bufs);
     if (s->vals == NULL || s->shapes == NULL || s->params == NULL || s->first_layer == NULL ||
-        s->folded == NULL || s->inferred_for == NULL) {
+        s->folded == NULL || s->inferred_for == NULL || s->owner == NULL || s->holders == NULL ||
+        s->bufs == NULL) {
         gd_err_set(err, GD_ENOMEM, "out of memory for a session");
         goto fail;
     }
+    for (size_t v = 0; v < n_vals; v++)
+        s->owner[v] = -1;
+    const char *views = getenv("GPUDIFF_VIEWS");
+    s->views_off = views != NULL && strcmp(views, "0") == 0;
     int layer = 0;
     for (int ni = 0; ni < g->n_nodes; ni++) {
         s->first_layer[ni] = layer;
@@ -581,6 +614,36 @@ gd_session_n_layers(const struct gd_session *s)
     return s->n_layers;
 }
 
+/* The offset of node ni's output `out` in its input 0 when it is a view (view.c), or -1. A
+ * Gather's index is read on the host: a weight's, or what the folds computed. */
+static int64_t
+view_offset(const struct gd_session *s, int ni, const struct gd_tensor *out)
+{
+    const struct gd_node *n = &s->g->nodes[ni];
+    if (s->views_off || n->n_inputs < 1 || n->inputs[0] < 0)
+        return -1;
+    const struct gd_tensor *index = NULL;
+    if (n->n_inputs > 1 && n->inputs[1] >= 0) {
+        int iv = n->inputs[1];
+        index = s->g->values[iv].constant != NULL ? s->g->values[iv].constant : s->folded[iv];
+    }
+    return gd__view_offset(n, &s->params[ni], &s->vals[n->inputs[0]], out, index);
+}
+
+/* Value v becomes a view of value in's data from byte `offset` (its header is set), holding
+ * the allocation in's data lies in, if the session owns one. */
+static void
+view_take(struct gd_session *s, int in, int v, int64_t offset)
+{
+    struct gd_tensor *t = &s->vals[v];
+    t->data = (char *)s->vals[in].data + offset;
+    t->device = s->vals[in].device;
+    t->owns_data = 0;
+    s->owner[v] = s->owner[in];
+    if (s->owner[v] >= 0)
+        s->holders[s->owner[v]]++;
+}
+
 static int
 run_nodes(struct gd_session *s, struct gd_err *err)
 {
@@ -593,6 +656,7 @@ run_nodes(struct gd_session *s, struct gd_err *err)
         int rc = 0;
         for (int i = 0; i < n->n_inputs; i++)
             call.in[i] = n->inputs[i] >= 0 ? &s->vals[n->inputs[i]] : NULL;
+        int is_view = 0;
         for (int k = 0; k < n->n_outputs && rc == 0; k++) {
             int v = n->outputs[k];
             struct gd_tensor *t = &s->vals[v];
@@ -600,13 +664,19 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             t->dtype = gd__storage_dtype(s->be, g->values[v].dtype);
             t->ndim = s->shapes[v].ndim;
             memcpy(t->shape, s->shapes[v].dim, sizeof t->shape);
-            rc = s->be->alloc(s->ctx, t, err);
+            int64_t offset = k == 0 ? view_offset(s, ni, t) : -1;
+            if (offset >= 0) {
+                view_take(s, n->inputs[0], v, offset);
+                is_view = 1;
+            } else if ((rc = s->be->alloc(s->ctx, t, err)) == 0) {
+                own_value(s, v);
+            }
             call.out[k] = t;
         }
         double t0 = gd__now_us();
         if (rc == 0 && s->be->op_begin != NULL)
             rc = s->be->op_begin(s->ctx, ni, s->capture != NULL, err);
-        if (rc == 0) {
+        if (rc == 0 && !is_view) {
             gd_op_fn fn = s->be->ops[n->op];
             int native = s->be->half_native != NULL && s->be->half_native[n->op];
             rc = s->be->convert != NULL && !native && gd__call_has_half(&call)
@@ -705,6 +775,8 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
             else
                 rc = upload_input(s, &s->vals[g->inputs[i]], &slices[i],
                                   g->input_decls[i].dtype, err);
+            if (!s->resident && s->vals[g->inputs[i]].data != NULL)
+                own_value(s, g->inputs[i]);
             if (rc != 0)
                 gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
         }
@@ -712,6 +784,8 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
         for (int v = 0; v < g->n_values && rc == 0; v++)
             if (s->folded[v] != NULL && g->values[v].last_use >= 0) {
                 rc = upload_value(s, &s->vals[v], s->folded[v], g->values[v].dtype, err);
+                if (s->vals[v].data != NULL)
+                    own_value(s, v);
                 if (rc != 0)
                     gd_err_prefix(err, "%s: ", g->values[v].name);
             }
