@@ -951,6 +951,8 @@ done:
 
 /* ---- the op table: NULL where the backend has no such op ---- */
 
+extern const struct gd__backend gd__backend_cuda;
+
 /* ops.def's CUDA column picks the entry: gd__cuda_<fn> where it is 1, NULL where it is 0. */
 #define GD__CUDA_ENTRY_1(fn) gd__cuda_##fn
 #define GD__CUDA_ENTRY_0(fn) NULL
@@ -962,6 +964,12 @@ static const gd_op_fn cuda_ops[GD_OP_COUNT] = {
 #include "../core/ops.def"
 #undef GD_OP
 };
+
+int
+gd__cuda_half_fallback(struct gd_op_call *c, struct gd_err *err)
+{
+    return gd__half_call(&gd__backend_cuda, cuda_ops[c->node->op], c, err);
+}
 
 static int
 cuda_memory(void *vctx, struct gd_memory *out, struct gd_err *err)
@@ -982,8 +990,13 @@ done:
 
 /*
  * The ops that take float16 and bfloat16 tensors themselves: the data movement kernels (they
- * copy by element size, any dtype), and those written for half storage (the GEMMs through
- * cuBLASLt with half operands). The others run through engine/core/half_call.c.
+ * copy by element size, any dtype), the GEMMs (cuBLASLt with half operands), and the kernels
+ * templated on the storage type (half.cuh: each element loaded as float32, the float32
+ * arithmetic, one rounding on the store, which is what float32 copies gave, so the same
+ * bits): the unary and binary element-wise ops, the comparisons, the normalizations of
+ * op_norm.cu's tree, Softmax and LogSoftmax (the warp kernel along the last axis). An entry
+ * sends the cases its kernels do not take through gd__cuda_half_fallback(). The others run
+ * through engine/core/half_call.c.
  */
 static const unsigned char cuda_half_native[GD_OP_COUNT] = {
     [GD_OP_RESHAPE] = 1, [GD_OP_FLATTEN] = 1, [GD_OP_SQUEEZE] = 1, [GD_OP_UNSQUEEZE] = 1,
@@ -992,6 +1005,24 @@ static const unsigned char cuda_half_native[GD_OP_COUNT] = {
     [GD_OP_SPACE_TO_DEPTH] = 1, [GD_OP_GATHER] = 1, [GD_OP_GATHER_ELEMENTS] = 1,
     [GD_OP_GATHER_ND] = 1, [GD_OP_WHERE] = 1, [GD_OP_TRILU] = 1,
     [GD_OP_GEMM] = 1, [GD_OP_MATMUL] = 1,
+    /* op_act.cu */
+    [GD_OP_RELU] = 1, [GD_OP_LEAKY_RELU] = 1, [GD_OP_ELU] = 1, [GD_OP_SELU] = 1,
+    [GD_OP_SIGMOID] = 1, [GD_OP_TANH] = 1, [GD_OP_SOFTPLUS] = 1, [GD_OP_HARD_SIGMOID] = 1,
+    [GD_OP_HARD_SWISH] = 1, [GD_OP_GELU] = 1, [GD_OP_FLOOR] = 1, [GD_OP_CEIL] = 1,
+    [GD_OP_ROUND] = 1, [GD_OP_SIGN] = 1, [GD_OP_ABS] = 1, [GD_OP_NEG] = 1, [GD_OP_SQRT] = 1,
+    [GD_OP_EXP] = 1, [GD_OP_LOG] = 1, [GD_OP_CLIP] = 1, [GD_OP_ERF] = 1,
+    [GD_OP_RECIPROCAL] = 1, [GD_OP_SOFTSIGN] = 1, [GD_OP_THRESHOLDED_RELU] = 1,
+    [GD_OP_SIN] = 1, [GD_OP_COS] = 1, [GD_OP_TAN] = 1, [GD_OP_ASIN] = 1, [GD_OP_ACOS] = 1,
+    [GD_OP_ATAN] = 1, [GD_OP_SINH] = 1, [GD_OP_COSH] = 1, [GD_OP_ASINH] = 1,
+    [GD_OP_ACOSH] = 1, [GD_OP_ATANH] = 1, [GD_OP_CELU] = 1, [GD_OP_SHRINK] = 1,
+    [GD_OP_MISH] = 1,
+    /* op_eltwise.cu */
+    [GD_OP_ADD] = 1, [GD_OP_SUB] = 1, [GD_OP_MUL] = 1, [GD_OP_DIV] = 1, [GD_OP_MOD] = 1,
+    [GD_OP_POW] = 1, [GD_OP_PRELU] = 1, [GD_OP_GREATER] = 1, [GD_OP_LESS] = 1,
+    [GD_OP_EQUAL] = 1, [GD_OP_GREATER_OR_EQUAL] = 1, [GD_OP_LESS_OR_EQUAL] = 1,
+    /* op_norm.cu, op_reduce.cu */
+    [GD_OP_LAYER_NORM] = 1, [GD_OP_INSTANCE_NORM] = 1, [GD_OP_GROUP_NORM] = 1,
+    [GD_OP_MEAN_VARIANCE_NORM] = 1, [GD_OP_SOFTMAX] = 1, [GD_OP_LOG_SOFTMAX] = 1,
 };
 
 const struct gd__backend gd__backend_cuda = {

@@ -230,6 +230,14 @@ void gd__cuda_scratch_free(struct gd__cuda_ctx *ctx, void *p);
 int gd__cuda_convert(void *ctx, struct gd_tensor *dst, const struct gd_tensor *src,
                      struct gd_err *err);
 
+/*
+ * Runs call c with this backend's entry for its op on float32 copies of its half tensors
+ * (engine/core/half_call.c): what an entry that takes half tensors itself (half_native in
+ * backend_cuda.c) does with the cases its kernels do not cover (float inputs of two dtypes,
+ * an axis the kernel does not walk). The entry then sees float32 tensors only.
+ */
+int gd__cuda_half_fallback(struct gd_op_call *c, struct gd_err *err);
+
 /* Entry points, one per op (NULL in the table where the backend lacks one). */
 #define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) \
     int gd__cuda_##fn(struct gd_op_call *c, struct gd_err *err);
