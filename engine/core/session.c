@@ -42,6 +42,8 @@ struct gd_session {
      * in place while `resident` (gd_session_forward) */
     int n_staged;
     struct gd_tensor *staged;
+    struct gd_tensor **staged_host; /* host copies of the staged integer inputs (NULL for
+                                     * float ones), whose values the folds may read */
     int resident;
     uint64_t stage_generation;  /* changes with the staged inputs and the batch size */
     /* gd_session_run_end_to_end(): the graph outputs copied back while `fetching` */
@@ -518,11 +520,13 @@ check_at_total(struct gd_session *s, int n_inputs, const struct gd_tensor *const
 
 /*
  * Shapes, params and folds for slices of `rows` rows: slices are the inputs as this slice has
- * them, inputs the whole (for the --batch checks at the whole input's row count).
+ * them, inputs the whole (for the --batch checks at the whole input's row count); for a slice
+ * in backend memory, host_values holds the same rows on the host, or NULL.
  */
 static int
 infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
-               const struct gd_tensor *const *slices, int64_t rows, struct gd_err *err)
+               const struct gd_tensor *const *slices, const struct gd_tensor *const *host_values,
+               int64_t rows, struct gd_err *err)
 {
     struct gd_shape in_shapes[n_inputs > 0 ? n_inputs : 1];
     const struct gd_tensor *values[n_inputs > 0 ? n_inputs : 1];
@@ -530,7 +534,8 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
      * inference that read their values is not reused. */
     int same = s->inferred_rows == rows && !s->inferred_values;
     for (int i = 0; i < n_inputs; i++) {
-        values[i] = slices[i]->device ? NULL : slices[i]; /* staged inputs: shapes only */
+        /* staged inputs: their host copies where there are (integers), else shapes only */
+        values[i] = slices[i]->device ? host_values[i] : slices[i];
         memset(&in_shapes[i], 0, sizeof in_shapes[i]);
         in_shapes[i].ndim = slices[i]->ndim;
         memcpy(in_shapes[i].dim, slices[i]->shape, sizeof in_shapes[i].dim);
@@ -757,18 +762,30 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
         int64_t rows = step > 0 && total - off > step ? step : total - off;
         s->batch_offset = off;
         struct gd_tensor slices[n_inputs > 0 ? n_inputs : 1];
+        struct gd_tensor host_slices[n_inputs > 0 ? n_inputs : 1];
         const struct gd_tensor *slice_of[n_inputs > 0 ? n_inputs : 1];
+        const struct gd_tensor *host_of[n_inputs > 0 ? n_inputs : 1];
         for (int i = 0; i < n_inputs; i++) {
+            const struct gd_tensor *h = s->resident && s->staged_host ? s->staged_host[i] : NULL;
             slices[i] = *inputs[i];
             slices[i].owns_data = 0;
+            if (h != NULL) {
+                host_slices[i] = *h;
+                host_slices[i].owns_data = 0;
+            }
             if (step > 0) {
                 size_t row_bytes = gd_tensor_nbytes(inputs[i]) / (size_t)inputs[i]->shape[0];
                 slices[i].shape[0] = rows;
                 slices[i].data = (char *)inputs[i]->data + (size_t)off * row_bytes;
+                if (h != NULL) {
+                    host_slices[i].shape[0] = rows;
+                    host_slices[i].data = (char *)h->data + (size_t)off * row_bytes;
+                }
             }
             slice_of[i] = &slices[i];
+            host_of[i] = h != NULL ? &host_slices[i] : NULL;
         }
-        rc = infer_for_rows(s, n_inputs, inputs, slice_of, rows, err);
+        rc = infer_for_rows(s, n_inputs, inputs, slice_of, host_of, rows, err);
         for (int i = 0; i < n_inputs && rc == 0; i++) {
             if (s->resident)
                 s->vals[g->inputs[i]] = slices[i]; /* a view of the staged input */
@@ -809,6 +826,10 @@ staged_release(struct gd_session *s)
     for (int i = 0; i < s->n_staged; i++)
         if (s->staged[i].data != NULL)
             s->be->release(s->ctx, &s->staged[i]);
+    for (int i = 0; s->staged_host != NULL && i < s->g->n_inputs; i++)
+        gd_tensor_free(s->staged_host[i]);
+    free(s->staged_host);
+    s->staged_host = NULL;
     free(s->staged);
     s->staged = NULL;
     s->n_staged = 0;
@@ -836,10 +857,20 @@ gd_session_stage(struct gd_session *s, int n_inputs, const struct gd_tensor *con
     staged_release(s);
     s->stage_generation++;
     s->staged = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *s->staged);
-    if (s->staged == NULL)
+    s->staged_host = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *s->staged_host);
+    if (s->staged == NULL || s->staged_host == NULL) {
+        staged_release(s);
         return gd_err_set(err, GD_ENOMEM, "out of memory for the staged inputs");
+    }
     int rc = 0;
     for (int i = 0; i < n_inputs && rc == 0; i++) {
+        /* an integer input may feed the folds (a mask's arithmetic, a shape): they read it
+         * on the host, as in a run from host inputs */
+        if (!gd_dtype_is_float(inputs[i]->dtype) &&
+            (s->staged_host[i] = gd_tensor_dup(inputs[i], err)) == NULL) {
+            rc = err != NULL ? err->code : GD_ENOMEM;
+            break;
+        }
         rc = upload_input(s, &s->staged[i], inputs[i], g->input_decls[i].dtype, err);
         if (rc != 0)
             gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);

@@ -485,7 +485,12 @@ move_kernel(const U *x, U *y, int64_t n, gd__move m)
     }
 }
 
-/* Runs a plan (simplified first, as the CPU runs it) from x into y. */
+/*
+ * Runs a plan (simplified first, as the CPU runs it) from x into y. A plan whose strides are
+ * none of them negative (every one but a Slice with a negative step) is Transpose's walk
+ * from x's element `offset` on, in units up to 16 bytes and 32-bit index arithmetic where
+ * it fits; the others take the plan's own 64-bit walk. Both move the same elements.
+ */
 static int
 move_run(struct gd_op_call *c, const struct gd__move *plan, const struct gd_tensor *x,
          struct gd_tensor *y, struct gd_err *err)
@@ -494,10 +499,38 @@ move_run(struct gd_op_call *c, const struct gd__move *plan, const struct gd_tens
     int64_t n = gd_tensor_numel(y);
     unsigned blocks = gd__cuda_blocks(n);
     struct gd__move m = *plan;
-    int rc = 0;
+    size_t es = gd_dtype_size(x->dtype);
+    int rc = 0, forward = 1;
     if (n == 0)
         return 0;
     gd__move_simplify(&m);
+    for (int d = 0; d < m.ndim; d++)
+        forward = forward && m.stride[d] >= 0;
+    if (forward && m.ndim <= GD_MAX_DIMS && (es == 1 || es == 2 || es == 4 || es == 8)) {
+        gd__cuda_walk w;
+        w.ndim = m.ndim;
+        for (int d = 0; d < m.ndim; d++) {
+            w.shape[d] = m.shape[d];
+            w.stride[0][d] = m.stride[d];
+        }
+        gd__cuda_walk_coalesce(&w, 1);
+        const char *from = (const char *)x->data + (size_t)m.offset * es;
+        int last = w.ndim - 1;
+        size_t ub = es;
+        if (w.ndim > 0 && w.stride[0][last] == 1) {
+            uintptr_t bits = (uintptr_t)from | (uintptr_t)y->data;
+            for (ub = 16; ub > es; ub /= 2) {
+                int ok = bits % ub == 0 && ((size_t)w.shape[last] * es) % ub == 0;
+                for (int d = 0; d < last && ok; d++)
+                    ok = ((size_t)w.stride[0][d] * es) % ub == 0;
+                if (ok)
+                    break;
+            }
+        }
+        transpose_units(from, y->data, n, w, es, ub, ctx->compute);
+        GD_CUDA_CHECK_LAUNCH();
+        return 0;
+    }
     switch (gd_dtype_size(x->dtype)) {
     case 1:
         move_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint8_t *)x->data,

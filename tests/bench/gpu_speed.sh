@@ -112,10 +112,13 @@ if want g48; then
     g48_pid=$!
 fi
 
-# ---- correctness ----
+# ---- correctness, the steps at once (none is timed) ----
+ck_pids=
 if want ops; then
-    step ops 200 sh "$top/tests/engine/backend_ops_cuda.sh"
-    grep -E '^[0-9]+%: Checks|FAIL' "$logs/ops.log" | head -n 12 | sed 's/^/  ops: /' >>"$summary"
+    step ops 200 sh "$top/tests/engine/backend_ops_cuda.sh" &
+    ck_pids="$ck_pids $!"
+    step cuda_session 120 env CK_FORK=no ./tests/engine/check_cuda_session &
+    ck_pids="$ck_pids $!"
 fi
 if want bitwise && [ -n "$base" ]; then
     # bitwise TAG ARGS...: every layer by the base build and by this one, then the diff
@@ -139,18 +142,28 @@ PY
     all_bw() {
         bitwise seed $seed_args || exit 1
         for d in float32 float16 bfloat16; do
+            dt="--dtype $d"
+            [ $d = float32 ] && dt=
             bitwise "gpt2_tiny_$d" --model "$T/gpt2_tiny.onnx" \
-                --input "input_ids=$T/gpt2_tiny.input_ids.npy" --dtype $d || exit 1
+                --input "input_ids=$T/gpt2_tiny.input_ids.npy" $dt || exit 1
         done
         for d in float32 float16; do
+            dt="--dtype $d"
+            [ $d = float32 ] && dt=
             bitwise "bert_tiny_$d" --model "$T/bert_tiny.onnx" \
                 --input "input_ids=$T/bert_tiny.input_ids.npy" \
-                --input "attention_mask=$T/bert_tiny.attention_mask.npy" --dtype $d || exit 1
+                --input "attention_mask=$T/bert_tiny.attention_mask.npy" $dt || exit 1
         done
     }
     fstep bitwise all_bw
     grep '^bitwise' "$logs/bitwise.log" | sed 's/^/  /' >>"$summary"
     rm -rf "$work"/bw_*
+fi
+wait $ck_pids
+if want ops; then
+    grep -E '^[0-9]+%: Checks|FAIL' "$logs/ops.log" | head -n 12 | sed 's/^/  ops: /' >>"$summary"
+    grep -E '^[0-9]+%: Checks|FAIL' "$logs/cuda_session.log" | head -n 6 |
+        sed 's/^/  cuda_session: /' >>"$summary"
 fi
 wait $exp_pids
 
@@ -237,13 +250,10 @@ if want fp; then
     all_whole() {
         whole seed "$A" 3 $seed_args
         [ -n "$base" ] && whole seed_base "$base/gpudiff-agent" 3 $seed_args
-        whole res "$A" 3 $res
-        [ -n "$base" ] && whole res_base "$base/gpudiff-agent" 3 $res
+        whole res "$A" 2 $res
+        [ -n "$base" ] && whole res_base "$base/gpudiff-agent" 2 $res
         [ -f "$work/g12/model.onnx" ] && whole g12 "$A" 2 --model "$work/g12/model.onnx" \
             --input "input_ids=$work/g12/model.input_ids.npy" --dtype float16
-        [ -n "$base" ] && [ -f "$work/g12/model.onnx" ] && whole g12_base "$base/gpudiff-agent" 2 \
-            --model "$work/g12/model.onnx" --input "input_ids=$work/g12/model.input_ids.npy" \
-            --dtype float16
         return 0
     }
     fstep fp_whole all_whole
@@ -268,15 +278,25 @@ PY
             sed 's/^/  g12 float16 warm: /' >>"$summary"
         echo >>"$summary"
     fi
+    # the kernels' fingerprints against the host's: the seed case (float32), the tiny GPT-2 in
+    # float16 and bfloat16
     verify() {
-        timeout 60 "$A" run $seed_args --backend cuda --capture full --out "$work/seed_full" \
-            --replace && timeout 60 "$B/fp_verify" "$work/seed_full"
+        timeout 60 "$A" run $seed_args --backend cuda --capture full --out "$work/v_seed" \
+            --replace && timeout 60 "$B/fp_verify" "$work/v_seed" | tail -n 1 || return 1
+        for d in float16 bfloat16; do
+            timeout 60 "$A" run --model "$T/gpt2_tiny.onnx" \
+                --input "input_ids=$T/gpt2_tiny.input_ids.npy" --dtype $d --backend cuda \
+                --capture full --out "$work/v_$d" --replace &&
+                timeout 60 "$B/fp_verify" "$work/v_$d" | tail -n 1 || return 1
+        done
     }
     fstep fp_verify verify
-    tail -n 1 "$logs/fp_verify.log" | sed 's/^/  fp_verify seed: /' >>"$summary"
-    rm -rf "$work/seed_full"
-    step bench_fp_cuda 120 "$B/bench_fp_cuda"
-    grep -E '^(device|[0-9])' "$logs/bench_fp_cuda.log" | sed 's/^/  /' >>"$summary"
+    sed 's/^/  fp_verify: /' "$logs/fp_verify.log" | tail -n 3 >>"$summary"
+    rm -rf "$work"/v_*
+    if want fpkernels; then
+        step bench_fp_cuda 120 "$B/bench_fp_cuda"
+        grep -E '^(device|[0-9])' "$logs/bench_fp_cuda.log" | sed 's/^/  /' >>"$summary"
+    fi
 fi
 if want g48; then
     wait "$g48_pid"
