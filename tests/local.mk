@@ -466,7 +466,7 @@ EXTRA_PROGRAMS += tests/bench/fp_verify
 tests_bench_fp_verify_SOURCES = tests/bench/fp_verify.c tests/bench/fp_same.h
 tests_bench_fp_verify_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 tests_bench_fp_verify_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
-EXTRA_DIST += tests/bench/gpu_fp.sh
+EXTRA_DIST += tests/bench/gpu_fp.sh tests/bench/gpu_speed.sh
 # fp2: the fingerprint kernels against a device-to-device copy, 1 MiB to 4 GiB, and their
 # result against the host's bit for bit (exits 77 without a GPU; gpu_fp.sh runs it).
 if HAVE_CUDA

@@ -24,9 +24,12 @@
 #            (with BASE) the base build's
 #   fp       whole-process `gpudiff-agent run --capture none|fingerprint` (3 rounds each,
 #            alternating; with BASE the base build's too) for both and gpt2-12 float16 at
-#            batch 8; bench_half --fingerprint-cost (warm) for gpt2-12; fp_verify on the seed
-#            case's full capture (the kernels' fingerprints against the host's, every field);
-#            bench_fp_cuda
+#            batch 8; bench_half --fingerprint-cost (warm) for gpt2-12; fp_verify on full
+#            captures of the seed case and the tiny GPT-2 in float16 and bfloat16 (the kernels'
+#            fingerprints against the host's, every field)
+#   fpkernels bench_fp_cuda (the kernels against a device-to-device copy)
+# Time: on the H200 the ops step took 74 s alone and 145 s beside the exports and the other
+# checks; every step but g48 and fpkernels needs a call of about 400 s.
 # Every step has its own time limit, logs to LOGS and goes on after a failure; the summary
 # comes last; OUT gets logs.tgz.
 # usage: OUT=DIR tests/bench/gpu_speed.sh BUILD_DIR SHARED_DIR [PYTHON_WITH_TORCH]
