@@ -74,6 +74,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/pool.c \
 	engine/core/session.c \
 	engine/core/half_call.c \
+	engine/core/view.c \
 	engine/core/graph_dtype.c \
 	engine/core/graph_weights.c \
 	engine/core/tensor.c \

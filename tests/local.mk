@@ -292,6 +292,15 @@ endif
 EXTRA_DIST += tests/bench/gpu_session.sh tests/bench/gpu_ops-spatial.sh
 EXTRA_DIST += tests/bench/gpu_ops-elt.sh
 
+# ---- views: node outputs that are their input's bytes (engine/core/view.c) ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_view
+TESTS += tests/engine/check_view
+tests_engine_check_view_SOURCES = tests/engine/check_view.c
+tests_engine_check_view_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_view_LDADD = $(TEST_LIBS)
+endif
+
 # ---- sweep: the session calls it times and slices with, its grid, its reports ----
 if HAVE_CHECK
 check_PROGRAMS += tests/engine/check_session
@@ -462,7 +471,7 @@ EXTRA_PROGRAMS += tests/bench/fp_verify
 tests_bench_fp_verify_SOURCES = tests/bench/fp_verify.c tests/bench/fp_same.h
 tests_bench_fp_verify_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 tests_bench_fp_verify_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
-EXTRA_DIST += tests/bench/gpu_fp.sh
+EXTRA_DIST += tests/bench/gpu_fp.sh tests/bench/gpu_speed.sh
 # fp2: the fingerprint kernels against a device-to-device copy, 1 MiB to 4 GiB, and their
 # result against the host's bit for bit (exits 77 without a GPU; gpu_fp.sh runs it).
 if HAVE_CUDA

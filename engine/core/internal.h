@@ -162,6 +162,17 @@ int gd__call_has_half(const struct gd_op_call *c);
 int gd__half_call(const struct gd__backend *be, gd_op_fn fn, struct gd_op_call *c,
                   struct gd_err *err);
 
+/*
+ * View: the byte offset at which node n's output 0 (out: its storage dtype and shape) lies in
+ * input 0's memory (in, as stored) when the output is the same bytes in another shape
+ * (Reshape, Flatten, Squeeze, Unsqueeze, Identity; a Gather of one index, given as the host
+ * tensor index_host, along an axis with only dimensions of 1 before it); -1 when the node
+ * must compute its output. Offsets are multiples of 256 bytes. view.c.
+ */
+int64_t gd__view_offset(const struct gd_node *n, const struct gd_params *p,
+                        const struct gd_tensor *in, const struct gd_tensor *out,
+                        const struct gd_tensor *index_host);
+
 /* The backends built in, NULL-terminated; defined in backend.c. */
 extern const struct gd__backend *const gd__backends[];
 
