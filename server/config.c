@@ -26,7 +26,8 @@ const struct srv_setting srv_settings[] = {
      "folder whose files (the dashboard) are served at /; empty serves none", FIELD(web_root),
      NULL},
     {"spill-dir", SRV_SET_STRING, 0, 0, "",
-     "folder for uploads being compressed before their commit; empty: the SQLite database's folder, $TMPDIR or /var/tmp on PostgreSQL",
+     "folder for uploads being compressed before their commit; empty: the SQLite database's "
+     "folder, $TMPDIR or /var/tmp on PostgreSQL",
      FIELD(spill_dir), NULL},
     {"max-body", SRV_SET_BYTES, 1024, 900LL << 20, "512M",
      "largest request body accepted, i.e. the largest layer (.npy) that can be uploaded",
@@ -123,6 +124,16 @@ const struct srv_setting srv_settings[] = {
      "agents' long polls that may wait at once (each holds a thread of their own pool, no "
      "database connection); more are answered 503 with Retry-After",
      FIELD(max_polls), NULL},
+    /* issue 24: devices told apart, leases only to live agents */
+    {"device-stale-seconds", SRV_SET_INT, 10, 86400, "120",
+     "seconds a device may go unseen (no poll, heartbeat or report) while it holds no lease "
+     "before it leaves every job's targets: its pending tasks end (never_answered) and new "
+     "jobs skip it; a long poll waits at most half of it",
+     FIELD(device_stale_seconds), NULL},
+    {"lease-confirm-seconds", SRV_SET_INT, 2, 600, "10",
+     "seconds an agent has to confirm a lease it was handed (its first heartbeat) before the "
+     "offer is withdrawn and the task is pending again, the attempt not counted",
+     FIELD(lease_confirm_seconds), NULL},
     /* TLS (issue 15): gpudiffd's own, through libmicrohttpd's GnuTLS (tls.h) */
     {"tls-cert", SRV_SET_STRING, 0, 0, "",
      "PEM certificate file to serve HTTPS with (the server's certificate first, then its "

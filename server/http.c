@@ -6,11 +6,13 @@
  * that may take long moved to the compare pool (the connection suspended meanwhile), the
  * answer, and the clean-up in the completion callback, whatever happened.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <strings.h>
 #include <sys/socket.h>
 
@@ -215,6 +217,19 @@ void
 srv_req_db_release(struct srv_req *req, struct srv_db *db)
 {
     srv_store_release(req->srv->store, db);
+}
+
+int
+srv_req_client_gone(struct srv_req *req)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci == NULL)
+        return 0;
+    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) < 0)
+        return 0;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 /* ---- answers ---- */

@@ -140,6 +140,8 @@ struct srv_config {
     int64_t log_level;                    /* enum gd_log_level */
     int64_t max_file_bytes;               /* jobsrv: largest PUT /api/v1/files body */
     int64_t max_polls;                    /* jobsrv: long polls waiting at once */
+    int64_t device_stale_seconds;         /* issue 24: a device unseen this long leaves */
+    int64_t lease_confirm_seconds;        /* issue 24: an offer not confirmed is withdrawn */
     unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
 };
 
@@ -476,6 +478,18 @@ int srv_leases_poll(struct srv_req *req);
 int srv_leases_heartbeat(struct srv_req *req);
 int srv_leases_done(struct srv_req *req);
 int srv_leases_fail(struct srv_req *req);
+/* issue 24: a serve gives a lease back (route_leases.c); an admin removes a device
+   (route_agents.c) */
+int srv_leases_release(struct srv_req *req);
+int srv_devices_delete(struct srv_req *req);
+
+/*
+ * 1 when the client of req's connection has gone: its end of the socket is closed or
+ * reset (poll() shows POLLRDHUP, POLLHUP or POLLERR). For a request whose connection is
+ * suspended (a long poll), before it is answered: each connection serves one request, so
+ * nothing more is read from it, and a peer that closed its side has left.
+ */
+int srv_req_client_gone(struct srv_req *req);
 
 /* Serves a file under --web-root (GET and HEAD of paths outside /api/). */
 int srv_static_serve(struct srv_req *req);
@@ -498,11 +512,15 @@ enum srv_counter {
     SRV_M_TIMEOUT_HEAD,        /* connections closed: no whole head in --header-timeout */
     SRV_M_TIMEOUT_BODY,        /* connections cut: a body slower than --body-min-rate */
     /* jobsrv */
-    SRV_M_FLEET_JOBS,     /* jobs submitted */
-    SRV_M_TASKS_LEASED,   /* leases handed out */
-    SRV_M_TASKS_FINISHED, /* tasks finished (done with a run) */
-    SRV_M_TASKS_FAILED,   /* tasks failed by their agent */
-    SRV_M_TASKS_EXPIRED,  /* leases that expired without a heartbeat */
+    SRV_M_FLEET_JOBS,       /* jobs submitted */
+    SRV_M_TASKS_LEASED,     /* leases handed out */
+    SRV_M_TASKS_FINISHED,   /* tasks finished (done with a run) */
+    SRV_M_TASKS_FAILED,     /* tasks failed by their agent */
+    SRV_M_TASKS_EXPIRED,    /* leases that expired without a heartbeat */
+    SRV_M_LEASES_WITHDRAWN, /* issue 24: offers no heartbeat confirmed in time */
+    SRV_M_LEASES_RELEASED,  /* leases given back by their agent */
+    SRV_M_TASKS_STALE,      /* pending tasks of devices that left (stale or removed) */
+    SRV_M_POLLS_GONE,       /* long polls whose client had gone */
     SRV_M_COUNTER_COUNT
 };
 
