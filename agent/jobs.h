@@ -62,6 +62,17 @@ int agt_match_kv(const char *arg, json_t *match, struct gd_err *err);
  */
 int agt_knob_args(json_t *knobs, char **argv, int *argc, int max, struct gd_err *err);
 
+/*
+ * The key a serve registers a device under (docs/AGENT.md, "serve"), into out: device_id
+ * when given (device_id/BACKEND when serve has several backends), else HOST/BACKEND, then
+ * for cuda ":" and the GPU's UUID (env.gpu_uuid; ":0" without one), then each label as
+ * " label.K=V", sorted by K (as the daemon's device key of runs writes them). GD_EINVAL
+ * when it would be longer than max bytes (a --device-id is then needed) or out is short.
+ */
+int agt_device_key(const char *device_id, int n_backends, const char *host, const char *backend,
+                   json_t *env, json_t *labels, size_t max, char *out, size_t size,
+                   struct gd_err *err);
+
 /* The knob names agt_knob_args() knows, comma separated ("batch, capture, ..."). */
 const char *agt_knob_names(void);
 

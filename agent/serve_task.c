@@ -1,8 +1,10 @@
 /*
- * serve_task.c: one lease of `gpudiff-agent serve` (serve.h): the job's files into the cache
- * by hash (checked, renamed into place: never a half file), `run` in a child process (this
- * program again, so a crash of the engine ends only the child), heartbeats while it goes
- * on, then `done` with the run id or `fail` with the child's last stderr line.
+ * serve_task.c: one lease of `gpudiff-agent serve` (serve.h): a heartbeat at once, which
+ * confirms the lease to the daemon (an offer no heartbeat confirms is withdrawn), the job's
+ * files into the cache by hash (checked, renamed into place: never a half file), `run` in a
+ * child process (this program again, so a crash of the engine ends only the child),
+ * heartbeats while it goes on, then `done` with the run id or `fail` with the child's last
+ * stderr line; stopped by SIGINT (or a second SIGTERM), the lease is given back instead.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,7 +25,9 @@
 #include "serve.h"
 
 #define TASK_MAX_ARGS 160
-#define TASK_MAX_FILES 64
+/* The longest wait between two heartbeats, whatever lease_seconds: each is also the device's
+ * sign of life, which the daemon's --device-stale-seconds (120 s by default) watches. */
+#define TASK_BEAT_MAX 30.0
 
 struct task {
     struct agt_serve *s;
@@ -112,6 +116,43 @@ fail(struct task *t, int exit_code, const char *fmt, ...)
     return finish(t, "fail", body);
 }
 
+int
+agt_serve_release(struct agt_serve *s, const char *lease_id, const char *why)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/api/v1/leases/%s/release", lease_id);
+    struct agt_http_req r = {.method = "POST", .path = path, .json = "{}", .timeout = 10};
+    long status = 0;
+    struct gd_err err = {0};
+    s->http.stop = NULL;
+    /* a few tries only: serve is stopping, and an offer it leaves is withdrawn anyway */
+    int code = agt_http_call(&s->http, &r, 2, &status, &err);
+    if (code == 0 && status == 200)
+        fprintf(stderr,
+                "gpudiff-agent serve: gave lease %s back (%s): its task is pending "
+                "again\n",
+                lease_id, why);
+    else if (code == 0) {
+        char msg[400];
+        agt_http_error(&s->http, msg, sizeof msg);
+        fprintf(stderr,
+                "gpudiff-agent serve: giving lease %s back: the daemon answered %ld "
+                "%s\n",
+                lease_id, status, msg);
+    } else {
+        fprintf(stderr, "gpudiff-agent serve: giving lease %s back: %s\n", lease_id, err.msg);
+    }
+    return code == AGT_EXIT_TOKEN ? code : 0;
+}
+
+/* The seconds between two heartbeats of the task. */
+static double
+beat_every(const struct task *t)
+{
+    double every = t->lease_seconds / 3.0;
+    return every < 1 ? 1 : every > TASK_BEAT_MAX ? TASK_BEAT_MAX : every;
+}
+
 /* One heartbeat when it is due; sets t->lost on 409. Never blocks long. */
 static void
 heartbeat(struct task *t)
@@ -123,7 +164,7 @@ heartbeat(struct task *t)
     struct agt_http_req r = {.method = "POST", .path = path, .json = "{}", .timeout = 10};
     long status;
     struct gd_err err = {0};
-    double every = t->lease_seconds / 3.0 < 1 ? 1 : t->lease_seconds / 3.0;
+    double every = beat_every(t);
     struct agt_http *c = &t->s->beat;
     c->stop = t->s->hard_stop;
     CURLcode cc = agt_http_once(c, &r, &status, &err);
@@ -158,7 +199,7 @@ download_tick(void *user)
 {
     struct task *t = user;
     heartbeat(t);
-    return t->lost;
+    return t->lost || *t->s->hard_stop;
 }
 
 /* The file of hash sha in the cache, downloaded when it is not there; path gets its name. */
@@ -224,7 +265,7 @@ place_files(struct task *t, char **argv, int *argc, struct gd_err *err)
                               name, role);
         char cached[PATH_MAX + 100], link[PATH_MAX + 300];
         if (cache_file(t, sha, name, cached, sizeof cached, err) != 0) {
-            if (t->lost) { /* the 409 said it; the lease is no longer ours to report */
+            if (t->lost || *t->s->hard_stop) { /* the 409 said it, or serve stops: no report */
                 gd_err_clear(err);
                 return 0;
             }
@@ -401,9 +442,8 @@ run_child(struct task *t, char **argv)
         agt_sleep(0.1, NULL);
     }
     relay_stderr(t);
-    if (stopped)
-        return fail(t, 128 + SIGTERM, "serve on %s was stopped while the run went on",
-                    t->s->host);
+    if (stopped) /* the run did not end by itself: the task is not this device's failure */
+        return agt_serve_release(t->s, t->lease_id, "serve was stopped while the run went on");
     char line[900];
     if (WIFSIGNALED(wstatus)) {
         int sig = WTERMSIG(wstatus);
@@ -459,10 +499,14 @@ agt_serve_lease(struct agt_serve *s, json_t *lease)
         t.job_id = "?";
     if (t.key == NULL)
         t.key = "?";
-    t.next_beat = now() + (t.lease_seconds / 3.0 < 1 ? 1 : t.lease_seconds / 3.0);
     fprintf(stderr, "gpudiff-agent serve: job %s on %s: leased (%s, attempt %" JSON_INTEGER_FORMAT
                     ")\n", t.job_id, t.key, t.lease_id,
             json_integer_value(json_object_get(lease, "attempt")));
+    /* the first heartbeat at once: it confirms the lease, which is an offer until then */
+    t.next_beat = now();
+    heartbeat(&t);
+    if (t.lost)
+        return 0;
     if ((t.backend = agt_serve_backend_of(s, t.key)) == NULL)
         return fail(&t, AGT_EXIT_USAGE, "the lease is for device %s, which this agent (%s) "
                                         "does not serve", t.key, s->host);
@@ -497,6 +541,10 @@ agt_serve_lease(struct agt_serve *s, json_t *lease)
     }
     if (t.lost)
         goto done;
+    if (*s->hard_stop) {
+        code = agt_serve_release(s, t.lease_id, "serve was stopped while the files came");
+        goto done;
+    }
     add_arg(argv, &argc, "--out", "bundle");
     add_arg(argv, &argc, "--backend", t.backend);
     add_arg(argv, &argc, "--model-name", t.model);

@@ -43,7 +43,8 @@ submit_usage(FILE *out)
             "Usage: gpudiff-agent submit --server URL --model FILE --input FILE [OPTIONS]\n\n"
             "Submits a job to gpudiffd: run the model on the input, with the knobs, on every\n"
             "registered device that matches (devices come from `gpudiff-agent serve`; the\n"
-            "targets are fixed now: the matching devices seen in the last 10 minutes). The\n"
+            "targets are fixed now: the matching devices seen within the daemon's\n"
+            "--device-stale-seconds, 120 by default; one that stops answering leaves). The\n"
             "files are sent by content: each is hashed (SHA-256) and uploaded only when the\n"
             "daemon does not hold it yet, streamed from disk. Prints the job id on stdout.\n\n"
             "Required:\n"
@@ -79,9 +80,11 @@ submit_usage(FILE *out)
             "  --deadline-seconds N  a device that has not taken its task after N seconds\n"
             "                      is marked never_answered (default 86400)\n"
             "  --wait              follow the job until no task is pending or leased (progress\n"
-            "                      on stderr), then print a table of the devices: state,\n"
-            "                      attempts used, run id and error\n"
-            "  --timeout S         with --wait: stop waiting after S seconds (exit 11)\n"
+            "                      on stderr, naming the devices waited on), then print a\n"
+            "                      table of the devices: state, attempts used, run id, error\n"
+            "  --timeout S         with --wait: stop waiting after S seconds (exit 11); the\n"
+            "                      default is the job's deadline plus one lease (its tasks\n"
+            "                      have ended by then unless a device is still running)\n"
             "  --json              print the job document (with --wait: the final one)\n"
             "  -h, --help          this help\n\n"
             "Exit codes: as below; with --wait, 0 only when every device finished, 10 when\n"
@@ -411,14 +414,72 @@ print_table(FILE *out, json_t *job)
     }
 }
 
+/* A time the daemon wrote (srv_time_format: "2026-01-02T03:04:05Z") in seconds; -1 if not. */
+static int64_t
+daemon_time(json_t *v)
+{
+    const char *s = json_string_value(v);
+    struct tm tm = {0};
+    if (s == NULL)
+        return -1;
+    const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (end == NULL || (*end != 'Z' && *end != '.'))
+        return -1;
+    return (int64_t)timegm(&tm);
+}
+
+/*
+ * How long --wait waits without --timeout, from the job's own terms: its deadline (after
+ * which a device that has not taken its task is never_answered), one lease more (a device
+ * that took it at the last moment and died is expired after lease_seconds) and 10 s for the
+ * daemon's expiry pass. Devices that stop answering before that leave sooner: the daemon
+ * ends their tasks after its device-stale-seconds. 0 when the document lacks the terms.
+ */
+static double
+default_timeout(json_t *job)
+{
+    int64_t created = daemon_time(json_object_get(job, "created"));
+    int64_t deadline = daemon_time(json_object_get(job, "deadline"));
+    json_int_t lease = json_integer_value(json_object_get(job, "lease_seconds"));
+    if (created < 0 || deadline < created || lease <= 0)
+        return 0;
+    return (double)(deadline - created) + (double)lease + 10.0;
+}
+
+/* ", waiting on KEY (state), ..." of the tasks still pending or leased, the first four. */
+static void
+waiting_on(json_t *job, char *out, size_t size)
+{
+    size_t i, n = 0, used = 0;
+    json_t *t;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(job, "tasks"), i, t)
+    {
+        const char *state = str_or(t, "state", "");
+        if (strcmp(state, "pending") != 0 && strcmp(state, "leased") != 0)
+            continue;
+        if (n++ < 4 && used < size)
+            used += (size_t)snprintf(out + used, size - used, "%s%s (%s)",
+                                     n == 1 ? "; waiting on " : ", ",
+                                     str_or(json_object_get(t, "device"), "key", "?"), state);
+    }
+    if (n > 4 && used < size)
+        snprintf(out + used, size - used, " and %zu more", n - 4);
+}
+
 /* Follows the job until it is done; *last is the final document. An exit code. */
 static int
 wait_job(struct agt_http *c, const struct submit_opts *o, const char *id, json_t **last,
          struct gd_err *err)
 {
-    char path[200], seen[200] = "";
+    char path[200], seen[2400] = "";
     snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
-    double t0 = mono_now();
+    double t0 = mono_now(), timeout = o->timeout;
+    if (timeout <= 0 && (timeout = default_timeout(*last)) > 0)
+        fprintf(stderr,
+                "gpudiff-agent submit: waiting at most %.0f s (the job's deadline and one "
+                "lease; --timeout S to change)\n",
+                timeout);
     for (;;) {
         struct agt_http_req r = {.method = "GET", .path = path};
         long status;
@@ -437,13 +498,14 @@ wait_job(struct agt_http *c, const struct submit_opts *o, const char *id, json_t
             gd_err_set(err, GD_EFORMAT, "GET %s: not a job document", path);
             return AGT_EXIT_UPLOAD;
         }
-        char line[200];
+        char line[2400], devices[2000];
+        waiting_on(job, devices, sizeof devices);
         snprintf(line, sizeof line,
                  "%" JSON_INTEGER_FORMAT " finished, %" JSON_INTEGER_FORMAT
                  " failed, %" JSON_INTEGER_FORMAT " pending, %" JSON_INTEGER_FORMAT
-                 " leased, %" JSON_INTEGER_FORMAT " never answered",
+                 " leased, %" JSON_INTEGER_FORMAT " never answered%s",
                  count_of(job, "finished"), count_of(job, "failed"), count_of(job, "pending"),
-                 count_of(job, "leased"), count_of(job, "never_answered"));
+                 count_of(job, "leased"), count_of(job, "never_answered"), devices);
         if (strcmp(line, seen) != 0) {
             fprintf(stderr, "gpudiff-agent submit: job %s: %s\n", id, line);
             snprintf(seen, sizeof seen, "%s", line);
@@ -454,9 +516,11 @@ wait_job(struct agt_http *c, const struct submit_opts *o, const char *id, json_t
             return count_of(job, "failed") + count_of(job, "never_answered") > 0
                        ? AGT_EXIT_JOB
                        : AGT_EXIT_OK;
-        if (o->timeout > 0 && mono_now() - t0 >= o->timeout) {
-            gd_err_set(err, GD_ECANCELED, "job %s is still running after --timeout %.0f s",
-                       id, o->timeout);
+        if (timeout > 0 && mono_now() - t0 >= timeout) {
+            char devs[200];
+            waiting_on(job, devs, sizeof devs);
+            gd_err_set(err, GD_ECANCELED, "job %s is still running after %s%.0f s%s", id,
+                       o->timeout > 0 ? "--timeout " : "", timeout, devs);
             return AGT_EXIT_TIMEOUT;
         }
         agt_sleep(1.0, NULL);
