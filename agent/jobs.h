@@ -31,6 +31,17 @@ int agt_basename_valid(const char *s);
  * A-Z a-z, the digits and . _ - + @ (the jobs contract, amendment 6). */
 int agt_job_name_valid(const char *s);
 
+/* A job's data or weights file may lie in folders: at most this long and deep. */
+#define AGT_JOB_PATH_MAX   1024
+#define AGT_JOB_PATH_DEPTH 16
+
+/* 1 when s may name a job's data or weights file: names agt_job_name_valid() takes, joined
+ * by '/' (no empty part, not absolute), within AGT_JOB_PATH_MAX and AGT_JOB_PATH_DEPTH. */
+int agt_job_path_valid(const char *s);
+
+/* 1 when two paths in a job's folder cannot both be made: equal, or one a folder of the other. */
+int agt_job_paths_clash(const char *a, const char *b);
+
 /*
  * The cache's name for the file of hash sha256 under dir: DIR/files/SHA256 into out. The
  * temporary name a download is written to before it is checked and renamed is

@@ -84,6 +84,36 @@ agt_job_name_valid(const char *s)
 }
 
 int
+agt_job_path_valid(const char *s)
+{
+    if (s == NULL || s[0] == '\0' || strlen(s) > AGT_JOB_PATH_MAX)
+        return 0;
+    int depth = 0;
+    for (const char *p = s;; depth++) {
+        size_t n = strcspn(p, "/");
+        char part[256];
+        if (n == 0 || n >= sizeof part || depth >= AGT_JOB_PATH_DEPTH)
+            return 0;
+        memcpy(part, p, n);
+        part[n] = '\0';
+        if (!agt_job_name_valid(part))
+            return 0;
+        if (p[n] == '\0')
+            return 1;
+        p += n + 1;
+    }
+}
+
+int
+agt_job_paths_clash(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), n = na < nb ? na : nb;
+    if (strncmp(a, b, n) != 0)
+        return 0;
+    return na == nb || (na < nb ? b[na] == '/' : a[nb] == '/');
+}
+
+int
 agt_cache_path(const char *dir, const char *sha256, long pid, char *out, size_t size, char *tmp,
                size_t tmp_size, struct gd_err *err)
 {

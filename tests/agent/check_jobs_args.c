@@ -267,6 +267,27 @@ START_TEST(device_keys)
 }
 END_TEST
 
+START_TEST(job_paths)
+{
+    ck_assert(agt_job_path_valid("weights.bin"));
+    ck_assert(agt_job_path_valid("conv1_mutated/weight.npz"));
+    ck_assert(agt_job_path_valid("a/b/c+d@e.bin"));
+    ck_assert(!agt_job_path_valid(""));
+    ck_assert(!agt_job_path_valid("/etc/passwd"));
+    ck_assert(!agt_job_path_valid("a//b"));
+    ck_assert(!agt_job_path_valid("a/"));
+    ck_assert(!agt_job_path_valid("a/../b"));
+    ck_assert(!agt_job_path_valid("./a"));
+    ck_assert(!agt_job_path_valid("a b/c"));
+    ck_assert(!agt_job_path_valid("a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q"));
+    ck_assert(agt_job_paths_clash("a/b", "a/b"));
+    ck_assert(agt_job_paths_clash("a", "a/b"));
+    ck_assert(agt_job_paths_clash("a/b/c", "a/b"));
+    ck_assert(!agt_job_paths_clash("a/bc", "a/b"));
+    ck_assert(!agt_job_paths_clash("ab", "a"));
+}
+END_TEST
+
 START_TEST(last_line)
 {
     char out[64];
@@ -298,6 +319,7 @@ main(void)
     tcase_add_test(tc, basenames);
     tcase_add_test(tc, last_line);
     tcase_add_test(tc, device_keys);
+    tcase_add_test(tc, job_paths);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
