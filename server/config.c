@@ -35,8 +35,17 @@ const struct srv_setting srv_settings[] = {
     {"max-json", SRV_SET_BYTES, 1024, 256LL << 20, "16M",
      "largest run.json accepted (it is held in memory while it is parsed)", FIELD(max_json), NULL},
     {"threads", SRV_SET_INT, 1, 256, "4",
-     "worker threads of the HTTP server (a pool; connections never get a thread each)",
+     "worker threads of the HTTP server that serve writes, bodies, downloads and long polls "
+     "(a pool; connections never get a thread each); over TLS every request",
      FIELD(threads), NULL},
+    {"read-threads", SRV_SET_INT, 0, 256, "2",
+     "worker threads of a second pool that serves the light reads (GET and HEAD but "
+     "downloads: /healthz, a run, a cached diff) at normal priority; 0: the one pool serves all",
+     FIELD(read_threads), NULL},
+    {"write-nice", SRV_SET_INT, 0, 19, "5",
+     "nice value of the threads that serve writes and of the write pool, below the reads' "
+     "threads, so that an upload storm does not delay a read; 0: the same priority",
+     FIELD(write_nice), NULL},
     {"max-connections", SRV_SET_INT, 16, 65536, "2048",
      "open connections at most (each serves one request); more are refused with 503",
      FIELD(max_connections), NULL},

@@ -475,7 +475,7 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     if (srv_retention_start(srv.store, cfg->retention_days, &retention, &err) != 0 ||
         srv_compare_start(srv.store, &copts, &srv.compare, &err) != 0 ||
         srv_fleet_sweep_start(srv.store, 5, &fleet_sweep, &err) != 0 ||
-        srv_http_start(&srv, &err) != 0) {
+        srv_health_start(srv.store, &srv.health, &err) != 0 || srv_http_start(&srv, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
         goto done;
     }
@@ -498,6 +498,7 @@ done:
     srv_compare_stop(srv.compare);
     srv_retention_stop(retention);
     srv_fleet_sweep_stop(fleet_sweep);
+    srv_health_stop(srv.health);
     srv_store_close(srv.store);
     srv_tls_free(srv.tls);
     SRV_LOG(GD_LOG_INFO, NULL, "stopped");

@@ -9,7 +9,7 @@
 #include "server.h"
 
 const struct srv_route srv_routes[] = {
-    {"GET", "/healthz", SRV_ROLE_NONE, SRV_BODY_NONE, NULL, NULL, srv_health_get},
+    {"GET", "/healthz", SRV_ROLE_NONE, SRV_BODY_NONE, NULL, NULL, srv_health_route},
     {"GET", "/metrics", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_metrics_get},
     {"GET", "/api/v1/models", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_models_list},
     {"POST", "/api/v1/models/{model}/baseline", SRV_ROLE_ADMIN, SRV_BODY_JSON, NULL, NULL,

@@ -495,10 +495,10 @@ FLEET_INTEGRATION = tests/integration/server_pg.sh tests/integration/server_flee
 TESTS += $(FLEET_INTEGRATION)
 EXTRA_DIST += $(FLEET_INTEGRATION) tests/integration/pg.sh deploy/systemd/gpudiffd.service \
 	deploy/systemd/gpudiff-agent.service deploy/systemd/gpudiff-agent.path deploy/grafana/gpudiff.json \
-	tests/bench/bench_pg.sh
+	tests/bench/bench_pg.sh tests/bench/bench_latency.sh
 
 # ---- jobsrv: jobs, devices and leases (issue 15 item 1) ----
-JOBSRV_INTEGRATION = tests/integration/server_jobs.sh
+JOBSRV_INTEGRATION = tests/integration/server_jobs.sh tests/integration/server_diff_text.sh
 TESTS += $(JOBSRV_INTEGRATION)
 EXTRA_DIST += $(JOBSRV_INTEGRATION)
 JOBSRV_SERVER_CHECKS = tests/server/check_db_leases tests/server/check_db_fleet_jobs \
