@@ -180,7 +180,13 @@ static int
 add_model_files(struct submit_opts *o, struct gd_model_files *mf)
 {
     struct gd_err err = {0};
-    if (gd_model_files_find(o->files[0].path, o->weights_dir, mf, &err) != 0) {
+    int rc = gd_model_files_find(o->files[0].path, o->weights_dir, mf, &err);
+    if (rc == GD_EFORMAT) {
+        /* a model no loader reads: the job goes alone, and each device's run says why */
+        fprintf(stderr, "gpudiff-agent submit: %s: it is sent alone\n", err.msg);
+        return check_names(o) == 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
+    }
+    if (rc != 0) {
         fprintf(stderr, "gpudiff-agent submit: %s\n", err.msg);
         return AGT_EXIT_INPUT;
     }
