@@ -195,7 +195,8 @@ libgpudiff_la_CPPFLAGS += $(PROTOBUF_C_CFLAGS) -I$(top_builddir)/engine/io
 # BUILT_SOURCES makes the header first only for all and check: a build of the library alone
 # (`make fuzz-targets`, tests/fuzz/run.sh) needs the objects that include it to say so.
 engine/io/libgpudiff_la-onnx.lo engine/io/libgpudiff_la-onnx_opset.lo \
-engine/io/libgpudiff_la-onnx_tensor.lo engine/io/libgpudiff_la-onnx_wire.lo: engine/io/onnx.pb-c.h
+engine/io/libgpudiff_la-onnx_tensor.lo engine/io/libgpudiff_la-onnx_wire.lo \
+engine/io/libgpudiff_la-model_files.lo: engine/io/onnx.pb-c.h
 # On the programs' link line rather than in libgpudiff's LIBADD: it may be the static archive
 # (configure.ac), which libtool warns about inside a library.
 GD_ENGINE_LIBS += $(PROTOBUF_C_LIBS)
@@ -213,3 +214,6 @@ libgd_cuda_la_SOURCES += engine/cuda/capture_fp.c engine/cuda/fingerprint.h
 $(FP_CUDA_SOURCES:.cu=.o): engine/core/fp_rules.h engine/cuda/fingerprint.h engine/cuda/cuda.h
 EXTRA_DIST += $(FP_CUDA_SOURCES)
 endif
+
+# ---- fleet (issue 24): the files a model reads besides itself, for jobs to carry them ----
+libgpudiff_la_SOURCES += engine/include/gpudiff/model_files.h engine/io/model_files.c

@@ -59,7 +59,7 @@
  * Nice values: the worker's diffs, which nobody waits for, below everything else; the
  * pool's, which a client waits for, as the threads serving connections.
  */
-#define POOL_NICE   0
+#define POOL_NICE   5
 #define WORKER_NICE 10
 
 /* A key being computed; waiters block on done_cv until it leaves the list. */

@@ -509,10 +509,10 @@ FLEET_INTEGRATION = tests/integration/server_pg.sh tests/integration/server_flee
 TESTS += $(FLEET_INTEGRATION)
 EXTRA_DIST += $(FLEET_INTEGRATION) tests/integration/pg.sh deploy/systemd/gpudiffd.service \
 	deploy/systemd/gpudiff-agent.service deploy/systemd/gpudiff-agent.path deploy/grafana/gpudiff.json \
-	tests/bench/bench_pg.sh
+	tests/bench/bench_pg.sh tests/bench/bench_latency.sh
 
 # ---- jobsrv: jobs, devices and leases (issue 15 item 1) ----
-JOBSRV_INTEGRATION = tests/integration/server_jobs.sh
+JOBSRV_INTEGRATION = tests/integration/server_jobs.sh tests/integration/server_diff_text.sh
 TESTS += $(JOBSRV_INTEGRATION)
 EXTRA_DIST += $(JOBSRV_INTEGRATION)
 JOBSRV_SERVER_CHECKS = tests/server/check_db_leases tests/server/check_db_fleet_jobs \
@@ -537,7 +537,7 @@ tests_server_check_db_fleet_files_LDADD = $(SERVER_TEST_LIBS)
 
 # ---- jobagt: gpudiff-agent submit and serve (issue 15 item 1, the agent's half) ----
 JOBAGT_INTEGRATION = tests/integration/agent_jobs.sh tests/integration/agent_jobs_download.sh \
-	tests/integration/fleet_netns.sh
+	tests/integration/fleet_netns.sh tests/integration/agent_jobs_files.sh
 TESTS += $(JOBAGT_INTEGRATION)
 EXTRA_DIST += $(JOBAGT_INTEGRATION) deploy/systemd/gpudiff-agent-serve.service
 check_PROGRAMS += tests/agent/check_jobs_args
@@ -562,4 +562,13 @@ TESTS += $(AUDIT_CHECKS)
 tests_engine_check_fold_SOURCES = tests/engine/check_fold.c
 tests_engine_check_fold_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_fold_LDADD = $(TEST_LIBS)
+endif
+
+# ---- fleet (issue 24): the files a model reads besides itself ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_model_files
+TESTS += tests/engine/check_model_files
+tests_engine_check_model_files_SOURCES = tests/engine/check_model_files.c
+tests_engine_check_model_files_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_model_files_LDADD = $(TEST_LIBS)
 endif
