@@ -49,6 +49,11 @@ struct gd__extra {
     int same_store;                   /* both sides store the layer's format (or one is f64) */
     /* the noise probes the runs recorded for the layer: [0] a's, [1] b's, [2] the truth's */
     struct gd_noise_probe probe[3];
+    /* what the probes are applied to: the analytic bounds, whether both sides declare one
+     * arithmetic, the dtype compared in */
+    double own_base[2], own_truth_base[2], own_decl_base[2];
+    int same_arith;
+    enum gd_dtype cmp;
     double chain[2], chain_median[2]; /* the layers of that side only on the way to it */
     int direct[2];                    /* its first input on that side (layer index), -1 */
 };
@@ -120,6 +125,10 @@ struct gd__pair_stats {
 int gd__pair_stats(const struct gd_tensor *a, const struct gd_tensor *b, struct gd__pair_stats *out,
                    struct gd_err *err);
 
+/* facts.c: half the smallest subnormal of a float dtype (the finest rounding step); 0 for
+ * integers. */
+double gd__subnormal_half(enum gd_dtype dtype);
+
 /* facts.c: abs_diff in units in the last place of `scale` in dtype: the ULP distance at the
  * layer's largest value, which a sign crossing near 0 does not inflate (integers: abs_diff). */
 double gd__ulps_at(double abs_diff, double scale, enum gd_dtype dtype);
@@ -147,6 +156,14 @@ int gd__truth_quiet(struct gd__work *w);
 /* facts.c: the gains of layer i's input called name from a noise probe of the layer (a's,
  * b's or the truth's); NULL when none gives them. */
 const struct gd_noise_gain *gd__input_gain(const struct gd__work *w, int i, const char *name);
+
+/* facts.c: layer i's own bounds made from its noise probes, once its scale is measured
+ * (docs/COMPARISON.md, "Noise probes"); idempotent. */
+void gd__probe_bounds(struct gd__work *w, int i);
+
+/* facts.c: a probe's median for entry, in units of layer i's scale. */
+double gd__probe_median(const struct gd__work *w, int i, const struct gd_noise_probe *p,
+                        int entry);
 
 /* verdict.c: bounds, envelopes and verdicts in network order, then where it starts. */
 void gd__verdicts(struct gd__work *w);

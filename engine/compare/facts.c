@@ -50,6 +50,23 @@ gd__unit_roundoff(enum gd_dtype dtype)
 }
 
 double
+gd__subnormal_half(enum gd_dtype dtype)
+{
+    switch (dtype) {
+    case GD_F64:
+        return 0x1p-1074; /* the smallest itself: half of it is no double */
+    case GD_F32:
+        return 0x1p-150;
+    case GD_F16:
+        return 0x1p-25;
+    case GD_BF16:
+        return 0x1p-134;
+    default:
+        return 0.0;
+    }
+}
+
+double
 gd__ulps_at(double abs_diff, double scale, enum gd_dtype dtype)
 {
     /* significand bits after the point, and the smallest normal exponent */
@@ -371,29 +388,53 @@ read_probes(struct gd__work *w, int i, const struct gd_bundle_layer *la,
  * The largest error stays held to the rigorous bound, or to the probe's largest times its
  * factor where that is more (a sum with more cancellation than the bound allows for).
  */
+/* A probe's figures, relative to its sample's scale, in units of the layer's scale. */
+static double
+rescale(const struct gd_noise_probe *p, double layer_scale)
+{
+    return p->scale > 0 && layer_scale > 0 ? p->scale / layer_scale : 1.0;
+}
+
 static void
-probe_bounds(struct gd__work *w, int i, int s, enum gd_arith ar, int same, enum gd_dtype cmp)
+probe_bounds(struct gd__work *w, int i, int s)
 {
     struct gd__extra *x = &w->extra[i];
     struct gd_diff_layer *dl = &w->d->layers[i];
-    if (ar == GD_ARITH_FP64)
+    enum gd_arith ar = s == 0 ? dl->arith_a : dl->arith_b;
+    if (ar == GD_ARITH_FP64 || (s == 0 ? dl->index_a : dl->index_b) < 0 ||
+        !isfinite(x->own_same[s]))
         return;
     const char *from = NULL;
-    int e_same = probe_entry(same ? ar : GD_ARITH_FP32), e_decl = probe_entry(ar);
-    const struct gd_noise_probe *p = probe_for(w, i, s, e_same, 1, cmp, &from);
-    double floor = 2 * gd__unit_roundoff(cmp);
+    int e_same = probe_entry(x->same_arith ? ar : GD_ARITH_FP32), e_decl = probe_entry(ar);
+    const struct gd_noise_probe *p = probe_for(w, i, s, e_same, 1, x->cmp, &from);
+    double floor = 2 * gd__unit_roundoff(x->cmp);
     if (p != NULL) {
-        x->own_same[s] = fmax(x->own_same[s], GD__PROBE_MAX * p->max[e_same]);
-        x->own_median_same[s] = GD__PROBE_MEDIAN * p->median_hi[e_same] + floor;
-        x->own_truth[s] = fmax(x->own_truth[s], GD__PROBE_MAX * p->max[e_same]);
-        x->own_truth_median[s] = GD__PROBE_MEDIAN * p->median_hi[e_same] + floor;
+        double f = rescale(p, dl->scale);
+        x->own_same[s] = fmax(x->own_base[s], GD__PROBE_MAX * f * p->max[e_same]);
+        x->own_median_same[s] = GD__PROBE_MEDIAN * f * p->median_hi[e_same] + floor;
+        x->own_truth[s] = fmax(x->own_truth_base[s], GD__PROBE_MAX * f * p->max[e_same]);
+        x->own_truth_median[s] = GD__PROBE_MEDIAN * f * p->median_hi[e_same] + floor;
         if (dl->noise_from == NULL || strcmp(dl->noise_from, "model") == 0)
             dl->noise_from = from;
     }
-    if ((p = probe_for(w, i, s, e_decl, 0, cmp, &from)) != NULL) {
-        x->own[s] = fmax(x->own[s], GD__PROBE_MAX * p->max[e_decl]);
-        x->own_median[s] = GD__PROBE_MEDIAN * p->median_hi[e_decl] + floor;
+    if ((p = probe_for(w, i, s, e_decl, 0, x->cmp, &from)) != NULL) {
+        double f = rescale(p, dl->scale);
+        x->own[s] = fmax(x->own_decl_base[s], GD__PROBE_MAX * f * p->max[e_decl]);
+        x->own_median[s] = GD__PROBE_MEDIAN * f * p->median_hi[e_decl] + floor;
     }
+}
+
+void
+gd__probe_bounds(struct gd__work *w, int i)
+{
+    for (int s = 0; s < 2; s++)
+        probe_bounds(w, i, s);
+}
+
+double
+gd__probe_median(const struct gd__work *w, int i, const struct gd_noise_probe *p, int entry)
+{
+    return p->median[entry] * rescale(p, w->d->layers[i].scale);
 }
 
 static void
@@ -503,9 +544,14 @@ layer_facts(struct gd__work *w, int i)
     }
     read_probes(w, i, la, lb, lt);
     dl->noise_from = "model";
-    for (int s = 0; s < 2; s++)
-        if ((s == 0 ? la : lb) != NULL && isfinite(x->own_same[s]))
-            probe_bounds(w, i, s, ar[s], same, cmp);
+    /* the probes are applied once the layer's scale is measured (gd__probe_bounds) */
+    x->same_arith = same;
+    x->cmp = cmp;
+    for (int s = 0; s < 2; s++) {
+        x->own_base[s] = x->own_same[s];
+        x->own_truth_base[s] = x->own_truth[s];
+        x->own_decl_base[s] = x->own[s];
+    }
 }
 
 void

@@ -333,10 +333,11 @@ run_on(struct gd_noise_collector *c, struct built *b, const char *backend, enum 
     return rc;
 }
 
-/* Error of y against the reference ref in the comparison's units: max and median. */
+/* Error of y against the reference ref in the comparison's units: max, median and the
+ * median's upper confidence bound over the sample's scale, and that scale. */
 static int
 error_of(struct gd_tensor *y, struct gd_tensor *ref, double *max, double *median, double *median_hi,
-         struct gd_err *err)
+         double *scale, struct gd_err *err)
 {
     struct gd_tensor *y2, *r2;
     int side;
@@ -349,6 +350,7 @@ error_of(struct gd_tensor *y, struct gd_tensor *ref, double *max, double *median
         *max = ps.abs_max / ps.scale;
         *median = ps.err_median;
         *median_hi = fmax(ps.err_median_hi, ps.err_median);
+        *scale = ps.scale;
         if (!isfinite(*max) || !isfinite(*median_hi))
             rc = gd_err_set(err, GD_ERANGE, "a non-finite value");
     }
@@ -361,10 +363,10 @@ error_of(struct gd_tensor *y, struct gd_tensor *ref, double *max, double *median
 
 /*
  * The gains of a node that is not linear in its inputs (a normalization, Softmax), measured:
- * each float input is moved by d S (S its largest |value|) with random signs (the response
- * to independent differences: about 3 times the l2 gain for the largest output) and all of
- * one sign (the shift gain), and the node computed again in float64. l1 is taken as twice
- * the larger of the two. A LayerNormalization of a row of equal values divides the rounding
+ * each float input is moved by d S (S its largest |value|) with alternating and with random
+ * signs (the response to differences that are not a shift: the l2 gain, about 3 times the
+ * root sum of squares for the largest output), and all of one sign (the shift gain), and the
+ * node computed again in float64. l1 is taken as twice the larger. A LayerNormalization of a row of equal values divides the rounding
  * of its mean by sqrt(epsilon), which the random draw shows and the shift does not.
  */
 static int
@@ -383,7 +385,7 @@ measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
         if (t->dtype != GD_F64 || base.t[0] == NULL)
             continue;
         int64_t n = gd_tensor_numel(t);
-        double s = 0, best[2] = {0, 0};
+        double s = 0, best[3] = {0, 0, 0};
         const double *x = t->data;
         for (int64_t k = 0; k < n; k++)
             if (isfinite(x[k]))
@@ -391,7 +393,9 @@ measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
         if (!(s > 0))
             s = 1;
         struct gd_tensor *orig = t, *pert = NULL;
-        for (int draw = 0; rc == 0 && draw < 2; draw++) { /* 0: random signs, 1: a shift */
+        /* 0: alternating signs (never a shift, however few the values), 1: random signs,
+         * 2: a shift */
+        for (int draw = 0; rc == 0 && draw < 3; draw++) {
             if ((pert = gd_tensor_dup(orig, err)) == NULL) {
                 rc = GD_ENOMEM;
                 break;
@@ -399,7 +403,8 @@ measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
             double *y = pert->data;
             for (int64_t k = 0; k < n; k++) {
                 state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-                y[k] += (draw == 1 || (state & 1u) ? d : -d) * s;
+                int up = draw == 0 ? (int)(k & 1) : draw == 1 ? (int)(state & 1u) : 1;
+                y[k] += (up ? d : -d) * s;
             }
             b.in[q] = pert;
             rc = run_on(c, &b, "cpu64", GD_EMULATE_NONE, &moved, err);
@@ -417,7 +422,8 @@ measured_gains(struct gd_noise_collector *c, int ni, const struct cut *cut,
             run_outs_fini(&moved);
         }
         if (rc == 0) {
-            struct gd__gain3 gm = {2 * fmax(best[0], best[1]), best[1], best[0]};
+            double spread = fmax(best[0], best[1]);
+            struct gd__gain3 gm = {2 * fmax(spread, best[2]), best[2], spread};
             gd__noise_gain_add(p, b.g1->values[b.g1->inputs[q]].name, gm, 1.0);
         }
     }
@@ -526,7 +532,11 @@ gd__noise_probe_node(struct gd_noise_collector *c, int ni, struct gd_err *err)
         for (int a = 0; rc == 0 && a < GD_NOISE_N; a++) {
             if (got[a].t[k] == NULL)
                 continue;
-            rc = error_of(got[a].t[k], ref.t[k], &p.max[a], &p.median[a], &p.median_hi[a], &local);
+            double sc = 0;
+            rc = error_of(got[a].t[k], ref.t[k], &p.max[a], &p.median[a], &p.median_hi[a], &sc,
+                          &local);
+            if (a == GD_NOISE_FP32)
+                p.scale = sc;
             p.has[a] = rc == 0;
         }
         if (k == 0)

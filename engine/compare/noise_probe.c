@@ -185,12 +185,12 @@ kept_begin(struct gd_noise_collector *c, int v, enum gd_dtype dtype, int ndim, c
         want = k->n_rows;
     if (want < 1)
         want = 1;
-    /* no more than a quarter of the budget for one value, and the budget in all */
+    /* no more than half the budget for one value, and the budget in all */
     while (want > 1 && !k->whole &&
-           (double)want * (double)row_bytes > 0.25 * (double)c->opts.max_bytes)
+           (double)want * (double)row_bytes > 0.5 * (double)c->opts.max_bytes)
         want /= 2;
     double need = (double)want * (double)row_bytes;
-    if (k->n_rows == 0 || need > 0.25 * (double)c->opts.max_bytes ||
+    if (k->n_rows == 0 || need > 0.5 * (double)c->opts.max_bytes ||
         (double)c->bytes + need > (double)c->opts.max_bytes) {
         k->state = -1;
         return 0;

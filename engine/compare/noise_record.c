@@ -21,9 +21,9 @@ gd_noise_arith_name(enum gd_noise_arith a)
 json_t *
 gd_noise_probe_to_json(const struct gd_noise_probe *p)
 {
-    json_t *j =
-        json_pack("{s:I, s:I, s:I, s:s}", "outputs", (json_int_t)p->outputs, "rows",
-                  (json_int_t)p->rows, "of_rows", (json_int_t)p->of_rows, "slice", p->slice);
+    json_t *j = json_pack("{s:I, s:I, s:I, s:s, s:f}", "outputs", (json_int_t)p->outputs,
+                          "rows", (json_int_t)p->rows, "of_rows", (json_int_t)p->of_rows,
+                          "slice", p->slice, "scale", p->scale);
     for (int a = 0; j != NULL && a < GD_NOISE_N; a++) {
         if (!p->has[a])
             continue;
@@ -78,6 +78,11 @@ gd_noise_probe_from_json(json_t *j, struct gd_noise_probe *out, struct gd_err *e
     if (slice != NULL && !json_is_string(slice))
         return gd_err_set(err, GD_EFORMAT, "noise.slice must be a string");
     snprintf(p.slice, sizeof p.slice, "%s", slice ? json_string_value(slice) : "");
+    json_t *scale = json_object_get(j, "scale");
+    if (scale != NULL && (!json_is_number(scale) || !(json_number_value(scale) >= 0) ||
+                          !isfinite(json_number_value(scale))))
+        return gd_err_set(err, GD_EFORMAT, "noise.scale must be a finite number >= 0");
+    p.scale = scale != NULL ? json_number_value(scale) : 0.0;
     for (int a = 0; a < GD_NOISE_N; a++) {
         const char *name = gd_noise_arith_name((enum gd_noise_arith)a);
         json_t *e = json_object_get(j, name);

@@ -42,11 +42,15 @@ static void
 bounds(struct gd__work *w, int i)
 {
     struct gd_diff_layer *dl = &w->d->layers[i];
+    gd__probe_bounds(w, i);
     const struct gd__extra *x = &w->extra[i];
     double chain = both(x->chain), chain_m = both(x->chain_median);
-    dl->bound = both(x->own_same) + chain;
-    dl->bound_median = both(x->own_median_same) + chain_m;
-    dl->bound_declared = both(x->own) + chain;
+    /* each side's rounding to the format compared in cannot be finer than half its smallest
+     * subnormal: on a layer of tiny values (float16 below 6e-5) that, not u, is the step */
+    double sub = 2 * gd__subnormal_half(dl->dtype) / dl->scale;
+    dl->bound = both(x->own_same) + chain + sub;
+    dl->bound_median = both(x->own_median_same) + chain_m + sub;
+    dl->bound_declared = both(x->own) + chain + sub;
     if (!isfinite(dl->bound) || !isfinite(dl->bound_median)) {
         dl->bound = dl->bound_median = dl->bound_declared = NAN;
         snprintf(dl->note, sizeof dl->note, "%s",
@@ -68,6 +72,14 @@ replay_carry(const struct gd_diff *d, const struct gd_diff_layer *dl, double *no
             *med = fmax(*med, gd__unit_roundoff(in->dtype));
         }
     }
+}
+
+/* A product of two layers (attention's scores, a Gemm of two activations): GEMM family. */
+static int
+is_product(const struct gd_diff_layer *dl)
+{
+    const struct gd_op_info *info = gd__op_of(dl->op);
+    return info != NULL && info->reduction == GD_RED_GEMM && dl->n_inputs == 2;
 }
 
 /* Layer i reads tensors that are not layers and that the two runs may not share. */
@@ -98,12 +110,14 @@ judge(struct gd__work *w, int i)
      * An op whose noise probe gives its inputs' gains carries, as its largest difference, the
      * sum of l1 gain times largest difference, which holds however much the op cancels (a
      * mean of values of both signs); as its typical one, the part of the inputs' difference
-     * common to all values through the shift gain plus the rest through the l2 gain (as
-     * independent differences add), GD__TYPICAL times. Another op, up to GD__CARRY times
-     * the largest relative difference of its inputs.
+     * common to all values through the shift gain plus the rest through the l2 gain times
+     * the square root of the terms an output sums (Cauchy-Schwarz), GD__TYPICAL times, at
+     * most the largest; a product of two layers adds the product of their differences.
+     * Another op, up to GD__CARRY times the largest relative difference of its inputs.
      */
     double carry_abs = 0, carry = 0, carry_median = 0, in_err = 0;
-    double gain_abs = 0, gain_typ = 0;
+    double gain_abs = 0, gain_typ = 0, cross = 0, prev_abs = 0;
+    int n_products = 0;
     int input_diverged = 0, input_unknown = !dl->inputs_known;
     int gains_known = !dl->copies && d->mode != GD_DIFF_REPLAY && dl->n_inputs > 0;
     if (d->mode == GD_DIFF_REPLAY) {
@@ -146,8 +160,18 @@ judge(struct gd__work *w, int i)
         carry_median = fmax(carry_median, in_typ / in->scale);
         const struct gd_noise_gain *g = gains_known ? gd__input_gain(w, i, in->name) : NULL;
         if (g != NULL) {
+            /* the typical difference: the common part through the shift gain, the rest
+             * through the l2 gain over the terms an output sums (Cauchy-Schwarz: whatever
+             * pattern the rest has), never more than the largest can make */
+            double terms = dl->reduction_len > 0 ? (double)dl->reduction_len : 1.0;
             gain_abs += g->l1 * in_abs;
-            gain_typ += GD__TYPICAL * (g->shift * in_shift + g->l2 * in_spread);
+            gain_typ += fmin(g->l1 * in_abs, GD__TYPICAL * (g->shift * in_shift +
+                                                           g->l2 * sqrt(terms) * in_spread));
+            /* a product of two layers also carries the product of their differences, which
+             * no gain (from one run's values) holds: the terms times both largest */
+            if (n_products++ > 0)
+                cross = fmax(cross, terms * prev_abs * in_abs);
+            prev_abs = in_abs;
         } else {
             gains_known = 0;
         }
@@ -156,8 +180,10 @@ judge(struct gd__work *w, int i)
         dl->inherited = carry_abs / dl->scale;
         dl->envelope_median = dl->bound_median + dl->inherited;
     } else if (gains_known) {
-        dl->inherited = gain_abs / dl->scale;
-        dl->envelope_median = dl->bound_median + gain_typ / dl->scale;
+        if (!is_product(dl))
+            cross = 0;
+        dl->inherited = (gain_abs + cross) / dl->scale;
+        dl->envelope_median = dl->bound_median + (gain_typ + cross) / dl->scale;
     } else {
         dl->inherited = GD__CARRY * carry;
         dl->envelope_median = dl->bound_median + GD__CARRY * carry_median;
@@ -273,14 +299,17 @@ arithmetic_from_probes(const struct gd__work *w, int i)
     double m = dl->err_median;
     if (p == NULL || !(m > 0))
         return NULL;
+    double pm[GD_NOISE_N];
+    for (int a = 0; a < GD_NOISE_N; a++)
+        pm[a] = gd__probe_median(w, i, p, a);
     static const char *const names[GD_NOISE_N] = {"FP32", "TF32", "BF16", "FP16"};
     int best = -1;
     double best_score = INFINITY;
     for (int a = GD_NOISE_TF32; a < GD_NOISE_N; a++) {
-        if (!p->has[a] || !(p->median[a] > 0) ||
-            !(p->median[a] > 2 * p->median[GD_NOISE_FP32])) /* a format FP32 rounding hides */
+        if (!p->has[a] || !(pm[a] > 0) ||
+            !(pm[a] > 2 * pm[GD_NOISE_FP32])) /* a format FP32 rounding hides */
             continue;
-        double score = fabs(log2(m / p->median[a]));
+        double score = fabs(log2(m / pm[a]));
         if (score < best_score) {
             best_score = score;
             best = a;
@@ -289,8 +318,8 @@ arithmetic_from_probes(const struct gd__work *w, int i)
     if (best < 0 || best_score > log2(3.0))
         return NULL;
     if ((best == GD_NOISE_TF32 || best == GD_NOISE_FP16) && p->has[GD_NOISE_TF32] &&
-        p->has[GD_NOISE_FP16] && p->median[GD_NOISE_TF32] > 0 && p->median[GD_NOISE_FP16] > 0 &&
-        fabs(log2(p->median[GD_NOISE_TF32] / p->median[GD_NOISE_FP16])) < log2(1.25))
+        p->has[GD_NOISE_FP16] && pm[GD_NOISE_TF32] > 0 && pm[GD_NOISE_FP16] > 0 &&
+        fabs(log2(pm[GD_NOISE_TF32] / pm[GD_NOISE_FP16])) < log2(1.25))
         return "TF32 or FP16";
     return names[best];
 }

@@ -313,6 +313,7 @@ def main():
     ap.add_argument("--inject", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tables", action="store_true")
+    ap.add_argument("--only", default="", help="comma list of case numbers to run (debugging)")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     errors = []
@@ -320,7 +321,10 @@ def main():
     by_kind = {}  # (weights, dtype) -> [cases, layers, false]
     detect = {"counted": 0, "found": 0, "precision": 0, "below": 0, "misses": []}
     by_fmt = {f: [0, 0, 0, 0] for f in NAMES}  # counted, found, precision right, below noise
+    only = set(int(k) for k in args.only.split(",") if k)
     for i in range(args.cases):
+        if only and i not in only:
+            continue
         seed = args.seed * 100003 + i
         model, x, desc, reducers = make_case(seed)
         d = os.path.join(args.workdir, "case%d" % i)
@@ -334,6 +338,7 @@ def main():
         res = diff(args, d, "cpu", "cpu64", log) if ok else None
         if res is None:
             errors.append("case %d (%s): %s" % (seed, desc, "; ".join(log)))
+            shutil.rmtree(d, ignore_errors=True)
             continue
         key = (desc["weights"], desc["dtype"])
         by_kind.setdefault(key, [0, 0, 0])

@@ -42,6 +42,8 @@ struct gd_noise_probe {
     int64_t outputs;             /* output elements measured; 0: no probe */
     int64_t rows, of_rows;       /* rows (dim 0) taken, of the layer's */
     char slice[48];              /* what else was cut: "4 of 1024 rows of A", "group 1 of 32", "" */
+    double scale;                /* the sample's largest |ref|, which max and median are over
+                                    (0: not recorded, taken as the layer's) */
     int has[GD_NOISE_N];         /* which arithmetics were measured */
     double max[GD_NOISE_N];      /* max |y - ref| / max |ref| over the sample */
     double median[GD_NOISE_N];   /* median of |y - ref| / max |ref| over the sample */
