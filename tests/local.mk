@@ -415,6 +415,14 @@ tests_engine_check_graph_replay_SOURCES = tests/engine/check_graph_replay.c
 tests_engine_check_graph_replay_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_graph_replay_LDADD = $(TEST_LIBS)
 endif
+# ---- the float32 functions of engine/core/math_rules.h against long double libm ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_math_rules
+TESTS += tests/engine/check_math_rules
+tests_engine_check_math_rules_SOURCES = tests/engine/check_math_rules.c
+tests_engine_check_math_rules_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_math_rules_LDADD = $(TEST_LIBS)
+endif
 DIFF_INTEGRATION = tests/integration/seed_replay.sh
 TESTS += $(DIFF_INTEGRATION)
 EXTRA_DIST += $(DIFF_INTEGRATION)
