@@ -112,7 +112,16 @@ struct gd__cuda_ctx {
     struct gd__conv_plan **plans;   /* graph API: plans by geometry, shared by the nodes */
     int n_plans, plans_cap;
     struct gd__cuda_fp *fp;         /* fp: fingerprint buffers (capture_fp.c); NULL until used */
+    /* --repro bitwise (repro_table.c, repro_*.cu) */
+    int repro_bitwise;              /* knobs.repro is bitwise: the session runs repro_ops */
+    int repro_grid;                 /* GPUDIFF_REPRO_GRID: most blocks a repro launch uses; 0 any */
+    int repro_naive;                /* GPUDIFF_REPRO_GEMM=naive: products one thread per element */
 };
+
+/* The tables of a session with these knobs (struct gd__backend's tables): the bitwise ones
+ * for --repro bitwise (repro_table.c), else as given. */
+void gd__cuda_repro_tables(const struct gd_knobs *knobs, const gd_op_fn **ops,
+                           const unsigned char **half_native);
 
 /* ---- fp: fingerprints of captured layers, computed on the copy stream (capture_fp.c) ---- */
 
