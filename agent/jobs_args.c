@@ -20,7 +20,8 @@ static const struct {
     {"batch", KNOB_INT},         {"capture", KNOB_STR},   {"conv-algo", KNOB_STR},
     {"conv-api", KNOB_STR},      {"dtype", KNOB_STR},     {"emulate", KNOB_STR},
     {"host-memory", KNOB_INT},   {"input-key", KNOB_STR}, {"math-mode", KNOB_STR},
-    {"reduced-reduction", KNOB_ONOFF}, {"tf32", KNOB_ONOFF}, {"threads", KNOB_INT},
+    {"reduced-reduction", KNOB_ONOFF}, {"repro", KNOB_STR}, {"tf32", KNOB_ONOFF},
+    {"threads", KNOB_INT},
     {"workspace-limit", KNOB_INT},
 };
 #define N_KNOBS (sizeof knob_table / sizeof knob_table[0])
@@ -29,7 +30,7 @@ const char *
 agt_knob_names(void)
 {
     return "batch, capture, conv-algo, conv-api, dtype, emulate, host-memory, input-key, "
-           "math-mode, reduced-reduction, tf32, threads, workspace-limit";
+           "math-mode, reduced-reduction, repro, tf32, threads, workspace-limit";
 }
 
 /* The table's entry for name ('_' read as '-'), or -1. */

@@ -76,6 +76,13 @@ agt_knob_flag(const char *cmd, int opt, const char *arg, struct agt_knob_opts *o
         }
         snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", arg);
         return 1;
+    case AGT_OPT_REPRO:
+        if (gd_repro_check(arg, &err) != 0) {
+            fprintf(stderr, "gpudiff-agent %s: --repro: %s\n", cmd, err.msg);
+            return -1;
+        }
+        snprintf(o->knobs.repro, sizeof o->knobs.repro, "%s", arg);
+        return 1;
     case AGT_OPT_TF32:
         if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0) {
             fprintf(stderr, "gpudiff-agent %s: --tf32 takes on or off, not %s\n", cmd, arg);
@@ -126,6 +133,8 @@ agt_knob_usage(FILE *out)
             "                      fixed:CHOICE (an engine config engN[_kTYPE=VALUE...] with\n"
             "                      --conv-api graph, an algorithm id N with legacy)\n"
             "  --conv-api API      cuda: graph (cuDNN's graph API; default) or legacy\n"
+            "  --repro MODE        cuda: bitwise (every layer the cpu backend's bits, own\n"
+            "                      kernels, any GPU and batch size) or off (default)\n"
             "  --tf32 on|off       cuda: TF32 tensor-core math for convolutions and GEMMs\n"
             "                      (default off)\n"
             "  --math-mode MODE    cuda: cuBLAS math: default or pedantic\n"

@@ -28,6 +28,12 @@ agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_en
         json_object_set_new(j, "threads", json_integer(atoi(threads)));
     else if (k->threads > 0)
         json_object_set_new(j, "threads", json_integer(k->threads));
+    /* bitwise mode: as the backend resolved it (cuda records off too; cpu only when asked) */
+    const char *repro = env != NULL ? gd_env_get(env, "repro") : NULL;
+    if (repro == NULL && k->repro[0] != '\0')
+        repro = k->repro;
+    if (repro != NULL)
+        json_object_set_new(j, "repro", json_string(repro));
     if (strcmp(backend != NULL ? backend : "cpu", "cuda") == 0) {
         json_object_set_new(j, "conv_algo",
                             json_string(k->conv_algo[0] ? k->conv_algo : "heuristic"));

@@ -86,6 +86,11 @@ run_usage(FILE *out)
             "  --conv-api API      cuda: graph (cuDNN's graph API, engine configs, as PyTorch;\n"
             "                      default) or legacy (cudnnConvolutionForward and algorithm\n"
             "                      ids, as Paddle and TensorFlow); recorded in run.json\n"
+            "  --repro MODE        cuda: bitwise (every layer bit for bit the cpu backend's,\n"
+            "                      on any GPU and at any batch size: gpudiff's own kernels\n"
+            "                      in cpu's summation order, no cuDNN, cuBLAS, tensor cores\n"
+            "                      or fused multiply-add; slower) or off (default); cpu\n"
+            "                      accepts bitwise (it is that); recorded as knobs.repro\n"
             "  --tf32 on|off       cuda: let convolutions and GEMMs round float32 inputs to TF32\n"
             "                      on tensor cores (default off)\n"
             "  --math-mode MODE    cuda: cuBLAS math: default or pedantic (no reduced precision\n"
@@ -176,7 +181,7 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
     enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
            O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS,
            O_DTYPE, O_REDUCED_REDUCTION, O_HOST_MEMORY, O_CAPTURE, O_CONV_API, O_NOISE_PROBE,
-           O_MODEL_NAME, O_JOB, O_LEASE, O_ENV_LABEL /* jobagt */ };
+           O_MODEL_NAME, O_JOB, O_LEASE, O_ENV_LABEL /* jobagt */, O_REPRO };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -189,6 +194,7 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         {"label", required_argument, NULL, O_LABEL},
         {"conv-algo", required_argument, NULL, O_CONV_ALGO},
         {"conv-api", required_argument, NULL, O_CONV_API},
+        {"repro", required_argument, NULL, O_REPRO},
         {"tf32", required_argument, NULL, O_TF32},
         {"math-mode", required_argument, NULL, O_MATH_MODE},
         {"workspace-limit", required_argument, NULL, O_WORKSPACE},
@@ -308,6 +314,13 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
                 return -1;
             }
             snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", optarg);
+            break;
+        case O_REPRO:
+            if (gd_repro_check(optarg, &err) != 0) {
+                fprintf(stderr, "gpudiff-agent run: --repro: %s\n", err.msg);
+                return -1;
+            }
+            snprintf(o->knobs.repro, sizeof o->knobs.repro, "%s", optarg);
             break;
         case O_TF32:
             if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {

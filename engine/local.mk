@@ -42,6 +42,8 @@ libgpudiff_la_SOURCES = \
 	engine/core/index_rules.h \
 	engine/core/elt_rules.h \
 	engine/core/norm_rules.h \
+	engine/core/math_rules.h \
+	engine/core/act_rules.h \
 	engine/core/attr.c \
 	engine/core/backend.c \
 	engine/core/error.c \
@@ -160,6 +162,25 @@ noinst_LTLIBRARIES += libgd_cuda.la
 libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c engine/cuda/conv_graph.c
 libgd_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
 libgpudiff_la_LIBADD += libgd_cuda.la
+# --repro bitwise: kernels whose every output is the cpu backend's bits (repro.cuh). nvcc
+# fuses a multiply feeding an add into one FMA unless told not to; cpu never does
+# (-ffp-contract=off), and these files' arithmetic, math_rules.h's included, must round
+# every step as cpu does.
+REPRO_CUDA_SOURCES = \
+	engine/cuda/repro_act.cu \
+	engine/cuda/repro_conv.cu \
+	engine/cuda/repro_gemm.cu \
+	engine/cuda/repro_loss.cu \
+	engine/cuda/repro_norm.cu \
+	engine/cuda/repro_reduce.cu
+libgd_cuda_kernels_a_SOURCES += $(REPRO_CUDA_SOURCES) engine/cuda/repro.cuh engine/cuda/repro.h
+libgd_cuda_la_SOURCES += engine/cuda/repro.h engine/cuda/repro_table.c
+$(REPRO_CUDA_SOURCES:.cu=.o): NVCCFLAGS += -fmad=false
+$(REPRO_CUDA_SOURCES:.cu=.o): engine/cuda/repro.cuh engine/cuda/repro.h engine/cuda/kernels.cuh \
+	engine/cuda/cuda.h engine/cuda/index.cuh engine/core/internal.h engine/core/math_rules.h \
+	engine/core/act_rules.h engine/core/norm_rules.h engine/core/index_rules.h \
+	engine/core/ops.def engine/core/move.h
+EXTRA_DIST += $(REPRO_CUDA_SOURCES)
 endif
 
 # What a program links to use the engine. libtool does not fold a plain archive of nvcc

@@ -51,6 +51,11 @@ OP_TESTS = tests/engine/check_op_conv \
 	tests/engine/check_gemm_kernel
 check_PROGRAMS += $(OP_TESTS)
 TESTS += $(OP_TESTS)
+# cuda --repro bitwise against cpu, bit for bit: run by tests/engine/repro_cuda.sh (CK_FORK=no)
+check_PROGRAMS += tests/engine/check_repro
+tests_engine_check_repro_SOURCES = tests/engine/check_repro.c $(OP_TEST_SOURCES)
+tests_engine_check_repro_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_repro_LDADD = $(TEST_LIBS)
 tests_engine_check_op_conv_SOURCES = tests/engine/check_op_conv.c $(OP_TEST_SOURCES)
 tests_engine_check_op_conv_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_op_conv_LDADD = $(TEST_LIBS)
@@ -168,7 +173,7 @@ endif
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
 INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh \
 	tests/integration/seed_threads.sh \
-	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh \
+	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh tests/engine/repro_cuda.sh \
 	tests/engine/backend_cases_elt.sh \
 	tests/integration/agent_bad_input.sh
 # ops-spatial
@@ -429,6 +434,14 @@ tests_engine_check_graph_replay_SOURCES = tests/engine/check_graph_replay.c
 tests_engine_check_graph_replay_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_graph_replay_LDADD = $(TEST_LIBS)
 endif
+# ---- the float32 functions of engine/core/math_rules.h against long double libm ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_math_rules
+TESTS += tests/engine/check_math_rules
+tests_engine_check_math_rules_SOURCES = tests/engine/check_math_rules.c
+tests_engine_check_math_rules_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_math_rules_LDADD = $(TEST_LIBS)
+endif
 DIFF_INTEGRATION = tests/integration/seed_replay.sh
 TESTS += $(DIFF_INTEGRATION)
 EXTRA_DIST += $(DIFF_INTEGRATION)
@@ -459,6 +472,12 @@ EXTRA_PROGRAMS += tests/bench/bench_half
 tests_bench_bench_half_SOURCES = tests/bench/bench_half.c
 tests_bench_bench_half_LDADD = $(GD_ENGINE_LIBS)
 bench: tests/bench/bench_half$(EXEEXT)
+# cuda --repro bitwise against cpu on whole models, and its cost (tests/bench/gpu_bitwise.sh)
+EXTRA_PROGRAMS += tests/bench/bench_bitwise
+tests_bench_bench_bitwise_SOURCES = tests/bench/bench_bitwise.c
+tests_bench_bench_bitwise_LDADD = $(GD_ENGINE_LIBS)
+bench: tests/bench/bench_bitwise$(EXEEXT)
+EXTRA_DIST += tests/bench/gpu_bitwise.sh tests/bench/gpu_bitwise.py
 # ---- fp: fingerprints (hash against BLAKE3's vectors, statistics, sample, JSON) ----
 check_PROGRAMS += tests/engine/check_fingerprint
 TESTS += tests/engine/check_fingerprint

@@ -439,6 +439,14 @@ replay_facts(struct gd_diff *d)
             d->layers[d->cause].name);
 }
 
+/* The run ran in bitwise mode (run.json's knobs.repro): cuda computing the cpu backend's bits. */
+static int
+bitwise_mode(json_t *run)
+{
+    const char *r = json_string_value(json_object_get(json_object_get(run, "knobs"), "repro"));
+    return r != NULL && strcmp(r, "bitwise") == 0;
+}
+
 static int
 quiet(enum gd_verdict v)
 {
@@ -453,8 +461,10 @@ gd__explain(struct gd__work *w)
     const char *ba = json_string_value(json_object_get(w->a->run, "backend"));
     const char *bb = json_string_value(json_object_get(w->b->run, "backend"));
     char la[96], lb[96];
-    snprintf(la, sizeof la, "Run a (%s)", ba ? ba : "backend not recorded");
-    snprintf(lb, sizeof lb, "run b (%s)", bb ? bb : "backend not recorded");
+    snprintf(la, sizeof la, "Run a (%s%s)", ba ? ba : "backend not recorded",
+             bitwise_mode(w->a->run) ? ", bitwise mode" : "");
+    snprintf(lb, sizeof lb, "run b (%s%s)", bb ? bb : "backend not recorded",
+             bitwise_mode(w->b->run) ? ", bitwise mode" : "");
     if (d->inputs_differ == 1) {
         const char *ia = json_string_value(json_object_get(json_object_get(w->a->run, "input"),
                                                            "sha256"));

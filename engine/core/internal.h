@@ -102,6 +102,13 @@ struct gd__backend {
     int (*op_end)(void *ctx, int node_index, int timing, struct gd_err *err);
 
     const gd_op_fn *ops;             /* GD_OP_COUNT entries; NULL = not supported */
+    /*
+     * Optional (NULL: ops and half_native for every session): the op table and half_native
+     * list a session with these knobs runs, for a backend whose knobs choose other kernels
+     * (cuda with --repro bitwise: engine/cuda/repro_table.c). Either may be left as given.
+     */
+    void (*tables)(const struct gd_knobs *knobs, const gd_op_fn **ops,
+                   const unsigned char **half_native);
 
     /* Optional, for gd_session_forward() (NULL: the session's wall clock): a device timer,
      * started before the first node and stopped after the last; stop waits for the work

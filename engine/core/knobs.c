@@ -150,6 +150,20 @@ gd_emulate_parse(const char *text, enum gd_emulate *e, unsigned *classes, struct
     return 0;
 }
 
+int
+gd_repro_check(const char *text, struct gd_err *err)
+{
+    if (strcmp(text, "off") == 0 || strcmp(text, "bitwise") == 0)
+        return 0;
+    return gd_err_set(err, GD_EINVAL, "repro mode %s is not off or bitwise", text);
+}
+
+int
+gd_knobs_bitwise(const struct gd_knobs *knobs)
+{
+    return strcmp(knobs->repro, "bitwise") == 0;
+}
+
 void
 gd_env_set(struct gd_env *env, const char *key, const char *fmt, ...)
 {

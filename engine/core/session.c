@@ -22,6 +22,8 @@
 struct gd_session {
     struct gd_graph *g;
     const struct gd__backend *be;
+    const gd_op_fn *ops;                /* be's op table for these knobs (be->tables) */
+    const unsigned char *half_native;   /* and its half-native list */
     void *ctx;
     struct gd_knobs knobs;
     struct gd_env env;
@@ -244,11 +246,12 @@ check_conv_pins(const struct gd_graph *g, const char *pins, struct gd_err *err)
  * and first node names, so one message says all that a model needs.
  */
 static int
-missing_ops(const struct gd_graph *g, const struct gd__backend *be, struct gd_err *err)
+missing_ops(const struct gd_graph *g, const struct gd__backend *be, const gd_op_fn *ops,
+            struct gd_err *err)
 {
     int count[GD_OP_COUNT] = {0}, n_missing = 0, n_ops = 0;
     for (int ni = 0; ni < g->n_nodes; ni++)
-        if (be->ops[g->nodes[ni].op] == NULL) {
+        if (ops[g->nodes[ni].op] == NULL) {
             n_ops += count[g->nodes[ni].op]++ == 0;
             n_missing++;
         }
@@ -335,7 +338,11 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
         gd_err_set(err, GD_ENOENT, "no backend %s in this build (it has: %s)", backend, names);
         return NULL;
     }
-    if (missing_ops(g, be, err) != 0 || emulated_nodes_check(g, knobs, err) != 0)
+    const gd_op_fn *ops = be->ops;
+    const unsigned char *half_native = be->half_native;
+    if (be->tables != NULL)
+        be->tables(knobs, &ops, &half_native);
+    if (missing_ops(g, be, ops, err) != 0 || emulated_nodes_check(g, knobs, err) != 0)
         return NULL;
     struct gd_session *s = calloc(1, sizeof *s);
     if (s == NULL) {
@@ -344,6 +351,8 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
     }
     s->g = g;
     s->be = be;
+    s->ops = ops;
+    s->half_native = half_native;
     s->knobs = *knobs;
     s->inferred_rows = -1;
     env_common(s);
@@ -704,8 +713,8 @@ run_nodes(struct gd_session *s, struct gd_err *err)
         if (rc == 0 && s->be->op_begin != NULL)
             rc = s->be->op_begin(s->ctx, ni, s->capture != NULL, err);
         if (rc == 0 && !is_view) {
-            gd_op_fn fn = s->be->ops[n->op];
-            int native = s->be->half_native != NULL && s->be->half_native[n->op];
+            gd_op_fn fn = s->ops[n->op];
+            int native = s->half_native != NULL && s->half_native[n->op];
             rc = s->be->convert != NULL && !native && gd__call_has_half(&call)
                      ? gd__half_call(s->be, fn, &call, err)
                      : fn(&call, err);

@@ -103,6 +103,18 @@ check_knobs(const struct gd_knobs *k, struct gd_err *err)
     if (k->reduced_reduction < -1 || k->reduced_reduction > 1)
         return gd_err_set(err, GD_EINVAL, "reduced_reduction is 0, 1 or -1 (unset), not %d",
                           k->reduced_reduction);
+    if (k->repro[0] != '\0' && gd_repro_check(k->repro, err) != 0)
+        return GD_EINVAL;
+    if (gd_knobs_bitwise(k)) {
+        /* bitwise mode runs no cuDNN convolution and no cuBLASLt product: their knobs would
+         * be ignored, so they are refused */
+        if (k->conv_algo[0] != '\0' || k->conv_pins[0] != '\0' || k->conv_api[0] != '\0')
+            return gd_err_set(err, GD_EINVAL, "--repro bitwise runs gpudiff's own convolutions: "
+                              "--conv-algo, --conv-api and conv pins do not apply");
+        if (k->tf32 == 1 || k->reduced_reduction == 1)
+            return gd_err_set(err, GD_EINVAL, "--repro bitwise computes in float32 in cpu's "
+                              "order: TF32 and reduced-precision reductions do not apply");
+    }
     return 0;
 }
 
@@ -169,6 +181,11 @@ fill_env(struct gd__cuda_ctx *ctx, struct gd_env *env, struct gd_err *err)
     gd_env_set(env, "reduced_reduction", "%s", ctx->reduced_reduction ? "on" : "off");
     if (ctx->knobs.conv_pins[0] != '\0')
         gd_env_set(env, "conv_pins", "%s", ctx->knobs.conv_pins);
+    gd_env_set(env, "repro", "%s", ctx->repro_bitwise ? "bitwise" : "off");
+    if (ctx->repro_grid > 0)
+        gd_env_set(env, "repro_grid", "%d", ctx->repro_grid);
+    if (ctx->repro_naive)
+        gd_env_set(env, "repro_gemm", "naive");
 done:
     return rc;
 }
@@ -214,6 +231,11 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
                              (knobs->reduced_reduction < 0 &&
                               strcmp(knobs->math_mode, "pedantic") != 0);
     ctx->graph_api = strcmp(knobs->conv_api, "legacy") != 0;
+    ctx->repro_bitwise = gd_knobs_bitwise(knobs);
+    const char *grid = getenv("GPUDIFF_REPRO_GRID");
+    ctx->repro_grid = grid != NULL && atoi(grid) > 0 ? atoi(grid) : 0;
+    const char *gemm = getenv("GPUDIFF_REPRO_GEMM");
+    ctx->repro_naive = gemm != NULL && strcmp(gemm, "naive") == 0;
     ctx->workspace_limit = knobs->workspace_limit >= 0 ? (size_t)knobs->workspace_limit : SIZE_MAX;
     const char *sync = getenv("GPUDIFF_CUDA_SYNC");
     ctx->sync_each_op = sync != NULL && strcmp(sync, "1") == 0;
@@ -243,9 +265,11 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
     }
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
-    GD_CUDA_TRY(cudnnCreate(&ctx->cudnn));
-    GD_CUDA_TRY(cudnnSetStream(ctx->cudnn, ctx->compute));
-    GD_CUDA_TRY(cublasLtCreate(&ctx->lt));
+    if (!ctx->repro_bitwise) { /* bitwise mode calls neither library */
+        GD_CUDA_TRY(cudnnCreate(&ctx->cudnn));
+        GD_CUDA_TRY(cudnnSetStream(ctx->cudnn, ctx->compute));
+        GD_CUDA_TRY(cublasLtCreate(&ctx->lt));
+    }
     rc = fill_env(ctx, env, err);
     if (ctx->knobs.workspace_limit >= 0)
         gd_env_set(env, "workspace_limit", "%lld", (long long)ctx->knobs.workspace_limit);
@@ -1106,4 +1130,5 @@ const struct gd__backend gd__backend_cuda = {
     .memory = cuda_memory,
     .forward_begin = cuda_forward_begin,
     .forward_end = cuda_forward_end,
+    .tables = gd__cuda_repro_tables,
 };

@@ -121,7 +121,16 @@ struct gd__cuda_ctx {
     cudaEvent_t stage_done[GD__CUDA_STAGE_SLOTS]; /* each slot's last copy */
     int stage_next;
     int stage_off;                  /* GPUDIFF_CUDA_STAGED_UPLOAD=0: pageable copies */
+    /* --repro bitwise (repro_table.c, repro_*.cu) */
+    int repro_bitwise;              /* knobs.repro is bitwise: the session runs repro_ops */
+    int repro_grid;                 /* GPUDIFF_REPRO_GRID: most blocks a repro launch uses; 0 any */
+    int repro_naive;                /* GPUDIFF_REPRO_GEMM=naive: products one thread per element */
 };
+
+/* The tables of a session with these knobs (struct gd__backend's tables): the bitwise ones
+ * for --repro bitwise (repro_table.c), else as given. */
+void gd__cuda_repro_tables(const struct gd_knobs *knobs, const gd_op_fn **ops,
+                           const unsigned char **half_native);
 
 /* ---- fp: fingerprints of captured layers, computed on the copy stream (capture_fp.c) ---- */
 

@@ -4,7 +4,7 @@
  * field one run does not record; partial data said as such ("first observed", how many
  * layers of how many, the start may lie before); which layers changed algorithm when the
  * batch size or the algorithm choice differs, and whether algorithms or library versions
- * differ between runs with the same knobs.
+ * differ between runs with the same knobs; a run in bitwise mode named so.
  */
 #include <check.h>
 #include <ctype.h>
@@ -117,6 +117,34 @@ START_TEST(test_tf32_on_one_side_only)
     LACKS(d, "for vs");
     LACKS(d, "TF32 runs come");
     CONTAINS(d, "TF32");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* A run in bitwise mode is named so, and a knob that differs only there is recorded as an
+ * arithmetic difference. */
+START_TEST(test_bitwise_mode_named)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    fx_set(a, "backend", json_string("cuda"));
+    fx_set(a, "knobs.repro", json_string("bitwise"));
+    fx_set(b, "backend", json_string("cuda"));
+    fx_set(b, "knobs.repro", json_string("off"));
+    gemm_out(a, b, 64, 0, 341);
+    json_t *d = fx_diff_json(a, b, NULL);
+    CONTAINS(d, "Run a (cuda, bitwise mode) and run b (cuda) are bitwise identical");
+    int found = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(d, "env_diff"), i, e) {
+        if (strcmp(fx_str(e, "key"), "knobs.repro") == 0) {
+            found = 1;
+            ck_assert_str_eq(fx_str(e, "category"), "arithmetic");
+        }
+    }
+    ck_assert_msg(found, "knobs.repro is not among the differences");
     json_decref(d);
     fx_run_free(a);
     fx_run_free(b);
@@ -345,6 +373,7 @@ main(void)
     tcase_add_test(tc, test_no_ratio_below_one);
     tcase_add_test(tc, test_no_cause_from_unrecorded_fields);
     tcase_add_test(tc, test_tf32_on_one_side_only);
+    tcase_add_test(tc, test_bitwise_mode_named);
     tcase_add_test(tc, test_partial_data);
     tcase_add_test(tc, test_batch_changes_algorithms);
     tcase_add_test(tc, test_same_knobs_algorithms_differ);

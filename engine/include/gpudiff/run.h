@@ -67,6 +67,12 @@ struct gd_knobs {
     /* cuda: "graph" (cuDNN's backend descriptor API: engine configs), "legacy"
      * (cudnnConvolutionForward and algorithm ids); "" unset, which is graph */
     char conv_api[16];
+    /* "bitwise": cuda runs gpudiff's own kernels instead of cuDNN's and cuBLASLt's, each
+     * output element bit for bit the cpu backend's (its summation orders, its roundings, no
+     * fused multiply-add, engine/core/math_rules.h's functions) on any GPU and at any batch
+     * size; cpu is that already and accepts it; cpu64 refuses it. "off" or "" (unset): the
+     * backend's own kernels. */
+    char repro[16];
 };
 
 /* Fills knobs with "unset" everywhere (emulate_classes preset to GD_CLASS_GEMM). */
@@ -88,6 +94,12 @@ void gd_knobs_emulate_text(const struct gd_knobs *knobs, char *out, size_t size)
 
 /* 1 when knobs emulate node name (an op of class op_class: GD_CLASS_GEMM or _CONV). */
 int gd_knobs_emulates(const struct gd_knobs *knobs, const char *name, unsigned op_class);
+
+/* 0 when text is a value of knobs.repro ("off", "bitwise"), else GD_EINVAL with a message. */
+int gd_repro_check(const char *text, struct gd_err *err);
+
+/* 1 when the knobs ask for bitwise mode (knobs.repro "bitwise"). */
+int gd_knobs_bitwise(const struct gd_knobs *knobs);
 
 /* Names of the backends built into this library, NULL-terminated ("cpu", "cpu64", ...). */
 const char *const *gd_backend_names(void);
