@@ -125,6 +125,10 @@ int srv_db_run_get(struct srv_db *db, const char *id, int include_uploading, jso
 int srv_db_run_records(struct srv_db *db, const char *id, json_t **meta, json_t **records,
                        struct gd_err *err);
 
+/* sec: the id of the token that created run id, 0 for a run older than owners (migration
+ * 020). SRV_ENOTFOUND for no such run, whatever its state. */
+int srv_db_run_owner(struct srv_db *db, const char *id, int64_t *owner, struct gd_err *err);
+
 /* Marks the run complete when every layer is present (SRV_EINCOMPLETE names the missing). */
 int srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err *err);
 

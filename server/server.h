@@ -429,6 +429,14 @@ struct srv_blob_spec {
 int srv_blob_response(struct srv_req *req, const struct srv_blob_spec *spec,
                       struct MHD_Response **out, struct gd_err *err);
 
+/*
+ * sec: 0 when req's token may change run_id (`what`: "finish", "send layers to", ...):
+ * the token that created it, or an admin. Else SRV_EFORBIDDEN, logged with the token's id
+ * (owner.c); SRV_ENOTFOUND for no such run.
+ */
+int srv_run_owner_check(struct srv_req *req, struct srv_db *db, const char *run_id,
+                        const char *what);
+
 /* Acquires a database connection for the request or fails it with SRV_EBUSY. */
 struct srv_db *srv_req_db(struct srv_req *req);
 void srv_req_db_release(struct srv_req *req, struct srv_db *db);

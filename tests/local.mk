@@ -559,6 +559,12 @@ tests_engine_check_fold_LDADD = $(TEST_LIBS)
 endif
 
 # ---- sec (issue 25): tokens, ownership, limits, URLs, streaming ----
-SEC_INTEGRATION = tests/integration/agent_token_rule.sh tests/integration/agent_outbox.sh
+SEC_INTEGRATION = tests/integration/agent_token_rule.sh tests/integration/agent_outbox.sh \
+	tests/integration/server_owner.sh
 TESTS += $(SEC_INTEGRATION)
 EXTRA_DIST += $(SEC_INTEGRATION) tests/integration/token_listener.py
+check_PROGRAMS += tests/server/check_db_replays
+TESTS += tests/server/check_db_replays
+tests_server_check_db_replays_SOURCES = tests/server/check_db_replays.c $(DB_FIXTURE)
+tests_server_check_db_replays_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_replays_LDADD = $(SERVER_TEST_LIBS)
