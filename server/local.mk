@@ -116,3 +116,5 @@ libsrv_la_SOURCES += server/tls.h server/tls.c
 SERVER_SQL += schema/sql/020_run_owner.sql
 SERVER_PG_SQL += schema/pg/020_run_owner.sql
 libsrv_la_SOURCES += server/owner.c
+SERVER_SQL += schema/sql/021_diff_cache_cap.sql
+SERVER_PG_SQL += schema/pg/021_diff_cache_cap.sql

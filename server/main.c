@@ -451,7 +451,8 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
             cfg->retention_days > 0 ? "on (tensors of older runs are dropped daily)" : "off");
 
     struct srv_compare_opts copts = {(int)cfg->compare_threads, (int)cfg->compare_queue,
-                                     (double)cfg->diff_timeout_ms / 1000.0, cfg->diff_max_memory};
+                                     (double)cfg->diff_timeout_ms / 1000.0, cfg->diff_max_memory,
+                                     cfg->diff_cache_max};
     if (srv_retention_start(srv.store, cfg->retention_days, &retention, &err) != 0 ||
         srv_compare_start(srv.store, &copts, &srv.compare, &err) != 0 ||
         srv_fleet_sweep_start(srv.store, 5, &fleet_sweep, &err) != 0 ||

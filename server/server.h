@@ -140,6 +140,7 @@ struct srv_config {
     int64_t log_level;                    /* enum gd_log_level */
     int64_t max_file_bytes;               /* jobsrv: largest PUT /api/v1/files body */
     int64_t max_polls;                    /* jobsrv: long polls waiting at once */
+    int64_t diff_cache_max;               /* sec: bytes of all cached diffs at most */
     unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
 };
 
@@ -511,6 +512,9 @@ enum srv_counter {
     SRV_M_TASKS_FINISHED, /* tasks finished (done with a run) */
     SRV_M_TASKS_FAILED,   /* tasks failed by their agent */
     SRV_M_TASKS_EXPIRED,  /* leases that expired without a heartbeat */
+    /* sec: the diff cache's cap */
+    SRV_M_DIFF_EVICTIONS, /* cached diffs dropped to make room */
+    SRV_M_DIFF_UNCACHED,  /* diffs computed but larger than the whole cache */
     SRV_M_COUNTER_COUNT
 };
 

@@ -560,7 +560,7 @@ endif
 
 # ---- sec (issue 25): tokens, ownership, limits, URLs, streaming ----
 SEC_INTEGRATION = tests/integration/agent_token_rule.sh tests/integration/agent_outbox.sh \
-	tests/integration/server_owner.sh
+	tests/integration/server_owner.sh tests/integration/server_diff_cache.sh
 TESTS += $(SEC_INTEGRATION)
 EXTRA_DIST += $(SEC_INTEGRATION) tests/integration/token_listener.py
 check_PROGRAMS += tests/server/check_db_replays
