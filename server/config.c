@@ -77,6 +77,10 @@ const struct srv_setting srv_settings[] = {
      "bytes all cached diffs may hold together; past it the least recently used are dropped, "
      "those of other tolerances than the defaults first",
      FIELD(diff_cache_max), NULL},
+    {"response-memory", SRV_SET_BYTES, 1 << 20, 1LL << 40, "256M",
+     "bytes of answers over 64 KiB made in memory (run documents, lists, diffs just computed) "
+     "that may wait for their clients at once; more are answered 503 with Retry-After",
+     FIELD(response_memory), NULL},
     {"write-threads", SRV_SET_INT, 1, 64, "2",
      "threads that run the requests that write to the database (run, layer, finish), so "
      "that the threads serving connections never wait for the write lock",

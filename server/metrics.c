@@ -362,9 +362,15 @@ srv_metrics_render_limits(const struct srv_server *srv, struct srv_buf *out)
         "gpudiffd_write_limit{scope=\"threads\"} %lld\n"
         "# HELP gpudiffd_diff_cache_limit_bytes The diff cache's cap (--diff-cache-max).\n"
         "# TYPE gpudiffd_diff_cache_limit_bytes gauge\n"
-        "gpudiffd_diff_cache_limit_bytes %lld\n",
+        "gpudiffd_diff_cache_limit_bytes %lld\n"
+        "# HELP gpudiffd_response_memory_bytes Answers over 64 KiB made in memory and not yet "
+        "sent, and their limit (--response-memory).\n"
+        "# TYPE gpudiffd_response_memory_bytes gauge\n"
+        "gpudiffd_response_memory_bytes{state=\"held\"} %lld\n"
+        "gpudiffd_response_memory_bytes{state=\"limit\"} %lld\n",
         (long long)waiting, (long long)served, (long long)srv->cfg.max_connections,
         (long long)srv->cfg.max_connections_per_ip, (long long)queued, (long long)running,
         (long long)queue_max, (long long)threads, (long long)w_queued, (long long)w_running,
-        (long long)w_queue_max, (long long)w_threads, (long long)srv->cfg.diff_cache_max);
+        (long long)w_queue_max, (long long)w_threads, (long long)srv->cfg.diff_cache_max,
+        (long long)srv_response_memory(), (long long)srv->cfg.response_memory);
 }

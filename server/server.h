@@ -141,6 +141,7 @@ struct srv_config {
     int64_t max_file_bytes;               /* jobsrv: largest PUT /api/v1/files body */
     int64_t max_polls;                    /* jobsrv: long polls waiting at once */
     int64_t diff_cache_max;               /* sec: bytes of all cached diffs at most */
+    int64_t response_memory;              /* sec: bytes of large answers held at most */
     unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
 };
 
@@ -409,6 +410,8 @@ int srv_reply_json(struct srv_req *req, unsigned status, json_t *body);
 /* JSON text made elsewhere (a cached diff), sent as it is; steals text (malloc'd, ends in NUL). */
 int srv_reply_json_text(struct srv_req *req, unsigned status, char *text, size_t len);
 int srv_reply_error(struct srv_req *req);
+/* sec: bytes of answers over 64 KiB made in memory and not yet sent (--response-memory). */
+int64_t srv_response_memory(void);
 int srv_reply(struct srv_req *req, unsigned status, struct MHD_Response *resp);
 
 /* A stored blob to send back (blob_get.c): which blob, its sizes, the SHA-256 of its data,

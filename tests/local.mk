@@ -560,9 +560,11 @@ endif
 
 # ---- sec (issue 25): tokens, ownership, limits, URLs, streaming ----
 SEC_INTEGRATION = tests/integration/agent_token_rule.sh tests/integration/agent_outbox.sh \
-	tests/integration/server_owner.sh tests/integration/server_diff_cache.sh
+	tests/integration/server_owner.sh tests/integration/server_diff_cache.sh \
+	tests/integration/server_slow_readers.sh
 TESTS += $(SEC_INTEGRATION)
-EXTRA_DIST += $(SEC_INTEGRATION) tests/integration/token_listener.py
+EXTRA_DIST += $(SEC_INTEGRATION) tests/integration/token_listener.py \
+	tests/integration/slow_readers.py tests/bench/bench_slow_readers.sh
 check_PROGRAMS += tests/server/check_db_replays
 TESTS += tests/server/check_db_replays
 tests_server_check_db_replays_SOURCES = tests/server/check_db_replays.c $(DB_FIXTURE)
