@@ -379,11 +379,25 @@ srv_reply_error(struct srv_req *req)
 
 /* ---- the request's life ---- */
 
+/* 1 when type is want, alone or with parameters ("application/json; charset=utf-8"). */
+static int
+is_type(const char *type, const char *want)
+{
+    size_t n = strlen(want);
+    return strncasecmp(type, want, n) == 0 &&
+           (type[n] == '\0' || type[n] == ';' || type[n] == ' ' || type[n] == '\t');
+}
+
 static int
 is_json_type(const char *type)
 {
-    size_t n = strlen("application/json");
-    return strncasecmp(type, "application/json", n) == 0 && (type[n] == '\0' || type[n] == ';');
+    return is_type(type, "application/json");
+}
+
+static int
+is_octet_type(const char *type)
+{
+    return is_type(type, "application/octet-stream");
 }
 
 /* Everything decided from the headers alone. Returns 0, or an error to answer at once. */
@@ -423,11 +437,17 @@ req_begin(struct srv_req *req)
                             (unsigned long long)req->content_length, (unsigned long long)limit);
     if ((body == SRV_BODY_STREAM || body == SRV_BODY_FILE) && !req->has_length)
         return srv_req_fail(req, SRV_ELENGTH, "send a Content-Length");
-    if (body == SRV_BODY_JSON) {
-        const char *type = srv_req_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (type != NULL && !is_json_type(type))
-            return srv_req_fail(req, SRV_EMEDIA, "the body must be application/json");
-    }
+    /* sec: a JSON body must say so (a missing type was taken as JSON); a tensor or file body
+     * may say nothing, or application/octet-stream, never a form's or text's type. */
+    const char *type = srv_req_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (body == SRV_BODY_JSON && (type == NULL || !is_json_type(type)))
+        return srv_req_fail(req, SRV_EMEDIA,
+                            "the body must be sent as Content-Type: application/json");
+    if ((body == SRV_BODY_STREAM || body == SRV_BODY_FILE) && type != NULL &&
+        !is_octet_type(type))
+        return srv_req_fail(req, SRV_EMEDIA,
+                            "the body is raw bytes: send Content-Type: "
+                            "application/octet-stream, or none");
     if (route != NULL && route->begin != NULL)
         return route->begin(req);
     return 0;

@@ -402,6 +402,9 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
         if (srv.tls->not_after - now < 14 * 86400)
             SRV_LOG(GD_LOG_WARN, NULL,
                     "the TLS certificate expires in less than 14 days: renew it");
+        char warning[1400];
+        if (srv_tls_key_warning(srv.tls, warning, sizeof warning))
+            SRV_LOG(GD_LOG_WARN, NULL, "%s", warning);
     } else {
         SRV_LOG(GD_LOG_INFO, NULL, "TLS off: plain HTTP (--tls-cert and --tls-key serve HTTPS)");
     }

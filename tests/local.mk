@@ -570,3 +570,5 @@ TESTS += tests/server/check_db_replays
 tests_server_check_db_replays_SOURCES = tests/server/check_db_replays.c $(DB_FIXTURE)
 tests_server_check_db_replays_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_db_replays_LDADD = $(SERVER_TEST_LIBS)
+TESTS += tests/web/csv.sh
+EXTRA_DIST += tests/web/csv.sh tests/web/csv_cells.mjs
