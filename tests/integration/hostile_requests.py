@@ -323,11 +323,13 @@ ROUTES = [
     ("/api/v1/files/" + SHA, {"GET", "PUT"}, "agent", "stream"),
     ("/api/v1/agents", {"GET", "POST"}, "agent", "json"),
     ("/api/v1/agents/%s/poll" % NO_RUN, {"POST"}, "agent", None),
+    ("/api/v1/devices/" + NO_RUN, {"DELETE"}, "admin", None),
     ("/api/v1/jobs", {"GET", "POST"}, "agent", "json"),
     ("/api/v1/jobs/" + NO_RUN, {"GET"}, None, None),
     ("/api/v1/leases/%s/heartbeat" % NO_RUN, {"POST"}, "agent", None),
     ("/api/v1/leases/%s/done" % NO_RUN, {"POST"}, "agent", "json"),
     ("/api/v1/leases/%s/fail" % NO_RUN, {"POST"}, "agent", "json"),
+    ("/api/v1/leases/%s/release" % NO_RUN, {"POST"}, "agent", None),
 ]
 # The method whose role a route of two methods checks: the one that writes.
 WRITE = {"/api/v1/runs": "POST", "/api/v1/tokens": "POST", "/api/v1/sweeps": "POST",

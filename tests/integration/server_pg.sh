@@ -1,7 +1,7 @@
 #!/bin/sh
 # The gpudiffd integration suite against PostgreSQL (issue 15): starts Debian's postgresql 15
 # on a temporary cluster (tests/integration/pg.sh), then runs each server script with
-# GD_TEST_DB set to a fresh database of it (twelve scripts), so its daemons use `--db
+# GD_TEST_DB set to a fresh database of it (thirteen scripts), so its daemons use `--db
 # postgresql://...` and its checks of the database run through psql
 # (tests/integration/server.sh; server_hostile.sh compares every table's rows before and
 # after each hostile request, tests/integration/hostile.py). Every script must pass as it
@@ -14,7 +14,7 @@ trap 'pg_cleanup; rm -rf "$TMP"' EXIT
 
 SCRIPTS=${GD_PG_SCRIPTS:-"server_upload.sh server_bad_input.sh server_crash.sh server_e2e.sh
     server_crash_agent.sh server_web_api.sh server_sweep.sh server_fingerprints.sh
-    server_jobs.sh server_owner.sh server_diff_cache.sh server_hostile.sh"}
+    server_jobs.sh server_diff_text.sh server_owner.sh server_diff_cache.sh server_hostile.sh"}
 
 pg_start
 n=0
