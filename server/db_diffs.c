@@ -255,6 +255,7 @@ srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, uint64_t i
     }
     int64_t id = srv_stmt_int64(st, 0);
     int64_t pg_len = pg ? srv_stmt_int64(st, 1) : 0;
+    touch(id); /* a use, however the text is read (it was missed on PostgreSQL's inline path) */
     if (pg && !srv_stmt_null(st, 2) && pg_len >= 0 && (uint64_t)pg_len <= inline_max &&
         (uint64_t)pg_len < SIZE_MAX - 2) {
         size_t esc_len = 0;
@@ -280,7 +281,6 @@ srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, uint64_t i
         return 0;
     }
     srv_stmt_done(st);
-    touch(id);
     const struct srv_sql_backend *be = srv_db_backend(db);
     uint64_t n = (uint64_t)pg_len;
     if (!pg && (rc = be->piece_size(srv_db_sql_conn(db), SRV_PIECE_DIFF, id, &n, err)) != 0)
