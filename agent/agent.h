@@ -56,6 +56,7 @@ int agt_cmd_run(int argc, char **argv);
 int agt_cmd_diff(int argc, char **argv);
 int agt_cmd_bundle(int argc, char **argv);
 int agt_cmd_push(int argc, char **argv);
+int agt_cmd_outbox(int argc, char **argv); /* sec: an upload folder (outbox.c) */
 int agt_cmd_sweep(int argc, char **argv);
 int agt_cmd_ops(int argc, char **argv);
 

@@ -56,27 +56,25 @@ on_data(char *p, size_t size, size_t n, void *user)
 
 /* One GET of path into s; *status 0 when no answer came. */
 static CURLcode
-get_once(const struct agt_fetch_opts *o, const char *path, struct sink *s, long *status,
-         char *curl_err)
+get_once(const struct agt_fetch_opts *o, const struct agt_server *srv, const char *path,
+         struct sink *s, long *status, char *curl_err)
 {
-    char url[1400], auth[600];
-    size_t n = strlen(o->server);
-    while (n > 0 && o->server[n - 1] == '/')
-        n--;
-    snprintf(url, sizeof url, "%.*s%s", (int)n, o->server, path);
     struct curl_slist *headers = NULL;
-    if (o->token != NULL) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
-        headers = curl_slist_append(NULL, auth);
-    }
     CURL *h = curl_easy_init();
-    if (h == NULL) {
-        curl_slist_free_all(headers);
+    if (h == NULL)
         return CURLE_FAILED_INIT;
-    }
     *status = 0;
     curl_err[0] = '\0';
-    curl_easy_setopt(h, CURLOPT_URL, url);
+    CURLU *url = NULL;
+    struct gd_err uerr;
+    if (agt_server_request(srv, h, path, o->token, &headers, &url, &uerr) != 0) {
+        snprintf(curl_err, CURL_ERROR_SIZE, "%s", uerr.msg);
+        curl_easy_cleanup(h);
+        curl_slist_free_all(headers);
+        return CURLE_URL_MALFORMAT;
+    }
+    if (o->cacert != NULL)
+        curl_easy_setopt(h, CURLOPT_CAINFO, o->cacert);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, FETCH_CONNECT_TIMEOUT);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -90,22 +88,22 @@ get_once(const struct agt_fetch_opts *o, const char *path, struct sink *s, long 
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     curl_easy_cleanup(h);
     curl_slist_free_all(headers);
+    curl_url_cleanup(url);
     return rc;
 }
 
-/* GETs path with retries; a layer goes to path_out (opened afresh for each attempt). */
+/* get() with the URL parsed: the attempts. */
 static int
-get(const struct agt_fetch_opts *o, const char *path, const char *path_out, struct sink *s,
-    struct gd_err *err)
+get_with(const struct agt_fetch_opts *o, const struct agt_server *srv, const char *path,
+         const char *path_out, struct sink *s, char *curl_err, struct gd_err *err)
 {
-    char curl_err[CURL_ERROR_SIZE];
     for (int attempt = 0;; attempt++) {
         long status = 0;
         s->len = 0;
         s->failed = 0;
         if (path_out != NULL && (s->f = fopen(path_out, "wb")) == NULL)
             return gd_err_set(err, GD_EIO, "%s: %s", path_out, strerror(errno));
-        CURLcode rc = get_once(o, path, s, &status, curl_err);
+        CURLcode rc = get_once(o, srv, path, s, &status, curl_err);
         int wrote = s->f == NULL || fclose(s->f) == 0;
         s->f = NULL;
         enum agt_outcome out = agt_outcome_of(rc, status);
@@ -140,6 +138,23 @@ get(const struct agt_fetch_opts *o, const char *path, const char *path_out, stru
         return gd_err_set(err, status == 404 ? GD_ENOENT : GD_EIO, "GET %s: %ld %s", path,
                           status, text);
     }
+}
+
+/* GETs path with retries; a layer goes to path_out (opened afresh for each attempt). */
+static int
+get(const struct agt_fetch_opts *o, const char *path, const char *path_out, struct sink *s,
+    struct gd_err *err)
+{
+    char curl_err[CURL_ERROR_SIZE];
+    struct agt_server srv;
+    int prc = agt_server_parse(o->server, o->insecure_http, &srv, err);
+    if (prc == 0 && o->token != NULL && (prc = agt_server_token_check(&srv, err)) != 0)
+        agt_server_fini(&srv);
+    if (prc != 0)
+        return prc;
+    int rc = get_with(o, &srv, path, path_out, s, curl_err, err);
+    agt_server_fini(&srv);
+    return rc;
 }
 
 int

@@ -96,8 +96,7 @@ void agt_last_line(const char *text, size_t len, char *out, size_t size);
 struct agt_http {
     CURL *h;
     const struct agt_upload_opts *o; /* server, token, cacert, retries */
-    char base[1024];
-    char auth[600];
+    struct agt_server srv;           /* o->server, parsed once: every request goes there */
     char curl_err[CURL_ERROR_SIZE];
     char *body; /* the latest answer's body, NUL-terminated (NULL when none) */
     size_t len, cap;

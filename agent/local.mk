@@ -11,8 +11,11 @@ gpudiff_agent_SOURCES = \
 	agent/diff.c \
 	agent/bundle.c \
 	agent/push.c \
+	agent/outbox.c \
 	agent/report.c \
 	agent/upload.c \
+	agent/server_url.h \
+	agent/server_url.c \
 	agent/fetch.h \
 	agent/fetch.c \
 	agent/knob_opts.c \

@@ -29,6 +29,8 @@ struct replay_opts {
     const char *bundle;       /* a bundle folder, or with server a run id */
     const char *server;
     const char *token;
+    const char *cacert;
+    int insecure_http;
     const char *model;
     const char *weights_dir;
     const char *input;
@@ -71,6 +73,10 @@ replay_usage(FILE *out)
             "                      where the server requires one to read, and by --push\n"
             "  --push              upload the replay to --server when it is written, as\n"
             "                      `push` would (an agent token)\n"
+            "  --cacert FILE       PEM file of the CAs an https:// --server is verified with\n"
+            "  --insecure-http     allow the token over http:// to a host that is not a\n"
+            "                      loopback address (else such a --server with a token is\n"
+            "                      refused: exit 2)\n"
             "  --weights-dir DIR   folder weight paths are relative to (default: the model's\n"
             "                      \"weights_dir\", relative to the model file)\n"
             "  --input FILE        the run's input (.npy, .npz, .safetensors; default: the\n"
@@ -95,13 +101,15 @@ static int
 parse_args(int argc, char **argv, struct replay_opts *o)
 {
     enum { O_SERVER = 256, O_TOKEN, O_PUSH, O_WEIGHTS, O_INPUT, O_INPUT_KEY, O_LABEL, O_REPLACE,
-           O_JSON, O_PROGRESS };
+           O_JSON, O_PROGRESS, O_CACERT, O_INSECURE };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"out", required_argument, NULL, 'o'},
         {"server", required_argument, NULL, O_SERVER},
         {"token", required_argument, NULL, O_TOKEN},
         {"push", no_argument, NULL, O_PUSH},
+        {"cacert", required_argument, NULL, O_CACERT},
+        {"insecure-http", no_argument, NULL, O_INSECURE},
         {"weights-dir", required_argument, NULL, O_WEIGHTS},
         {"input", required_argument, NULL, O_INPUT},
         {"input-key", required_argument, NULL, O_INPUT_KEY},
@@ -137,6 +145,12 @@ parse_args(int argc, char **argv, struct replay_opts *o)
             break;
         case O_PUSH:
             o->push = 1;
+            break;
+        case O_CACERT:
+            o->cacert = optarg;
+            break;
+        case O_INSECURE:
+            o->insecure_http = 1;
             break;
         case O_WEIGHTS:
             o->weights_dir = optarg;
@@ -194,8 +208,31 @@ parse_args(int argc, char **argv, struct replay_opts *o)
         fprintf(stderr, "gpudiff-agent replay: --push needs --server\n");
         return -1;
     }
-    if (o->token == NULL)
+    if (o->token == NULL || o->token[0] == '\0')
         o->token = getenv(AGT_TOKEN_ENV);
+    if (o->token != NULL && o->token[0] == '\0')
+        o->token = NULL;
+    if (o->server != NULL) {
+        /* The token rule of every command that sends one (server_url.h), before any work. */
+        struct agt_server srv;
+        struct gd_err err;
+        int rc = agt_server_parse(o->server, o->insecure_http, &srv, &err);
+        if (rc == 0) {
+            if (o->token != NULL)
+                rc = agt_server_token_check(&srv, &err);
+            agt_server_fini(&srv);
+        }
+        if (rc == 0 && o->push && o->token == NULL)
+            rc = gd_err_set(&err, GD_EINVAL, "--push needs an agent token: --token T or $%s",
+                            AGT_TOKEN_ENV);
+        if (rc != 0) {
+            fprintf(stderr, "gpudiff-agent replay: %s%s\n", err.msg,
+                    o->token != NULL && !o->push
+                        ? " (the token comes from --token or $" AGT_TOKEN_ENV ")"
+                        : "");
+            return -1;
+        }
+    }
     return agt_knob_opts_check("replay", &o->ko);
 }
 
@@ -232,7 +269,11 @@ static int
 pull(const struct replay_opts *o, const char *id, const char *dir, const unsigned char *want,
      json_t *doc, struct gd_err *err)
 {
-    struct agt_fetch_opts fo = {.server = o->server, .token = o->token, .retries = 5};
+    struct agt_fetch_opts fo = {.server = o->server,
+                                    .token = o->token,
+                                    .retries = 5,
+                                    .cacert = o->cacert,
+                                    .insecure_http = o->insecure_http};
     char path[4096];
     snprintf(path, sizeof path, "%s/layers", dir);
     if (mkdir(path, 0700) != 0 && errno != EEXIST) {
@@ -418,7 +459,11 @@ execute(struct replay_opts *o)
     }
     const char *bundle_dir = o->bundle;
     if (o->server != NULL) {
-        struct agt_fetch_opts fo = {.server = o->server, .token = o->token, .retries = 5};
+        struct agt_fetch_opts fo = {.server = o->server,
+                                    .token = o->token,
+                                    .retries = 5,
+                                    .cacert = o->cacert,
+                                    .insecure_http = o->insecure_http};
         long status = 0;
         if (agt_fetch_run(&fo, o->bundle, &doc, &status, &err) != 0) {
             fprintf(stderr, "gpudiff-agent replay: %s\n", err.msg);
@@ -568,6 +613,8 @@ execute(struct replay_opts *o)
         agt_upload_opts_init(&uo);
         uo.server = o->server;
         uo.token = o->token;
+        uo.cacert = o->cacert;
+        uo.insecure_http = o->insecure_http;
         uo.who = "replay";
         uo.progress = o->progress;
         if (agt_upload_opts_check(&uo, &err) == 0)

@@ -42,12 +42,14 @@ agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err)
 {
     if (o->server == NULL)
         return gd_err_set(err, GD_EINVAL, "--server URL is required");
-    if ((strncmp(o->server, "http://", 7) != 0 && strncmp(o->server, "https://", 8) != 0) ||
-        strlen(o->server) > 1000)
-        return gd_err_set(err, GD_EINVAL,
-                          "--server takes a URL of http:// or https:// (e.g. "
-                          "http://gpudiffd:8470), not %.200s",
-                          o->server);
+    struct agt_server srv;
+    int rc = agt_server_parse(o->server, o->insecure_http, &srv, err);
+    if (rc != 0)
+        return rc;
+    rc = agt_server_token_check(&srv, err);
+    agt_server_fini(&srv);
+    if (rc != 0)
+        return rc;
     if (o->token == NULL || o->token[0] == '\0')
         o->token = getenv(AGT_TOKEN_ENV);
     if (o->token == NULL || o->token[0] == '\0')
@@ -62,53 +64,12 @@ agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err)
                               "copied with it?)");
     if (strlen(o->token) > 512)
         return gd_err_set(err, GD_EINVAL, "the token is longer than 512 characters");
-    if (strncmp(o->server, "http://", 7) == 0 && !o->insecure_http &&
-        !agt_url_is_loopback(o->server))
-        return gd_err_set(err, GD_EINVAL,
-                          "%.200s is plain HTTP to another host: the token would cross the "
-                          "network readable by anyone on the way; use https:// (gpudiffd "
-                          "--tls-cert, or a TLS proxy in front, docs/DEPLOY.md), or "
-                          "--insecure-http on a network you trust",
-                          o->server);
     if (o->cacert != NULL && access(o->cacert, R_OK) != 0)
         return gd_err_set(err, GD_EINVAL, "--cacert %.200s: %s", o->cacert, strerror(errno));
     if (o->retries < 0 || !(o->retry_time >= 0) || !(o->backoff_first > 0) ||
         !(o->backoff_max >= o->backoff_first))
         return gd_err_set(err, GD_EINVAL, "bad retry settings");
     return 0;
-}
-
-int
-agt_url_is_loopback(const char *url)
-{
-    const char *p = strstr(url, "://");
-    if (p == NULL)
-        return 0;
-    p += 3;
-    const char *at = strpbrk(p, "@/");
-    if (at != NULL && *at == '@')
-        p = at + 1; /* user:password@ */
-    size_t n;
-    if (*p == '[') {
-        const char *close = strchr(p, ']');
-        if (close == NULL)
-            return 0;
-        n = (size_t)(close + 1 - p);
-        return n == 5 && strncmp(p, "[::1]", 5) == 0;
-    }
-    n = strcspn(p, ":/?#");
-    if (n == 9 && strncasecmp(p, "localhost", 9) == 0)
-        return 1;
-    if (n < 4 || strncmp(p, "127.", 4) != 0)
-        return 0;
-    int dots = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == '.')
-            dots++;
-        else if (p[i] < '0' || p[i] > '9')
-            return 0;
-    }
-    return dots == 3;
 }
 
 void
@@ -227,8 +188,7 @@ struct file_src {
 struct client {
     CURL *h;
     const struct agt_upload_opts *o;
-    char base[1024];
-    char auth[600];
+    struct agt_server srv; /* o->server, parsed once: every request goes there */
     char rid[48]; /* the X-Request-Id of the latest request */
     char rid_prefix[16];
     unsigned n_requests;
@@ -290,8 +250,7 @@ static CURLcode
 attempt(struct client *c, const char *method, const char *path, const char *json, size_t json_len,
         struct file_src *file, uint64_t file_size, long *status)
 {
-    char url[1200], rid_header[80];
-    snprintf(url, sizeof url, "%s%s", c->base, path);
+    char rid_header[80];
     snprintf(c->rid, sizeof c->rid, "%s-%u", c->rid_prefix, ++c->n_requests);
     snprintf(rid_header, sizeof rid_header, "X-Request-Id: %s", c->rid);
     c->answer.len = 0;
@@ -299,8 +258,7 @@ attempt(struct client *c, const char *method, const char *path, const char *json
     c->curl_err[0] = '\0';
     *status = 0;
 
-    struct curl_slist *headers = curl_slist_append(NULL, c->auth);
-    headers = curl_slist_append(headers, rid_header);
+    struct curl_slist *headers = curl_slist_append(NULL, rid_header);
     if (json != NULL)
         headers = curl_slist_append(headers, "Content-Type: application/json");
     if (file != NULL)
@@ -310,7 +268,13 @@ attempt(struct client *c, const char *method, const char *path, const char *json
     CURL *h = c->h;
     /* reset keeps the open connection: one TCP connection for the whole upload. */
     curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url);
+    CURLU *url = NULL;
+    struct gd_err uerr;
+    if (agt_server_request(&c->srv, h, path, c->o->token, &headers, &url, &uerr) != 0) {
+        snprintf(c->curl_err, sizeof c->curl_err, "%s", uerr.msg);
+        curl_slist_free_all(headers);
+        return CURLE_URL_MALFORMAT;
+    }
     if (c->o->cacert != NULL)
         curl_easy_setopt(h, CURLOPT_CAINFO, c->o->cacert);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -338,6 +302,7 @@ attempt(struct client *c, const char *method, const char *path, const char *json
     if (rc == CURLE_OK || rc == CURLE_WRITE_ERROR)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     curl_slist_free_all(headers);
+    curl_url_cleanup(url);
     return rc;
 }
 
@@ -547,6 +512,11 @@ run_steps(struct upload *u, struct gd_err *err)
             return AGT_EXIT_TOKEN;
         }
         if (outcome == AGT_OUTCOME_FAILED) {
+            if (status >= 400 && status < 500) {
+                u->st.refused_status = status;
+                snprintf(u->st.refused_reason, sizeof u->st.refused_reason, "%s: %s", what, why);
+                snprintf(u->st.refused_request, sizeof u->st.refused_request, "%s", u->c.rid);
+            }
             if (status != 0)
                 gd_err_set(err, GD_EIO, "%s: the server answered %ld %s (request %s)", what, status,
                            why, u->c.rid);
@@ -658,11 +628,11 @@ agt_upload_bundle(const char *dir, const struct agt_upload_opts *o, struct agt_u
         code = AGT_EXIT_INTERNAL;
         goto done;
     }
-    size_t n = strlen(o->server);
-    while (n > 0 && o->server[n - 1] == '/')
-        n--;
-    snprintf(u.c.base, sizeof u.c.base, "%.*s", (int)n, o->server);
-    snprintf(u.c.auth, sizeof u.c.auth, "Authorization: Bearer %s", o->token);
+    if (agt_server_parse(o->server, o->insecure_http, &u.c.srv, &local) != 0) {
+        gd_err_set(err, local.code, "%s", local.msg);
+        code = AGT_EXIT_USAGE;
+        goto done;
+    }
     snprintf(u.c.rid_prefix, sizeof u.c.rid_prefix, "agt-%.8s", u.id);
     u.c.rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(now() * 1e6) ^ 0x9e3779b97f4a7c15ULL;
     code = run_steps(&u, err);
@@ -679,6 +649,7 @@ done:
     if (stats != NULL)
         *stats = u.st;
     curl_easy_cleanup(u.c.h);
+    agt_server_fini(&u.c.srv);
     if (curl_started)
         curl_global_cleanup();
     free(u.c.answer.data);
@@ -709,11 +680,10 @@ request_retry(const char *method, const char *path, const char *json, size_t len
         code = AGT_EXIT_INTERNAL;
         goto done;
     }
-    size_t n = strlen(o->server);
-    while (n > 0 && o->server[n - 1] == '/')
-        n--;
-    snprintf(c.base, sizeof c.base, "%.*s", (int)n, o->server);
-    snprintf(c.auth, sizeof c.auth, "Authorization: Bearer %s", o->token);
+    if (agt_server_parse(o->server, o->insecure_http, &c.srv, err) != 0) {
+        code = AGT_EXIT_USAGE;
+        goto done;
+    }
     snprintf(c.rid_prefix, sizeof c.rid_prefix, "agt-%.8s", id);
     c.rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(now() * 1e6) ^ 0x9e3779b97f4a7c15ULL;
     int failures = 0;
@@ -778,6 +748,7 @@ request_retry(const char *method, const char *path, const char *json, size_t len
     }
 done:
     curl_easy_cleanup(c.h);
+    agt_server_fini(&c.srv);
     if (curl_started)
         curl_global_cleanup();
     free(c.answer.data);

@@ -380,6 +380,7 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
         .layers = sums,
         .json = json,
         .seconds = srv_clock() - t0,
+        .cache_max = c->opts.cache_max,
     };
     srv_metrics_observe_compare(row.seconds);
     rc = srv_store_acquire(c->store, &db, err);
@@ -581,6 +582,13 @@ jobs_pass(struct srv_compare *c)
 {
     int64_t after = 0;
     int again = 0;
+    /* sec: the diff cache's reads since the last write become its LRU order. */
+    struct srv_db *tdb = NULL;
+    struct gd_err terr = {0};
+    if (srv_store_acquire(c->store, &tdb, &terr) == 0 &&
+        srv_db_diff_touch_flush(tdb, srv_now(), &terr) != 0)
+        SRV_LOG(GD_LOG_WARN, NULL, "diff cache: %s", terr.msg);
+    srv_store_release(c->store, tdb);
     while (!atomic_load(&c->stop)) {
         struct srv_db *db = NULL;
         struct gd_err err = {0};
@@ -695,6 +703,7 @@ srv_compare_start(struct srv_store *store, const struct srv_compare_opts *opts,
     c->opts.queue = opts != NULL && opts->queue > 0 ? opts->queue : 64;
     c->opts.timeout = opts != NULL && opts->timeout > 0 ? opts->timeout : 60;
     c->opts.max_memory = opts != NULL && opts->max_memory > 0 ? opts->max_memory : 1LL << 30;
+    c->opts.cache_max = opts != NULL && opts->cache_max > 0 ? opts->cache_max : 0;
     atomic_init(&c->stop, 0);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, NULL);

@@ -52,6 +52,7 @@ struct srv_compare_opts {
     int queue;          /* requests waiting for a pool thread at most (more: 503) */
     double timeout;     /* seconds one diff may take (more: 503 diff_timeout) */
     int64_t max_memory; /* bytes one diff may need, estimated first (more: 422) */
+    int64_t cache_max;  /* sec: bytes all cached diffs may hold (--diff-cache-max); 0: no cap */
 };
 
 /*

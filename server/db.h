@@ -129,6 +129,10 @@ int srv_db_run_get(struct srv_db *db, const char *id, int include_uploading, jso
 int srv_db_run_records(struct srv_db *db, const char *id, json_t **meta, json_t **records,
                        struct gd_err *err);
 
+/* sec: the id of the token that created run id, 0 for a run older than owners (migration
+ * 020). SRV_ENOTFOUND for no such run, whatever its state. */
+int srv_db_run_owner(struct srv_db *db, const char *id, int64_t *owner, struct gd_err *err);
+
 /* Marks the run complete when every layer is present (SRV_EINCOMPLETE names the missing). */
 int srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err *err);
 
@@ -418,6 +422,7 @@ struct srv_diff_row {
     const struct srv_diff_layer_sum *layers;
     const char *json; /* what GET /api/v1/diff serves */
     double seconds;   /* how long it took to compute */
+    int64_t cache_max; /* sec: bytes all cached diffs may hold (--diff-cache-max); 0: no cap */
 };
 
 /*
@@ -442,9 +447,22 @@ int srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, uint64
 int srv_db_diff_read(struct srv_db *db, int64_t row, uint64_t len, uint64_t off, void *buf,
                      size_t n, struct gd_err *err);
 
-/* Caches a diff with its layer summaries, in one transaction; a row already there stays. */
+/*
+ * Caches a diff with its layer summaries, in one transaction; a row already there stays.
+ * With row->cache_max, the least recently used rows (of other tolerances than the
+ * defaults first) are dropped first until the new one fits; a diff larger than the whole
+ * cap is not cached (0 all the same). Counts in SRV_M_DIFF_EVICTIONS, SRV_M_DIFF_UNCACHED.
+ */
 int srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key,
                     const struct srv_diff_row *row, int64_t now, struct gd_err *err);
+
+/* sec: applies the reads recorded since the last write to the rows' last_used (one write
+ * transaction, none when nothing was read). */
+int srv_db_diff_touch_flush(struct srv_db *db, int64_t now, struct gd_err *err);
+
+/* sec: the bytes and rows of the diff cache (for /metrics). */
+int srv_db_diff_cache_totals(struct srv_db *db, int64_t *bytes, int64_t *entries,
+                             struct gd_err *err);
 
 struct srv_diff_summary {
     int has_first; /* the diff has a first divergent layer */

@@ -9,20 +9,34 @@
 
 #include "db.h"
 
+/*
+ * sec: a replay counts for a run only when the run's owner made it, or an admin did (the
+ * same owner: IS in SQLite, IS NOT DISTINCT FROM in PostgreSQL, so that runs from before
+ * owners, NULL on both sides, keep their replays). A replay another token attached changes
+ * no diff of runs it does not own, and drops none of their cached diffs.
+ */
+#define REPLAY_MAY(same)                                                                           \
+    "(r.owner_token " same " s.owner_token OR EXISTS (SELECT 1 FROM tokens t "                     \
+    "WHERE t.id = r.owner_token AND t.role = 'admin'))"
+
 /* By dialect (sql.h): SQLite's json_extract, PostgreSQL's json path operator. */
 static const char *const SQL_REPLAY_FIND[] = {
-    "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 WHERE r.state = 'complete' "
-    "AND r.device = o.device AND json_extract(r.meta, '$.replay.of') = ?1 "
+    "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 JOIN runs s ON s.id = ?1 "
+    "WHERE r.state = 'complete' AND r.device = o.device "
+    "AND json_extract(r.meta, '$.replay.of') = ?1 AND " REPLAY_MAY("IS") " "
     "ORDER BY r.created_ts DESC, r.id DESC LIMIT 1",
-    "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 WHERE r.state = 'complete' "
-    "AND r.device = o.device AND r.meta::json #>> '{replay,of}' = ?1 "
+    "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 JOIN runs s ON s.id = ?1 "
+    "WHERE r.state = 'complete' AND r.device = o.device "
+    "AND r.meta::json #>> '{replay,of}' = ?1 AND " REPLAY_MAY("IS NOT DISTINCT FROM") " "
     "ORDER BY r.created_ts DESC, r.id DESC LIMIT 1",
 };
 static const char *const SQL_REPLAY_DROP[] = {
-    "DELETE FROM diffs WHERE (SELECT json_extract(meta, '$.replay.of') FROM runs WHERE id = ?1) "
+    "DELETE FROM diffs WHERE (SELECT s.id FROM runs r JOIN runs s "
+    "ON s.id = json_extract(r.meta, '$.replay.of') WHERE r.id = ?1 AND " REPLAY_MAY("IS") ") "
     "IN (run_a, run_b)",
-    "DELETE FROM diffs WHERE (SELECT meta::json #>> '{replay,of}' FROM runs WHERE id = ?1) "
-    "IN (run_a, run_b)",
+    "DELETE FROM diffs WHERE (SELECT s.id FROM runs r JOIN runs s "
+    "ON s.id = r.meta::json #>> '{replay,of}' WHERE r.id = ?1 AND "
+    REPLAY_MAY("IS NOT DISTINCT FROM") ") IN (run_a, run_b)",
 };
 
 int

@@ -116,3 +116,9 @@ libsrv_la_SOURCES += server/fleet.h server/fleet_check.c server/fleet_sweep.c se
 SERVER_DEPS_CFLAGS += $(GNUTLS_CFLAGS)
 SERVER_DEPS_LIBS += $(GNUTLS_LIBS)
 libsrv_la_SOURCES += server/tls.h server/tls.c
+# ---- sec (issue 25): run ownership, the diff cache's cap, bounded downloads ----
+SERVER_SQL += schema/sql/020_run_owner.sql
+SERVER_PG_SQL += schema/pg/020_run_owner.sql
+libsrv_la_SOURCES += server/owner.c
+SERVER_SQL += schema/sql/021_diff_cache_cap.sql
+SERVER_PG_SQL += schema/pg/021_diff_cache_cap.sql
