@@ -91,6 +91,38 @@ set_capped(json_t *o, const char *key, json_t *list)
     json_object_set_new(o, key, cut);
 }
 
+/* Significand bits of a float dtype; 0 for others. */
+static int
+precision_of(const char *dtype)
+{
+    return strcmp(dtype, "float32") == 0    ? 24
+           : strcmp(dtype, "float64") == 0  ? 53
+           : strcmp(dtype, "float16") == 0  ? 11
+           : strcmp(dtype, "bfloat16") == 0 ? 8
+                                            : 0;
+}
+
+/*
+ * The largest difference in ULPs at the layer's scale: the engine's ulp_scaled when the diff
+ * has it, else max |a-b| over the spacing of floats of the layer's dtype at its scale
+ * (max(|a|, |b|)). A raw ULP count across a sign change is the distance through every float
+ * between them (2^31 for -x against +x in float32): it says nothing of the error's size.
+ */
+static json_t *
+ulps_at_scale(json_t *l)
+{
+    json_t *u = json_object_get(l, "ulp_scaled");
+    if (json_is_number(u))
+        return json_real(json_number_value(u));
+    double max_abs = num_of(l, "max_abs"), scale = num_of(l, "scale");
+    int p = precision_of(str_of(l, "dtype"));
+    if (!isfinite(max_abs) || !isfinite(scale) || scale <= 0 || p == 0)
+        return json_null();
+    int e;
+    frexp(scale, &e); /* scale = m 2^e, m in [0.5, 1): its spacing is 2^(e - p) */
+    return json_real(ldexp(max_abs, p - e));
+}
+
 /* The layer's full record in the summary's "layers" map (once), with its position. */
 static void
 name_layer(json_t *named, json_t *layers, int i)
@@ -185,14 +217,14 @@ overview_text(json_t *layers)
         json_t *l = json_array_get(layers, i);
         codes[i] = srv_diff_view_code(str_of(l, "verdict"));
         json_t *e = json_object_get(l, "err"), *m = json_object_get(l, "max_abs");
-        json_t *u = json_object_get(l, "ulp_scaled");
+        json_t *u = json_object_get(l, "ulps_at_scale");
         json_array_append(err, json_is_number(e) ? e : json_null());
         json_array_append(max_abs, json_is_number(m) ? m : json_null());
         json_array_append(ulp, json_is_number(u) ? u : json_null());
     }
     codes[n] = '\0';
     json_t *o = json_pack("{s:s, s:o, s:o, s:o}", "verdicts", codes, "err", err, "max_abs", max_abs,
-                          "ulp_scaled", ulp);
+                          "ulps_at_scale", ulp);
     err = max_abs = ulp = NULL;
     if (o != NULL)
         out = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(OVERVIEW_DIGITS));
@@ -394,6 +426,11 @@ srv_diff_view_make(const char *text, size_t len, srv_diff_view_meta_fn *meta, vo
     }
     int rc = 0;
     v.n_layers = (int)json_array_size(layers);
+    for (int i = 0; i < v.n_layers; i++) {
+        json_t *l = json_array_get(layers, (size_t)i);
+        if (json_is_object(l) && strcmp(str_of(l, "verdict"), "incomparable") != 0)
+            json_object_set_new(l, "ulps_at_scale", ulps_at_scale(l));
+    }
     v.rows = calloc(v.n_layers > 0 ? (size_t)v.n_layers : 1, sizeof *v.rows);
     if (v.rows == NULL)
         rc = gd_err_set(err, GD_ENOMEM, "out of memory for a view of %d layers", v.n_layers);

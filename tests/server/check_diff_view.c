@@ -44,7 +44,8 @@ static const char DIFF[] =
     "\"inputs\":[\"c1\"],\"rows\":[0,1,2],\"ratio\":72.5,\"decided_by\":\"max\",\"ulp_scaled\":"
     "1234,"
     "\"truth\":{\"right\":\"a\"},\"own\":{\"verdict\":\"divergent\",\"err\":0.001}},"
-    "{\"name\":\"n3\",\"op\":\"Relu\",\"verdict\":\"noise\",\"err\":2e-7,\"max_abs\":3e-7,"
+    "{\"name\":\"n3\",\"op\":\"Relu\",\"verdict\":\"noise\",\"err\":2e-7,"
+    "\"max_abs\":9.5367431640625e-07,\"scale\":3.0,\"dtype\":\"float32\","
     "\"inputs\":[\"d2\"],\"rows\":[],\"truth\":{\"right\":\"both\"},"
     "\"own\":{\"verdict\":\"noise\",\"err\":0}},"
     "{\"name\":\"a4\",\"op\":\"Floor\",\"verdict\":\"amplified\",\"amplifier\":true,\"err\":0.25,"
@@ -145,12 +146,16 @@ START_TEST(overview)
     json_t *s = json_loads(v.summary, 0, NULL);
     json_t *o = json_object_get(s, "overview");
     ck_assert_str_eq(json_string_value(json_object_get(o, "verdicts")), "indnaxx");
-    json_t *err = json_object_get(o, "err"), *ulp = json_object_get(o, "ulp_scaled");
+    json_t *err = json_object_get(o, "err"), *ulp = json_object_get(o, "ulps_at_scale");
     ck_assert_int_eq(json_array_size(err), 7);
     ck_assert_double_eq_tol(json_number_value(json_array_get(err, 2)), 0.001, 1e-12);
     ck_assert(json_is_null(json_array_get(err, 5))); /* incomparable: no error */
-    ck_assert_double_eq(json_number_value(json_array_get(ulp, 2)), 1234);
-    ck_assert(json_is_null(json_array_get(ulp, 0))); /* absent: null, never made up */
+    /* the engine's, to the overview's three digits */
+    ck_assert_double_eq(json_number_value(json_array_get(ulp, 2)), 1230);
+    /* n3: 2^-20 at a scale of 3 (floats 2^-22 apart in [2, 4)): 4 ULPs, not a raw count */
+    ck_assert_double_eq(json_number_value(json_array_get(ulp, 3)), 4);
+    ck_assert(json_is_null(json_array_get(ulp, 0))); /* no dtype or scale: null, never made up */
+    ck_assert(json_is_null(json_array_get(ulp, 5))); /* incomparable */
     json_decref(s);
     srv_diff_view_fini(&v);
 }
@@ -174,6 +179,7 @@ START_TEST(rows)
     /* fields this build does not know pass through */
     ck_assert_str_eq(json_string_value(json_object_get(r, "decided_by")), "max");
     ck_assert_double_eq(json_number_value(json_object_get(r, "ulp_scaled")), 1234);
+    ck_assert_double_eq(json_number_value(json_object_get(r, "ulps_at_scale")), 1234);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "own"), "verdict")),
                      "divergent");
     json_decref(r);
