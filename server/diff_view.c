@@ -1,5 +1,5 @@
 /*
- * diff_view.c: a diff's view (diff_view.h) from its JSON: the summary document and a slim
+ * diff_view.c: a diff's view (diff_view.h) from its JSON: the summary document and a
  * row per layer. The rules that pick the layers the summary names in full are the
  * dashboard's (web/js/diff_facts.js): where the difference starts or is first observed, the
  * cause and the layers with an error of their own (replay), the amplifiers, the last
@@ -13,14 +13,6 @@
 #include <string.h>
 
 #include "diff_view.h"
-
-/* A row keeps every field of the layer but these: lists and figures no table shows. */
-static const char *const ROW_DROPS[] = {
-    "inputs",        "rows",           "max_abs_index", "mean_abs",
-    "rms",           "max_rel",        "cosine",        "sqnr_db",
-    "bound_median",  "bound_declared", "inherited",     "differ_fraction",
-    "bitwise_equal", "reduction_from", "max_abs_from",  NULL,
-};
 
 /* Digits of a row's numbers: a float32's round trip, more than any table shows. */
 #define ROW_DIGITS 9
@@ -123,7 +115,7 @@ ulps_at_scale(json_t *l)
     return json_real(ldexp(max_abs, p - e));
 }
 
-/* The layer's full record in the summary's "layers" map (once), with its position. */
+/* The layer's record in the summary's "layers" map (once), with its position. */
 static void
 name_layer(json_t *named, json_t *layers, int i)
 {
@@ -134,7 +126,6 @@ name_layer(json_t *named, json_t *layers, int i)
     if (name == NULL || json_object_get(named, name) != NULL)
         return;
     json_t *copy = json_copy(l);
-    json_object_del(copy, "inputs");
     json_object_set_new(copy, "i", json_integer(i));
     json_object_set_new(named, name, copy);
 }
@@ -347,14 +338,14 @@ summary_object(json_t *diff, json_t *runs)
     return s;
 }
 
+/* A row is the layer as the diff has it, with its position: every field a table, the
+ * layer view or a CSV reads, new fields included. */
 static char *
 row_text(json_t *l, int i)
 {
     json_t *r = json_copy(l);
     if (r == NULL)
         return NULL;
-    for (int k = 0; ROW_DROPS[k] != NULL; k++)
-        json_object_del(r, ROW_DROPS[k]);
     json_object_set_new(r, "i", json_integer(i));
     char *text = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(ROW_DIGITS));
     json_decref(r);

@@ -2,7 +2,7 @@
  * diff_view.h: what the dashboard reads of a diff (docs/SERVER.md, "Diff views"), made from
  * the diff's cached JSON once: a small summary document (the diff's own fields, the layers
  * worth naming in full, counts, who is right over which layers, and an overview of every
- * layer in a few bytes each) and one slim row per layer, so that a view of a 10,000-layer
+ * layer in a few bytes each) and one row per layer, so that a view of a 10,000-layer
  * diff transfers its summary and the pages of rows on screen, never the whole diff or the
  * runs' documents.
  */
