@@ -565,3 +565,6 @@ tests_server_check_db_diff_views_SOURCES = tests/server/check_db_diff_views.c $(
 tests_server_check_db_diff_views_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
 tests_server_check_db_diff_views_LDADD = $(SERVER_TEST_LIBS)
 endif
+TESTS += tests/integration/server_diff_views.sh
+EXTRA_DIST += tests/integration/server_diff_views.sh tests/web/depth_steps.mjs \
+	tests/web/width_steps.mjs tests/web/fault_steps.mjs
