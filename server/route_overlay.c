@@ -317,8 +317,10 @@ srv_heatmap_get(struct srv_req *req)
                         "ref= or pick a baseline",
                         model);
     srv_req_db_release(req, db);
-    if (rc != 0)
+    if (rc != 0) {
+        json_decref(devices);
         return srv_req_fail_err(req, &err);
+    }
     size_t n = json_array_size(devices);
     struct series *list = calloc(n > 0 ? n : 1, sizeof *list);
     struct aligned al = {json_object(), json_array(), NULL, 0};

@@ -1,5 +1,5 @@
 -- 013_diff_views.sql: what the dashboard reads of a cached diff (docs/SERVER.md, "Diff
--- views"): its summary document and one slim row per layer, made from the diff's cached
+-- views"): its summary document and one row per layer, made from the diff's cached
 -- JSON the first time a view asks for them (server/diff_view.c), so that a view of a
 -- 10,000-layer diff reads pages of rows instead of the whole diff. Deleting a diff deletes
 -- its view.
