@@ -90,7 +90,7 @@ void agt_upload_usage(FILE *out);
 /* ---- the backend and knob flags of `replay` (knob_opts.c), as `run` takes them ---- */
 
 enum { AGT_OPT_BACKEND = 1100, AGT_OPT_EMULATE, AGT_OPT_THREADS, AGT_OPT_CONV_ALGO, AGT_OPT_TF32,
-       AGT_OPT_MATH_MODE, AGT_OPT_WORKSPACE, AGT_OPT_CONV_API };
+       AGT_OPT_MATH_MODE, AGT_OPT_WORKSPACE, AGT_OPT_CONV_API, AGT_OPT_REPRO };
 
 #define AGT_KNOB_LONGOPTS                                                                  \
     {"backend", required_argument, NULL, AGT_OPT_BACKEND},                                 \
@@ -100,7 +100,8 @@ enum { AGT_OPT_BACKEND = 1100, AGT_OPT_EMULATE, AGT_OPT_THREADS, AGT_OPT_CONV_AL
         {"tf32", required_argument, NULL, AGT_OPT_TF32},                                   \
         {"math-mode", required_argument, NULL, AGT_OPT_MATH_MODE},                         \
         {"workspace-limit", required_argument, NULL, AGT_OPT_WORKSPACE},                   \
-        {"conv-api", required_argument, NULL, AGT_OPT_CONV_API}
+        {"conv-api", required_argument, NULL, AGT_OPT_CONV_API},                           \
+        {"repro", required_argument, NULL, AGT_OPT_REPRO}
 
 struct agt_knob_opts {
     const char *backend; /* NULL: cpu */

@@ -75,7 +75,7 @@ static int
 rerun(json_t *args, const char *pattern, const char *dir)
 {
     size_t n = json_array_size(args);
-    char **argv = calloc(n + 7, sizeof *argv);
+    char **argv = calloc(n + 9, sizeof *argv);
     char *capture = NULL;
     if (argv == NULL || asprintf(&capture, "layers=%s", pattern) < 0) {
         free(argv);
@@ -91,6 +91,9 @@ rerun(json_t *args, const char *pattern, const char *dir)
     argv[argc++] = "--out";
     argv[argc++] = (char *)dir;
     argv[argc++] = "--replace";
+    /* the tensors are what is sent: the run it fetches for has its noise probes already */
+    argv[argc++] = "--noise-probe";
+    argv[argc++] = "off";
     fflush(stdout);
     int saved = dup(STDOUT_FILENO);
     if (saved >= 0)

@@ -53,7 +53,7 @@ agt_knob_flag(const char *cmd, int opt, const char *arg, struct agt_knob_opts *o
         o->backend = arg;
         return 1;
     case AGT_OPT_EMULATE:
-        if (gd_emulate_parse(arg, &o->knobs.emulate, &o->knobs.emulate_classes, &err) != 0) {
+        if (gd_knobs_set_emulate(&o->knobs, arg, &err) != 0) {
             fprintf(stderr, "gpudiff-agent %s: --emulate: %s\n", cmd, err.msg);
             return -1;
         }
@@ -75,6 +75,13 @@ agt_knob_flag(const char *cmd, int opt, const char *arg, struct agt_knob_opts *o
             return -1;
         }
         snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", arg);
+        return 1;
+    case AGT_OPT_REPRO:
+        if (gd_repro_check(arg, &err) != 0) {
+            fprintf(stderr, "gpudiff-agent %s: --repro: %s\n", cmd, err.msg);
+            return -1;
+        }
+        snprintf(o->knobs.repro, sizeof o->knobs.repro, "%s", arg);
         return 1;
     case AGT_OPT_TF32:
         if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0) {
@@ -120,12 +127,14 @@ agt_knob_usage(FILE *out)
             "  --emulate SPEC      cpu only: round the inputs of GEMMs (and convolutions) to\n"
             "                      tf32, bf16 or fp16 before accumulating in float32,\n"
             "                      optionally :CLASSES (gemm, conv; default gemm), e.g.\n"
-            "                      tf32:conv,gemm\n"
+            "                      tf32:conv,gemm, or @NODES: only those nodes (tf32@fc2)\n"
             "  --threads N         cpu and cpu64: worker threads (the same bits for any N)\n"
             "  --conv-algo HOW     cuda: heuristic (default), autotune, deterministic or\n"
             "                      fixed:CHOICE (an engine config engN[_kTYPE=VALUE...] with\n"
             "                      --conv-api graph, an algorithm id N with legacy)\n"
             "  --conv-api API      cuda: graph (cuDNN's graph API; default) or legacy\n"
+            "  --repro MODE        cuda: bitwise (every layer the cpu backend's bits, own\n"
+            "                      kernels, any GPU and batch size) or off (default)\n"
             "  --tf32 on|off       cuda: TF32 tensor-core math for convolutions and GEMMs\n"
             "                      (default off)\n"
             "  --math-mode MODE    cuda: cuBLAS math: default or pedantic\n"

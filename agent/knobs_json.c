@@ -16,13 +16,8 @@ json_t *
 agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_env *env)
 {
     json_t *j = json_object();
-    char emulate[64] = "none";
-    unsigned c = k->emulate_classes;
-    if (k->emulate != GD_EMULATE_NONE)
-        snprintf(emulate, sizeof emulate, "%s:%s%s%s", gd_emulate_name(k->emulate),
-                 c & GD_CLASS_CONV ? "conv" : "",
-                 (c & GD_CLASS_CONV) && (c & GD_CLASS_GEMM) ? "," : "",
-                 c & GD_CLASS_GEMM ? "gemm" : "");
+    char emulate[320];
+    gd_knobs_emulate_text(k, emulate, sizeof emulate);
     json_object_set_new(j, "emulate", json_string(emulate));
     json_object_set_new(j, "batch", k->batch > 0 ? json_integer(k->batch) : json_null());
     /* the model's float weights and inputs cast at load (--dtype); null: as the model has them */
@@ -33,6 +28,12 @@ agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_en
         json_object_set_new(j, "threads", json_integer(atoi(threads)));
     else if (k->threads > 0)
         json_object_set_new(j, "threads", json_integer(k->threads));
+    /* bitwise mode: as the backend resolved it (cuda records off too; cpu only when asked) */
+    const char *repro = env != NULL ? gd_env_get(env, "repro") : NULL;
+    if (repro == NULL && k->repro[0] != '\0')
+        repro = k->repro;
+    if (repro != NULL)
+        json_object_set_new(j, "repro", json_string(repro));
     if (strcmp(backend != NULL ? backend : "cpu", "cuda") == 0) {
         json_object_set_new(j, "conv_algo",
                             json_string(k->conv_algo[0] ? k->conv_algo : "heuristic"));

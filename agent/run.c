@@ -17,6 +17,7 @@
 #include "gpudiff/log.h"
 #include "gpudiff/model.h"
 #include "gpudiff/onnx.h"
+#include "gpudiff/noise.h"
 #include "gpudiff/run.h"
 #include "agent.h"
 #include "inputs.h"
@@ -27,6 +28,7 @@
 /* What the capture callback needs: the writer, and progress reporting. */
 struct capture_ctx {
     struct gd_bundle_writer *writer;
+    struct gd_noise_collector *noise; /* NULL: no noise probes */
     const struct gd_graph *graph;
     int progress;
     int n_layers;
@@ -67,7 +69,9 @@ run_usage(FILE *out)
             "  --emulate SPEC      cpu only: round the inputs of GEMMs (and convolutions) to a\n"
             "                      reduced format before accumulating in float32: tf32, bf16\n"
             "                      or fp16, optionally :CLASSES, a comma list of gemm and conv\n"
-            "                      (default gemm), e.g. tf32:conv,gemm\n"
+            "                      (default gemm), e.g. tf32:conv,gemm, or @NODES, a comma\n"
+            "                      list of GEMM and convolution nodes, only those: tf32@fc2\n"
+            "                      (what if fc2 alone ran in TF32)\n"
             "  --threads N         cpu and cpu64: worker threads (default: one per core); the\n"
             "                      results are the same bits for any N\n"
             "  --conv-algo HOW     cuda: how each convolution's algorithm is chosen: heuristic\n"
@@ -82,6 +86,11 @@ run_usage(FILE *out)
             "  --conv-api API      cuda: graph (cuDNN's graph API, engine configs, as PyTorch;\n"
             "                      default) or legacy (cudnnConvolutionForward and algorithm\n"
             "                      ids, as Paddle and TensorFlow); recorded in run.json\n"
+            "  --repro MODE        cuda: bitwise (every layer bit for bit the cpu backend's,\n"
+            "                      on any GPU and at any batch size: gpudiff's own kernels\n"
+            "                      in cpu's summation order, no cuDNN, cuBLAS, tensor cores\n"
+            "                      or fused multiply-add; slower) or off (default); cpu\n"
+            "                      accepts bitwise (it is that); recorded as knobs.repro\n"
             "  --tf32 on|off       cuda: let convolutions and GEMMs round float32 inputs to TF32\n"
             "                      on tensor cores (default off)\n"
             "  --math-mode MODE    cuda: cuBLAS math: default or pedantic (no reduced precision\n"
@@ -122,6 +131,16 @@ run_usage(FILE *out)
             "                      cannot be combined with --batch. The daemon asks for the\n"
             "                      tensors its diffs need; `gpudiff-agent fetch-layers`\n"
             "                      sends them\n"
+            "  --noise-probe on|off  measure each reducing layer's own rounding on its own data\n"
+            "                      (default on): a sample of its outputs (a few rows, a few\n"
+            "                      channels) computed again on the CPU from the captured\n"
+            "                      inputs in float64, float32 and, for GEMMs and\n"
+            "                      convolutions, TF32, BF16 and FP16; recorded as each layer's\n"
+            "                      \"noise\" in run.json, it gives the comparison that layer's\n"
+            "                      float32 noise (docs/COMPARISON.md, \"Noise probes\"). Keeps\n"
+            "                      the weights in host memory during the run and holds at\n"
+            "                      most 256 MiB of captured rows; layers captured only as\n"
+            "                      fingerprints are not probed\n"
             "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --model-name NAME   record the run under this model name (run.json's\n"
             "                      model.name; default: the model's own name)\n"
@@ -161,8 +180,8 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
 {
     enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
            O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS,
-           O_DTYPE, O_REDUCED_REDUCTION, O_HOST_MEMORY, O_CAPTURE, O_CONV_API,
-           O_MODEL_NAME, O_JOB, O_LEASE, O_ENV_LABEL /* jobagt */ };
+           O_DTYPE, O_REDUCED_REDUCTION, O_HOST_MEMORY, O_CAPTURE, O_CONV_API, O_NOISE_PROBE,
+           O_MODEL_NAME, O_JOB, O_LEASE, O_ENV_LABEL /* jobagt */, O_REPRO };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
@@ -175,6 +194,7 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         {"label", required_argument, NULL, O_LABEL},
         {"conv-algo", required_argument, NULL, O_CONV_ALGO},
         {"conv-api", required_argument, NULL, O_CONV_API},
+        {"repro", required_argument, NULL, O_REPRO},
         {"tf32", required_argument, NULL, O_TF32},
         {"math-mode", required_argument, NULL, O_MATH_MODE},
         {"workspace-limit", required_argument, NULL, O_WORKSPACE},
@@ -183,6 +203,7 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         {"reduced-reduction", required_argument, NULL, O_REDUCED_REDUCTION},
         {"host-memory", required_argument, NULL, O_HOST_MEMORY},
         {"capture", required_argument, NULL, O_CAPTURE},
+        {"noise-probe", required_argument, NULL, O_NOISE_PROBE},
         {"model-name", required_argument, NULL, O_MODEL_NAME},
         {"job", required_argument, NULL, O_JOB},
         {"lease", required_argument, NULL, O_LEASE},
@@ -239,8 +260,7 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
             o->knobs.batch = v;
             break;
         case O_EMULATE:
-            if (gd_emulate_parse(optarg, &o->knobs.emulate, &o->knobs.emulate_classes, &err) !=
-                0) {
+            if (gd_knobs_set_emulate(&o->knobs, optarg, &err) != 0) {
                 fprintf(stderr, "gpudiff-agent run: --emulate: %s\n", err.msg);
                 return -1;
             }
@@ -294,6 +314,13 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
                 return -1;
             }
             snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", optarg);
+            break;
+        case O_REPRO:
+            if (gd_repro_check(optarg, &err) != 0) {
+                fprintf(stderr, "gpudiff-agent run: --repro: %s\n", err.msg);
+                return -1;
+            }
+            snprintf(o->knobs.repro, sizeof o->knobs.repro, "%s", optarg);
             break;
         case O_TF32:
             if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
@@ -354,6 +381,14 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
             }
             o->capture = optarg;
             break;
+        case O_NOISE_PROBE:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "gpudiff-agent run: --noise-probe takes on or off, not %s\n",
+                        optarg);
+                return -1;
+            }
+            o->noise_probe = strcmp(optarg, "on") == 0;
+            break;
         case O_REPLACE:
             o->replace = 1;
             break;
@@ -409,6 +444,8 @@ capture_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
 {
     struct capture_ctx *cc = user;
     int rc = gd_bundle_writer_layer(cc->writer, cc->graph, layer, err);
+    if (rc == 0 && cc->noise != NULL)
+        rc = gd_noise_collector_layer(cc->noise, layer, err);
     if (rc == 0 && cc->progress) {
         char shape[96];
         fprintf(stderr, "gpudiff-agent: [%d/%d] %s (%s) %s, %.0f us\n", layer->index + 1,
@@ -584,6 +621,32 @@ agt_run_load(const struct agt_run_opts *o, struct gd_graph **g, struct gd_tensor
     return rc;
 }
 
+/* Each layer's noise probe into its run.json record, and run.json's "noise_probes": how
+ * many layers were probed, in how long, and why the others were not. Prints the summary. */
+static int
+record_noise(struct gd_bundle_writer *w, const struct gd_noise_collector *noise, json_t *meta)
+{
+    for (int i = 0; i < gd_bundle_writer_count(w); i++) {
+        const char *name = gd_bundle_writer_layer_name(w, i);
+        const struct gd_noise_probe *p = name ? gd_noise_collector_get(noise, name) : NULL;
+        if (p != NULL &&
+            gd_bundle_writer_layer_note(w, i, "noise", gd_noise_probe_to_json(p), NULL) != 0)
+            return -1;
+    }
+    const char *why = NULL;
+    int skipped = gd_noise_collector_skipped(noise, &why);
+    json_t *summary = json_pack("{s:i, s:i, s:f}", "layers", gd_noise_collector_count(noise),
+                                "skipped", skipped, "seconds", gd_noise_collector_seconds(noise));
+    if (summary == NULL || (why != NULL && json_object_set_new(summary, "first_skipped",
+                                                               json_string(why)) != 0) ||
+        json_object_set_new(meta, "noise_probes", summary) != 0)
+        return -1;
+    gd_log(GD_LOG_INFO, "noise probes: %d layers in %.2f s%s%s%s", gd_noise_collector_count(noise),
+           gd_noise_collector_seconds(noise), skipped ? "; not probed: " : "",
+           skipped ? why : "", skipped > 1 ? ", ..." : "");
+    return 0;
+}
+
 static int
 execute(struct agt_run_opts *o)
 {
@@ -593,6 +656,7 @@ execute(struct agt_run_opts *o)
     json_t *records = NULL;
     struct gd_session *s = NULL;
     struct gd_bundle_writer *w = NULL;
+    struct gd_noise_collector *noise = NULL;
     json_t *meta = NULL;
     int code = AGT_EXIT_OK;
 
@@ -609,10 +673,26 @@ execute(struct agt_run_opts *o)
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    /* the backend holds its own copy of the weights now: the host's can go (--host-memory) */
-    int64_t freed = gd_graph_release_weights(g, (size_t)64 << 10);
-    gd_log(GD_LOG_DEBUG, "released %.1f MiB of weights from host memory",
-           (double)freed / (1 << 20));
+    int none = o->capture != NULL && strcmp(o->capture, "none") == 0;
+    /* a fingerprint-only capture brings no tensor to the host: nothing to probe, and the
+     * weights can go */
+    int tensors = !none && (o->capture == NULL || strcmp(o->capture, "fingerprint") != 0);
+    if (o->noise_probe && tensors) {
+        /* the probes read the weights of the layers they compute again: they stay */
+        struct gd_noise_opts nopts;
+        gd_noise_opts_init(&nopts);
+        nopts.threads = o->knobs.threads;
+        if (gd_noise_collector_new(g, (const struct gd_tensor *const *)inputs, &nopts, &noise,
+                                   &err) != 0) {
+            code = agt_fail(&err, AGT_PHASE_LOAD);
+            goto done;
+        }
+    } else {
+        /* the backend holds its own copy of the weights now: the host's can go */
+        int64_t freed = gd_graph_release_weights(g, (size_t)64 << 10);
+        gd_log(GD_LOG_DEBUG, "released %.1f MiB of weights from host memory",
+               (double)freed / (1 << 20));
+    }
     if (gd_bundle_writer_new(o->out, o->replace, &w, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
@@ -620,12 +700,11 @@ execute(struct agt_run_opts *o)
     int n_layers = 0;
     for (int i = 0; i < g->n_nodes; i++)
         n_layers += g->nodes[i].n_outputs;
-    struct capture_ctx cc = {.writer = w, .graph = g, .progress = o->progress,
+    struct capture_ctx cc = {.writer = w, .noise = noise, .graph = g, .progress = o->progress,
                              .n_layers = n_layers};
     /* fp: fingerprints of every layer, tensors as --capture says */
     struct gd_capture_sel sel;
     unsigned char *only = NULL;
-    int none = o->capture != NULL && strcmp(o->capture, "none") == 0;
     if (agt_run_capture_sel(o->capture, g, o->knobs.batch, &sel, &only, &err) != 0 ||
         gd_session_set_capture(s, &sel, &err) != 0) {
         free(only);
@@ -649,7 +728,9 @@ execute(struct agt_run_opts *o)
                 "weights included); capture buffer %.0f MiB of pinned host memory\n",
                 (double)mem.device_peak / (1 << 30), (double)mem.capture_buffer / (1 << 20));
     meta = run_meta(o, g, records, (const struct gd_tensor *const *)inputs, s, duration, &err);
-    if (meta == NULL) {
+    if (meta == NULL || (noise != NULL && record_noise(w, noise, meta) != 0)) {
+        if (meta != NULL)
+            gd_err_set(&err, GD_ENOMEM, "out of memory");
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
     }
@@ -668,6 +749,7 @@ execute(struct agt_run_opts *o)
     }
 done:
     json_decref(meta);
+    gd_noise_collector_free(noise);
     gd_bundle_writer_free(w);
     gd_session_free(s);
     for (int i = 0; i < AGT_MAX_INPUTS; i++)
@@ -685,6 +767,7 @@ agt_cmd_run(int argc, char **argv)
     agt_upload_opts_init(&o.upload);
     o.labels = json_object();
     o.progress = isatty(STDERR_FILENO);
+    o.noise_probe = 1;
     int prc = agt_run_parse(argc, argv, &o);
     int code;
     if (prc != 0) {

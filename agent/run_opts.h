@@ -24,6 +24,8 @@ struct agt_run_opts {
     const char *weights_dir;
     const char *emulate;
     const char *capture;           /* --capture as given; NULL: full */
+    int noise_probe;               /* --noise-probe on (1) or off (0): each reducing layer's
+                                      own rounding measured on a sample (gpudiff/noise.h) */
     int replace;
     int json;
     int progress;

@@ -17,7 +17,17 @@
 #include "agent.h"
 #include "sweep.h"
 
-enum axis { AX_CONV, AX_TF32, AX_MATH, AX_WORKSPACE, AX_EMULATE, AX_THREADS, AX_API, AX_BATCH };
+enum axis {
+    AX_CONV,
+    AX_TF32,
+    AX_MATH,
+    AX_WORKSPACE,
+    AX_EMULATE,
+    AX_THREADS,
+    AX_API,
+    AX_BATCH,
+    AX_REPRO
+};
 
 static const struct {
     const char *key;
@@ -32,6 +42,7 @@ static const struct {
     {"threads", AX_THREADS, "cpu cpu64"},
     {"api", AX_API, "cuda"},
     {"batch", AX_BATCH, "cuda cpu cpu64"},
+    {"repro", AX_REPRO, "cuda"},
 };
 
 static int
@@ -53,7 +64,8 @@ const char *
 agt_grid_default(const char *backend)
 {
     if (strcmp(backend, "cuda") == 0)
-        return "conv=heuristic,autotune,deterministic;tf32=off,on | math=pedantic | workspace=0";
+        return "conv=heuristic,autotune,deterministic;tf32=off,on | math=pedantic | workspace=0 | "
+               "repro=bitwise";
     if (strcmp(backend, "cpu") == 0)
         return "emulate=none,tf32,tf32:conv+gemm,bf16,bf16:conv+gemm,fp16,fp16:conv+gemm";
     return "threads=auto";
@@ -117,6 +129,11 @@ void
 agt_setting_name(const char *backend, const struct gd_knobs *k, char *out, size_t size)
 {
     char part[160];
+    if (strcmp(backend, "cuda") == 0 && gd_knobs_bitwise(k)) {
+        /* bitwise mode has no convolution algorithm, TF32 or workspace to name */
+        snprintf(out, size, "repro=bitwise");
+        return;
+    }
     if (strcmp(backend, "cuda") == 0) {
         if (k->conv_pins[0] != '\0')
             pins_text(k->conv_pins, part, sizeof part);
@@ -330,6 +347,19 @@ apply(enum axis axis, const char *v, struct gd_knobs *k, struct gd_err *err)
         return 0;
     case AX_BATCH:
         break;
+    case AX_REPRO:
+        if (strcmp(v, "off") == 0) {
+            k->repro[0] = '\0';
+            return 0;
+        }
+        if (strcmp(v, "bitwise") != 0)
+            break;
+        /* gpudiff's own kernels: no cuDNN algorithm or API to choose, no TF32 */
+        snprintf(k->repro, sizeof k->repro, "bitwise");
+        k->conv_algo[0] = '\0';
+        k->conv_api[0] = '\0';
+        k->tf32 = -1;
+        return 0;
     }
     static const char *const expect[] = {
         "heuristic, autotune, deterministic, fixed:CHOICE, each or NODE@CHOICE",
@@ -339,7 +369,8 @@ apply(enum axis axis, const char *v, struct gd_knobs *k, struct gd_err *err)
         "",
         "auto or 1 to 256",
         "graph or legacy",
-        ""};
+        "",
+        "off or bitwise"};
     return gd_err_set(err, GD_EINVAL, "%s is not a value of this axis (%s)", v, expect[axis]);
 }
 
@@ -435,7 +466,7 @@ add_axis(void *user, const char *s, size_t len, struct gd_err *err)
             found = (int)i;
     if (found < 0)
         return gd_err_set(err, GD_EINVAL,
-                          "unknown axis %.*s (conv, tf32, math, workspace, api, "
+                          "unknown axis %.*s (conv, tf32, math, workspace, api, repro, "
                           "emulate, threads, batch)",
                           (int)klen, s);
     if (!backend_has(axes[found].backends, c->backend))

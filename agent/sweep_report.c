@@ -394,6 +394,24 @@ prevent(FILE *out, json_t *doc)
     }
     pick_line(out, json_object_get(ans, "cheapest_deterministic_and_batch_invariant"),
               "The cheapest that is both", "none measured");
+    /* bitwise mode: the prevention that also holds across GPUs, measured like the others */
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(doc, "settings"), i, s) {
+        if (strcmp(get_str(s, "name"), "repro=bitwise") != 0)
+            continue;
+        if (!is_ok(s)) {
+            item(out, "Bitwise mode (--repro bitwise) could not run: %s.", get_str(s, "error"));
+            continue;
+        }
+        item(out,
+             "Bitwise mode (--repro bitwise: gpudiff's own kernels, every layer the cpu "
+             "backend's bits on any GPU and at any batch size): run to run %s, batch-invariant "
+             "%s here, %.3f ms a forward, %.2fx the fastest setting.",
+             tristate(json_object_get(s, "deterministic"), "identical", "differs"),
+             tristate(json_object_get(s, "batch_invariant"), "yes", "no"),
+             get_num(s, "time.forward_ms"), get_num(s, "time.x_fastest"));
+    }
 }
 
 static void

@@ -76,6 +76,11 @@ srv_device_key(json_t *run, struct srv_buf *out)
         rc = knob(out, "conv_algo", json_object_get(knobs, "conv_algo"));
     if (rc == 0)
         rc = knob(out, "batch", json_object_get(knobs, "batch"));
+    /* bitwise mode computes other numbers than the default mode on the same GPU (cpu's); off,
+     * the default, keeps the keys of runs recorded before the knob */
+    json_t *repro = json_object_get(knobs, "repro");
+    if (rc == 0 && json_is_string(repro) && strcmp(json_string_value(repro), "off") != 0)
+        rc = knob(out, "repro", repro);
     if (rc == 0)
         rc = labels(out, json_object_get(env, "labels"));
     return rc == 0 ? 0 : GD_ENOMEM;

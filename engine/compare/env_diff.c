@@ -24,6 +24,7 @@ static const struct {
     {"env.NVIDIA_TF32_OVERRIDE", "arithmetic"},
     {"knobs.dtype", "arithmetic"},         {"knobs.reduced_reduction", "arithmetic"},
     {"env.reduced_reduction", "arithmetic"},
+    {"knobs.repro", "arithmetic"},         {"env.repro", "arithmetic"},
     {"knobs.conv_algo", "algorithm"},      {"env.conv_algo", "algorithm"},
     {"knobs.workspace_limit", "algorithm"}, {"env.workspace_limit", "algorithm"},
     {"env.CUBLAS_WORKSPACE_CONFIG", "algorithm"},

@@ -7,6 +7,76 @@
 #include "gpudiff/run.h"
 #include "internal.h"
 
+/* 1 when name is an item of the comma list. */
+static int
+in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+int
+gd_knobs_set_emulate(struct gd_knobs *k, const char *text, struct gd_err *err)
+{
+    const char *at = strchr(text, '@');
+    char head[32];
+    size_t n = at ? (size_t)(at - text) : strlen(text);
+    if (n >= sizeof head)
+        return gd_err_set(err, GD_EINVAL, "unknown emulation %s (tf32, bf16, fp16, none)", text);
+    memcpy(head, text, n);
+    head[n] = '\0';
+    enum gd_emulate e;
+    unsigned classes;
+    int rc = gd_emulate_parse(head, &e, &classes, err);
+    if (rc != 0)
+        return rc;
+    if (at != NULL) {
+        if (e == GD_EMULATE_NONE || strchr(head, ':') != NULL)
+            return gd_err_set(err, GD_EINVAL, "%s: @NODES follows a format alone (tf32@fc2), "
+                              "not none or classes", text);
+        if (at[1] == '\0' || strlen(at + 1) >= sizeof k->emulate_nodes ||
+            strstr(at + 1, ",,") != NULL || at[strlen(at) - 1] == ',')
+            return gd_err_set(err, GD_EINVAL, "%s: give node names after @, comma separated "
+                              "(at most %zu characters)", text, sizeof k->emulate_nodes - 1);
+        classes = GD_CLASS_GEMM | GD_CLASS_CONV;
+    }
+    k->emulate = e;
+    k->emulate_classes = classes;
+    snprintf(k->emulate_nodes, sizeof k->emulate_nodes, "%s", at ? at + 1 : "");
+    return 0;
+}
+
+void
+gd_knobs_emulate_text(const struct gd_knobs *k, char *out, size_t size)
+{
+    unsigned c = k->emulate_classes;
+    if (k->emulate == GD_EMULATE_NONE)
+        snprintf(out, size, "none");
+    else if (k->emulate_nodes[0] != '\0')
+        snprintf(out, size, "%s@%s", gd_emulate_name(k->emulate), k->emulate_nodes);
+    else
+        snprintf(out, size, "%s:%s%s%s", gd_emulate_name(k->emulate),
+                 c & GD_CLASS_CONV ? "conv" : "",
+                 (c & GD_CLASS_CONV) && (c & GD_CLASS_GEMM) ? "," : "",
+                 c & GD_CLASS_GEMM ? "gemm" : "");
+}
+
+int
+gd_knobs_emulates(const struct gd_knobs *k, const char *name, unsigned op_class)
+{
+    if (k->emulate == GD_EMULATE_NONE || !(k->emulate_classes & op_class))
+        return 0;
+    return k->emulate_nodes[0] == '\0' || (name != NULL && in_list(k->emulate_nodes, name));
+}
+
 void
 gd_knobs_init(struct gd_knobs *k)
 {
@@ -78,6 +148,20 @@ gd_emulate_parse(const char *text, enum gd_emulate *e, unsigned *classes, struct
     *e = which;
     *classes = cls;
     return 0;
+}
+
+int
+gd_repro_check(const char *text, struct gd_err *err)
+{
+    if (strcmp(text, "off") == 0 || strcmp(text, "bitwise") == 0)
+        return 0;
+    return gd_err_set(err, GD_EINVAL, "repro mode %s is not off or bitwise", text);
+}
+
+int
+gd_knobs_bitwise(const struct gd_knobs *knobs)
+{
+    return strcmp(knobs->repro, "bitwise") == 0;
 }
 
 void

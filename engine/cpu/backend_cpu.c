@@ -51,6 +51,11 @@ cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd
                           "the CPU backends have no convolution algorithms, TF32, math modes, "
                           "workspaces or reduced-precision reductions: those knobs are for "
                           "cuda");
+    if (knobs->repro[0] != '\0' && gd_repro_check(knobs->repro, err) != 0)
+        return GD_EINVAL;
+    if (GD_CPU_F64 && gd_knobs_bitwise(knobs))
+        return gd_err_set(err, GD_ENOTSUP, "cpu64 is the float64 reference: --repro bitwise "
+                          "makes cuda give the cpu backend's bits");
     if (GD_CPU_F64 && knobs->emulate != GD_EMULATE_NONE)
         return gd_err_set(err, GD_ENOTSUP,
                           "cpu64 is the float64 reference: emulation applies to cpu only");
@@ -71,6 +76,8 @@ cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd
     gd_env_set(env, "compute_dtype", "%s", gd_dtype_name(GD_CPU_DTYPE));
     gd_env_set(env, "cpu_simd", "%s", CPU_FN(simd_name)(c->simd));
     gd_env_set(env, "cpu_threads", "%d", c->threads);
+    if (gd_knobs_bitwise(knobs)) /* what cpu always is: recorded as asked */
+        gd_env_set(env, "repro", "bitwise");
     *ctx = c;
     return 0;
 }

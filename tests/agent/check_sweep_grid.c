@@ -60,14 +60,18 @@ START_TEST(default_cuda_grid)
                                        "deterministic tf32=off",
                                        "deterministic tf32=on",
                                        "heuristic tf32=off math=pedantic",
-                                       "heuristic tf32=off workspace=0"};
-    names_are(&g, want, 8);
+                                       "heuristic tf32=off workspace=0",
+                                       "repro=bitwise"};
+    names_are(&g, want, 9);
+    ck_assert_str_eq(g.settings[8].knobs.repro, "bitwise");
+    ck_assert_str_eq(g.settings[8].knobs.conv_algo, "");
+    ck_assert_int_eq(g.settings[8].knobs.tf32, -1);
     ck_assert_str_eq(g.settings[6].knobs.math_mode, "pedantic");
     ck_assert_int_eq(g.settings[7].knobs.workspace_limit, 0);
     ck_assert_int_eq(g.settings[0].knobs.workspace_limit, -1);
     /* the strict setting is in the grid: moved first, not added */
     ck_assert_int_eq(agt_grid_mark_strict(&g, "cuda"), 0);
-    ck_assert_int_eq(g.n, 8);
+    ck_assert_int_eq(g.n, 9);
     ck_assert_str_eq(g.settings[0].name, "deterministic tf32=off");
     ck_assert(g.settings[0].strict && !g.settings[0].added);
     ck_assert_str_eq(g.settings[1].name, "heuristic tf32=off");
@@ -167,6 +171,29 @@ START_TEST(knobs_as_recorded)
 }
 END_TEST
 
+/* The repro axis: bitwise mode is one setting whatever the other axes' defaults, recorded
+ * in run.json's knobs; off is the default mode; other values are refused. */
+START_TEST(repro_axis)
+{
+    struct agt_grid g = {0};
+    parse_ok("repro=off,bitwise", "cuda", &g);
+    ck_assert_int_eq(g.n, 2);
+    ck_assert_str_eq(g.settings[0].name, "heuristic tf32=off");
+    ck_assert_str_eq(g.settings[0].knobs.repro, "");
+    ck_assert_str_eq(g.settings[1].name, "repro=bitwise");
+    json_t *k = agt_knobs_json("cuda", &g.settings[1].knobs, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(k, "repro")), "bitwise");
+    json_decref(k);
+    agt_grid_fini(&g);
+    struct gd_err err = {0};
+    ck_assert_int_ne(agt_grid_parse("repro=sometimes", "cuda", &g, &err), 0);
+    ck_assert_msg(strstr(err.msg, "off or bitwise") != NULL, "%s", err.msg);
+    agt_grid_fini(&g);
+    ck_assert_int_ne(agt_grid_parse("repro=bitwise", "cpu", &g, &err), 0);
+    agt_grid_fini(&g);
+}
+END_TEST
+
 /* Engine configs as fixed choices and pins, the conv API axis, and how both are named. */
 START_TEST(engine_configs_and_api)
 {
@@ -248,6 +275,7 @@ main(void)
     TCase *tc = tcase_create("sweep_grid");
     tcase_add_test(tc, default_cpu_grid);
     tcase_add_test(tc, default_cuda_grid);
+    tcase_add_test(tc, repro_axis);
     tcase_add_test(tc, products_unions_and_duplicates);
     tcase_add_test(tc, batch_sizes);
     tcase_add_test(tc, pins_fixed_and_sizes);

@@ -50,6 +50,15 @@ START_TEST(agent_runs)
               "\"knobs\":{\"emulate\":\"none\",\"batch\":32,\"conv_algo\":\"heuristic\","
               "\"tf32\":false,\"math_mode\":\"pedantic\",\"workspace_limit\":1048576}}",
               "cuda NVIDIA H200 conv_algo=heuristic batch=32");
+    /* --repro: bitwise is a device of its own, off (the default) keeps the key */
+    check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\"},"
+              "\"knobs\":{\"emulate\":\"none\",\"batch\":null,\"repro\":\"bitwise\","
+              "\"tf32\":false}}",
+              "cuda NVIDIA H200 repro=bitwise");
+    check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\"},"
+              "\"knobs\":{\"emulate\":\"none\",\"batch\":null,\"repro\":\"off\","
+              "\"conv_algo\":\"heuristic\"}}",
+              "cuda NVIDIA H200 conv_algo=heuristic");
 }
 END_TEST
 

@@ -122,11 +122,22 @@ export function knobWords(run) {
         out.push('conv_algo=' + k.conv_algo);
     if (k.batch !== undefined && k.batch !== null)
         out.push('batch=' + k.batch);
+    if (k.repro === 'bitwise') // --repro bitwise: cuda computed the cpu backend's bits
+        out.push('bitwise mode');
     for (const [key, v] of Object.entries(k))
-        if (!['emulate', 'tf32', 'conv_algo', 'batch', 'threads'].includes(key) && v !== null &&
-            v !== false)
+        if (!['emulate', 'tf32', 'conv_algo', 'batch', 'threads', 'repro'].includes(key) &&
+            v !== null && v !== false)
             out.push(`${key}=${typeof v === 'object' ? JSON.stringify(v) : v}`);
     return out;
+}
+
+// A run made with --repro bitwise: every layer bit for bit the cpu backend's (docs/NUMERICS.md).
+export function bitwiseBadge(run) {
+    if (!run || !run.knobs || run.knobs.repro !== 'bitwise')
+        return null;
+    return h('span', {class: 'badge bitwise',
+                      title: "--repro bitwise: gpudiff's own kernels, every layer the cpu " +
+                             "backend's bits on any GPU and batch size"}, 'bitwise');
 }
 
 // A run as one short line: "cpu · NVIDIA H200 · tf32 batch=8 · 2026-11-30 09:25 · 432ca1f0".

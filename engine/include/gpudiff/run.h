@@ -30,6 +30,10 @@ enum gd_emulate { GD_EMULATE_NONE = 0, GD_EMULATE_TF32, GD_EMULATE_BF16, GD_EMUL
 struct gd_knobs {
     enum gd_emulate emulate;     /* cpu: round GEMM/conv inputs to this format */
     unsigned emulate_classes;    /* GD_CLASS_* bits the emulation applies to */
+    /* cpu: "NODE[,NODE...]": only these nodes (GEMMs or convolutions) are emulated, whatever
+     * the classes; "" every node of the classes. gd_session_new refuses a name that is not
+     * such a node of the graph. */
+    char emulate_nodes[256];
     int64_t batch;               /* run dim 0 in slices of this size; 0 = whole input */
     int threads;                 /* cpu worker threads; 0 = one per online core */
     /* cuda: heuristic, autotune, deterministic, or fixed:CHOICE (a legacy algorithm id N
@@ -63,6 +67,12 @@ struct gd_knobs {
     /* cuda: "graph" (cuDNN's backend descriptor API: engine configs), "legacy"
      * (cudnnConvolutionForward and algorithm ids); "" unset, which is graph */
     char conv_api[16];
+    /* "bitwise": cuda runs gpudiff's own kernels instead of cuDNN's and cuBLASLt's, each
+     * output element bit for bit the cpu backend's (its summation orders, its roundings, no
+     * fused multiply-add, engine/core/math_rules.h's functions) on any GPU and at any batch
+     * size; cpu is that already and accepts it; cpu64 refuses it. "off" or "" (unset): the
+     * backend's own kernels. */
+    char repro[16];
 };
 
 /* Fills knobs with "unset" everywhere (emulate_classes preset to GD_CLASS_GEMM). */
@@ -73,6 +83,23 @@ const char *gd_emulate_name(enum gd_emulate e);
 
 /* Parses "tf32", "bf16:conv,gemm", "none". Returns 0 or GD_EINVAL with a message. */
 int gd_emulate_parse(const char *text, enum gd_emulate *e, unsigned *classes, struct gd_err *err);
+
+/* Sets knobs' emulation from "FORMAT[:CLASSES]" or "FORMAT@NODE[,NODE...]" (only those
+ * nodes: "tf32@fc2"); "none". GD_EINVAL with a message, knobs unchanged. */
+int gd_knobs_set_emulate(struct gd_knobs *knobs, const char *text, struct gd_err *err);
+
+/* The knobs' emulation as gd_knobs_set_emulate() reads it back ("tf32:conv,gemm",
+ * "bf16@fc1,fc2", "none"), into out. */
+void gd_knobs_emulate_text(const struct gd_knobs *knobs, char *out, size_t size);
+
+/* 1 when knobs emulate node name (an op of class op_class: GD_CLASS_GEMM or _CONV). */
+int gd_knobs_emulates(const struct gd_knobs *knobs, const char *name, unsigned op_class);
+
+/* 0 when text is a value of knobs.repro ("off", "bitwise"), else GD_EINVAL with a message. */
+int gd_repro_check(const char *text, struct gd_err *err);
+
+/* 1 when the knobs ask for bitwise mode (knobs.repro "bitwise"). */
+int gd_knobs_bitwise(const struct gd_knobs *knobs);
 
 /* Names of the backends built into this library, NULL-terminated ("cpu", "cpu64", ...). */
 const char *const *gd_backend_names(void);

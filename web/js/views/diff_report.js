@@ -40,6 +40,8 @@ function knobArgs(r) {
         parts.push('--tf32', k.tf32 ? 'on' : 'off');
     if (k.math_mode)
         parts.push('--math-mode', quote(k.math_mode));
+    if (k.repro === 'bitwise')
+        parts.push('--repro', 'bitwise');
     return parts;
 }
 

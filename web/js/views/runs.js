@@ -11,7 +11,7 @@
 // check boxes pick runs for an overlay of their errors against one truth; an admin token makes
 // a run the baseline.
 import {h, message, fmtTime, fmtInt, fmtNum, shortId, routeHref, verdictBadge, deviceLabel,
-        knobWords} from '../dom.js';
+        knobWords, bitwiseBadge} from '../dom.js';
 import {apiGet, apiPost, getModels, getToken} from '../api.js';
 import {copyLinkButton, tableExports} from '../share.js';
 
@@ -488,7 +488,8 @@ function runRow(run, again, f) {
                                               'aria-label': `overlay: run ${shortId(run.id)}`})),
         h('td', {class: 'nowrap'}, fmtTime(run.created_at)),
         h('td', {}, h('a', {href: routeHref('/runs', {model: run.model})}, run.model)),
-        h('td', {}, run.backend, framework ? h('span', {class: 'sub'}, 'framework dump') : null),
+        h('td', {}, run.backend, framework ? h('span', {class: 'sub'}, 'framework dump') : null,
+          bitwiseBadge(run)),
         h('td', {class: 'device-cell' + (device === run.gpu ? '' : ' muted'), title: run.device || null}, device),
         h('td', {class: 'knobs-cell', title: allKnobs.join(' ') || null},
           knobs.length ? h('ul', {class: 'knobs'}, knobs.map((k) => h('li', {}, k)))
