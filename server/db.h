@@ -310,7 +310,8 @@ int srv_db_run_baseline(struct srv_db *db, const char *run_id, char baseline[40]
 /*
  * The matrix's devices: for each device key of the model's complete runs whose tensors
  * retention kept, its newest run, as [{"key", "run", "backend", "gpu" (null on CPU
- * backends), "created_at"}] ordered by key.
+ * backends), "created_at", "env": {"driver", "cuda_runtime", "cudnn", "cublas", "host",
+ * "labels"} (null where not recorded), "knobs", "labels"}] ordered by key.
  * SRV_ENOTFOUND when there is no such model.
  */
 int srv_db_model_devices(struct srv_db *db, const char *model, json_t **out, struct gd_err *err);
@@ -478,6 +479,78 @@ struct srv_diff_summary {
  */
 int srv_db_diff_summary(struct srv_db *db, const struct srv_diff_key *key, const char *layer,
                         struct srv_diff_summary *out, struct gd_err *err);
+
+/* ---- the dashboard's views of cached diffs (db_diff_views.c, migration 013) ---- */
+
+struct srv_diff_view; /* diff_view.h */
+
+/*
+ * The row of the cached diff of key (*diff_id), and whether a view of this format is stored
+ * for it (*has_view, with its *n_layers). SRV_ENOTFOUND when the diff is not cached.
+ */
+int srv_db_diff_view_locate(struct srv_db *db, const struct srv_diff_key *key, int64_t *diff_id,
+                            int *has_view, int64_t *n_layers, struct gd_err *err);
+
+/* The view's summary text and a newline (owned by the caller); SRV_ENOTFOUND for none. */
+int srv_db_diff_view_summary(struct srv_db *db, int64_t diff_id, char **text, size_t *len,
+                             struct gd_err *err);
+
+/*
+ * Stores the view of diff row diff_id in one transaction, in place of one of another format;
+ * one stored meanwhile by another request stays. Nothing when the diff is gone.
+ */
+int srv_db_diff_view_put(struct srv_db *db, int64_t diff_id, const struct srv_diff_view *v,
+                         int64_t now, struct gd_err *err);
+
+/* What a page of rows is filtered by; NULL: not. q is a substring of the name, any case. */
+struct srv_diff_view_filter {
+    const char *verdict, *op, *q, *name;
+};
+
+/*
+ * Appends {"total", "offset", "limit", "layers": [row, ...]} and a newline to out: the rows
+ * of the view that pass f, from the offset-th of them, at most limit, in the diff's order;
+ * total counts those that pass (n_layers without a filter).
+ */
+int srv_db_diff_view_page(struct srv_db *db, int64_t diff_id, int64_t n_layers,
+                          const struct srv_diff_view_filter *f, int64_t offset, int64_t limit,
+                          struct srv_buf *out, struct gd_err *err);
+
+/* Called for each layer of a view in order; err is NaN for null. Non-zero stops. */
+typedef int srv_diff_view_node_fn(void *user, int64_t idx, const char *name, const char *op,
+                                  const char *verdict, double err_value, struct gd_err *err);
+
+int srv_db_diff_view_nodes(struct srv_db *db, int64_t diff_id, srv_diff_view_node_fn *fn,
+                           void *user, struct gd_err *err);
+
+/*
+ * A run's stored run.json without layers, with "n_layers" and "state" added (a new
+ * reference), whatever retention did to its tensors. SRV_ENOTFOUND for no run.
+ */
+int srv_db_run_meta(struct srv_db *db, const char *id, json_t **out, struct gd_err *err);
+
+/* ---- per-layer summaries of cached diffs, in order (db_diff_views.c) ---- */
+
+/* Called for each layer of a cached diff in order; err is NaN for null. Non-zero stops. */
+typedef int srv_diff_layer_fn(void *user, const char *name, const char *verdict,
+                              double err_value, struct gd_err *err);
+
+/*
+ * The layers of the cached diff of key, through fn, and its first divergent layer ("" for
+ * none). SRV_ENOTFOUND when it is not cached.
+ */
+int srv_db_diff_layers(struct srv_db *db, const struct srv_diff_key *key,
+                       char first_divergent[256], srv_diff_layer_fn *fn, void *user,
+                       struct gd_err *err);
+
+/* ---- truths (db_standing.c) ---- */
+
+/*
+ * The newest complete cpu64 run of run's model with the same input sha256 (or none recorded
+ * by both), other than run itself: what it is measured against when no truth is named.
+ * SRV_ENOTFOUND when there is none.
+ */
+int srv_db_truth_find(struct srv_db *db, const char *run, char out[40], struct gd_err *err);
 
 /* ---- tokens (db_tokens.c) ---- */
 

@@ -19,14 +19,19 @@
     "(r.owner_token " same " s.owner_token OR EXISTS (SELECT 1 FROM tokens t "                     \
     "WHERE t.id = r.owner_token AND t.role = 'admin'))"
 
-/* By dialect (sql.h): SQLite's json_extract, PostgreSQL's json path operator. */
+/*
+ * By dialect (sql.h): SQLite's json_extract, PostgreSQL's json path operator. A replay runs
+ * its source's model, so the search walks runs_by_device for that model and the device only:
+ * without the model it read the meta of every complete run, 30 ms per diff with 10,000 runs
+ * in the store, twice per diff (docs/PERFORMANCE.md, "The device matrix").
+ */
 static const char *const SQL_REPLAY_FIND[] = {
     "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 JOIN runs s ON s.id = ?1 "
-    "WHERE r.state = 'complete' AND r.device = o.device "
+    "WHERE r.model_id = s.model_id AND r.device = o.device AND r.state = 'complete' "
     "AND json_extract(r.meta, '$.replay.of') = ?1 AND " REPLAY_MAY("IS") " "
     "ORDER BY r.created_ts DESC, r.id DESC LIMIT 1",
     "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 JOIN runs s ON s.id = ?1 "
-    "WHERE r.state = 'complete' AND r.device = o.device "
+    "WHERE r.model_id = s.model_id AND r.device = o.device AND r.state = 'complete' "
     "AND r.meta::json #>> '{replay,of}' = ?1 AND " REPLAY_MAY("IS NOT DISTINCT FROM") " "
     "ORDER BY r.created_ts DESC, r.id DESC LIMIT 1",
 };

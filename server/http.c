@@ -381,10 +381,10 @@ reply_text(struct srv_req *req, unsigned status, char *text, size_t len, const c
 /* sec: a document this large was built of very many small blocks (jansson's), now freed. */
 #define TRIM_AFTER_JSON ((size_t)1 << 20)
 
-int
-srv_reply_json(struct srv_req *req, unsigned status, json_t *body)
+static int
+reply_dumped(struct srv_req *req, unsigned status, json_t *body, size_t flags)
 {
-    char *text = body ? json_dumps(body, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    char *text = body ? json_dumps(body, flags) : NULL;
     json_decref(body);
     if (text != NULL && strlen(text) > TRIM_AFTER_JSON)
         malloc_trim(0);
@@ -400,6 +400,18 @@ srv_reply_json(struct srv_req *req, unsigned status, json_t *body)
         }
     }
     return reply_text(req, status, text, text != NULL ? strlen(text) : 0, "application/json");
+}
+
+int
+srv_reply_json(struct srv_req *req, unsigned status, json_t *body)
+{
+    return reply_dumped(req, status, body, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+}
+
+int
+srv_reply_json_compact(struct srv_req *req, unsigned status, json_t *body, int digits)
+{
+    return reply_dumped(req, status, body, JSON_COMPACT | JSON_REAL_PRECISION(digits));
 }
 
 int

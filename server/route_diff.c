@@ -104,18 +104,26 @@ run_param(struct srv_req *req, const char *name, int required, const char **out)
 }
 
 int
+srv_diff_key_from_query(struct srv_req *req, struct srv_diff_key *key)
+{
+    srv_diff_key_default(key, NULL, NULL);
+    const char *truth;
+    if (run_param(req, "a", 1, &key->a) != 0 || run_param(req, "b", 1, &key->b) != 0 ||
+        run_param(req, "truth", 0, &truth) != 0 ||
+        tolerance(req, "atol", SRV_DIFF_ATOL, &key->atol) != 0 ||
+        tolerance(req, "rtol", SRV_DIFF_RTOL, &key->rtol) != 0)
+        return req->err.code;
+    key->truth = truth != NULL ? truth : "";
+    return 0;
+}
+
+int
 srv_diff_get(struct srv_req *req)
 {
     static const char *const known[] = {"a", "b", "truth", "atol", "rtol", NULL};
     struct srv_diff_key key;
-    srv_diff_key_default(&key, NULL, NULL);
-    const char *truth;
-    if (srv_req_query_check(req, known) != 0 || run_param(req, "a", 1, &key.a) != 0 ||
-        run_param(req, "b", 1, &key.b) != 0 || run_param(req, "truth", 0, &truth) != 0 ||
-        tolerance(req, "atol", SRV_DIFF_ATOL, &key.atol) != 0 ||
-        tolerance(req, "rtol", SRV_DIFF_RTOL, &key.rtol) != 0)
+    if (srv_req_query_check(req, known) != 0 || srv_diff_key_from_query(req, &key) != 0)
         return req->err.code;
-    key.truth = truth != NULL ? truth : "";
     char *text = NULL;
     size_t len = 0;
     int hit = 0;

@@ -422,6 +422,8 @@ int srv_req_query_check(struct srv_req *req, const char *const *known);
 int srv_reply_json(struct srv_req *req, unsigned status, json_t *body);
 /* JSON text made elsewhere (a cached diff), sent as it is; steals text (malloc'd, ends in NUL). */
 int srv_reply_json_text(struct srv_req *req, unsigned status, char *text, size_t len);
+/* Steals body; compact, its numbers to `digits` significant digits (web's large answers). */
+int srv_reply_json_compact(struct srv_req *req, unsigned status, json_t *body, int digits);
 int srv_reply_error(struct srv_req *req);
 /* sec: bytes of answers over 64 KiB made in memory and not yet sent (--response-memory). */
 int64_t srv_response_memory(void);
@@ -467,6 +469,13 @@ int srv_models_baseline(struct srv_req *req);
 int srv_models_matrix(struct srv_req *req);
 int srv_models_history(struct srv_req *req);
 int srv_diff_get(struct srv_req *req);
+/* web (issue 26): route_diff_views.c, route_overlay.c, route_standing.c */
+int srv_diff_summary_get(struct srv_req *req);
+int srv_diff_layers_get(struct srv_req *req);
+int srv_diff_graph_get(struct srv_req *req);
+int srv_overlay_get(struct srv_req *req);
+int srv_heatmap_get(struct srv_req *req);
+int srv_standing_get(struct srv_req *req);
 int srv_runs_create(struct srv_req *req);
 int srv_runs_list(struct srv_req *req);
 int srv_runs_get(struct srv_req *req);

@@ -590,6 +590,25 @@ tests_engine_check_fold_SOURCES = tests/engine/check_fold.c
 tests_engine_check_fold_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_fold_LDADD = $(TEST_LIBS)
 endif
+# web (issue 26): decoded tensors kept between diffs, a diff's view, its storage
+if HAVE_CHECK
+WEB_CHECKS = tests/server/check_tensor_cache tests/server/check_diff_view \
+	tests/server/check_db_diff_views
+check_PROGRAMS += $(WEB_CHECKS)
+TESTS += $(WEB_CHECKS)
+tests_server_check_tensor_cache_SOURCES = tests/server/check_tensor_cache.c
+tests_server_check_tensor_cache_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_tensor_cache_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_diff_view_SOURCES = tests/server/check_diff_view.c
+tests_server_check_diff_view_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_diff_view_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_db_diff_views_SOURCES = tests/server/check_db_diff_views.c $(DB_FIXTURE)
+tests_server_check_db_diff_views_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_diff_views_LDADD = $(SERVER_TEST_LIBS)
+endif
+TESTS += tests/integration/server_diff_views.sh
+EXTRA_DIST += tests/integration/server_diff_views.sh tests/web/depth_steps.mjs \
+	tests/web/width_steps.mjs tests/web/fault_steps.mjs
 
 # ---- fleet (issue 24): the files a model reads besides itself ----
 if HAVE_CHECK
