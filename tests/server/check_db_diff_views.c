@@ -97,7 +97,7 @@ setup(struct srv_diff_key *key, int64_t *diff_id, int with_view)
     struct srv_diff_layer_sum sums[6];
     for (int i = 0; i < 6; i++)
         sums[i] = (struct srv_diff_layer_sum){NAMES[i], VERDICTS[i], i * 0.125, 0};
-    struct srv_diff_row row = {"bLock%2.gemm", 6, sums, text, 0.1};
+    struct srv_diff_row row = {"bLock%2.gemm", 6, sums, text, 0.1, 0};
     struct gd_err err;
     ck_assert_msg(srv_db_diff_put(db, key, &row, 100, &err) == 0, "%s", err.msg);
     int has = 1;
