@@ -4,11 +4,12 @@
 # PAIRS Gemm+Tanh pairs (2 x PAIRS layers) run on cpu and cpu --emulate tf32, pushed to a
 # fresh gpudiffd, the diff and its view made once through the API (timed), then
 # tests/bench/web_depth.mjs on this tree's web/ and, beside it on the same database, on the
-# dashboard of a git revision (main: before issue 26).
+# dashboard of a git revision (PEER_REV, by default 2638b4a: main before issue 26, the
+# revision the issue measured; main itself has issue 26 since its merge).
 #
 #   tests/bench/web_depth.sh BUILD PAIRS [ROUNDS] [PEER_REV]
-#   tests/bench/web_depth.sh build 1000 5 main      # the 2,000-layer model
-#   tests/bench/web_depth.sh build 5000 3 main      # the 10,000-layer model
+#   tests/bench/web_depth.sh build 1000 3 2638b4a   # the 2,000-layer model
+#   tests/bench/web_depth.sh build 5000 1 2638b4a   # the 10,000-layer model (minutes)
 #
 # Needs /usr/bin/python3 with numpy, Chromium, tests/web/node_modules. The daemons take
 # --max-json 64M: a run.json of 10,000 layers is 17 MB, over the default 16M.
@@ -16,7 +17,7 @@ set -eu
 build=$(cd "${1:?usage: web_depth.sh BUILD PAIRS [ROUNDS] [PEER_REV]}" && pwd)
 pairs=${2:?pairs}
 rounds=${3:-3}
-rev=${4:-main}
+rev=${4:-2638b4a}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/web-depth.XXXXXX)
 pids=""
