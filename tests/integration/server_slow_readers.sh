@@ -55,8 +55,15 @@ jq -e --argjson b "$budget" '.begun == 300 and .refused == 0 and .unanswered == 
     .healthz_ok and .peak_rss - .baseline_rss <= $b' "$TMP/slow.json" >/dev/null ||
     fail "300 clients that never read: $(jq -c '{begun, refused, unanswered, healthz_ok,
         grew: (.peak_rss - .baseline_rss), budget: '"$budget"'}' "$TMP/slow.json")"
-jq -e '.after_rss <= .baseline_rss * 1.10' "$TMP/slow.json" >/dev/null ||
-    fail "after they closed the daemon holds $(jq '.after_rss - .baseline_rss' "$TMP/slow.json") bytes more than before"
+# AddressSanitizer keeps freed blocks in its quarantine (256 MB by default) instead of giving
+# them back, so under it what the daemon holds after they close says nothing of the daemon:
+# that check is for the normal build (the bound while they hold applies to both).
+if ldd "$GD_BUILDDIR/gpudiffd" 2>/dev/null | grep -q libasan; then
+    echo "note: an AddressSanitizer build: memory after the clients close not checked (quarantine)"
+else
+    jq -e '.after_rss <= .baseline_rss * 1.10' "$TMP/slow.json" >/dev/null ||
+        fail "after they closed the daemon holds $(jq '.after_rss - .baseline_rss' "$TMP/slow.json") bytes more than before"
+fi
 echo "ok: 300 clients that never read: $(jq -r '"\(.baseline_rss / 1048576 | floor) MB -> \(.peak_rss / 1048576 | floor) MB (\(.per_client / 1024 | floor) KiB each, at most 160), \(.after_rss / 1048576 | floor) MB after; /healthz in \(.healthz_s) s"' "$TMP/slow.json")"
 
 # The download still comes whole after them, and from a fresh thread cache's view too.
