@@ -7,6 +7,8 @@ gpudiff_agent_SOURCES = \
 	agent/main.c \
 	agent/run.c \
 	agent/inputs.c \
+	agent/model_load.h \
+	agent/model_load.c \
 	agent/ops.c \
 	agent/diff.c \
 	agent/bundle.c \

@@ -18,11 +18,11 @@
 
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
-#include "gpudiff/model.h"
 #include "gpudiff/replay.h"
 #include "gpudiff/run.h"
 #include "agent.h"
 #include "fetch.h"
+#include "model_load.h"
 #include "upload.h"
 
 struct replay_opts {
@@ -31,7 +31,8 @@ struct replay_opts {
     const char *token;
     const char *model;
     const char *weights_dir;
-    const char *input;
+    const char *inputs[AGT_MAX_INPUTS]; /* --input, as run takes them; none: the run's own */
+    int n_inputs;
     const char *input_key;
     const char *out;
     int replace, json, progress, verbose, push;
@@ -62,7 +63,7 @@ replay_usage(FILE *out)
             "input is the run's input, checked against its sha256 too.\n\n"
             "Required:\n"
             "  BUNDLE              the run bundle folder to replay, or with --server a run id\n"
-            "  --model FILE        the bundle's model in the gpudiff JSON graph format\n"
+            "  --model FILE        the bundle's model, as run takes it: ONNX or the JSON graph\n"
             "  --out DIR           bundle folder to create (must not exist, see --replace)\n\n"
             "Options:\n"
             "  --server URL        pull run RUN_ID from gpudiffd (GET /api/v1/runs/RUN_ID and\n"
@@ -71,10 +72,12 @@ replay_usage(FILE *out)
             "                      where the server requires one to read, and by --push\n"
             "  --push              upload the replay to --server when it is written, as\n"
             "                      `push` would (an agent token)\n"
-            "  --weights-dir DIR   folder weight paths are relative to (default: the model's\n"
-            "                      \"weights_dir\", relative to the model file)\n"
-            "  --input FILE        the run's input (.npy, .npz, .safetensors; default: the\n"
-            "                      file run.json names, when it is here)\n"
+            "  --weights-dir DIR   JSON models: folder weight paths are relative to (default:\n"
+            "                      the model's \"weights_dir\", relative to the model file)\n"
+            "  --input [NAME=]FILE the run's input, as run takes it (.npy, .npz,\n"
+            "                      .safetensors, .pb; NAME=FILE per input of a model of\n"
+            "                      several; default: the files run.json names, when they are\n"
+            "                      here); each is checked against the run's SHA-256\n"
             "  --input-key NAME    member of an .npz/.safetensors input (default: run.json's\n"
             "                      key when --input is not given)\n",
             AGT_TOKEN_ENV);
@@ -142,7 +145,11 @@ parse_args(int argc, char **argv, struct replay_opts *o)
             o->weights_dir = optarg;
             break;
         case O_INPUT:
-            o->input = optarg;
+            if (o->n_inputs == AGT_MAX_INPUTS) {
+                fprintf(stderr, "gpudiff-agent replay: more than %d --input\n", AGT_MAX_INPUTS);
+                return -1;
+            }
+            o->inputs[o->n_inputs++] = optarg;
             break;
         case O_INPUT_KEY:
             o->input_key = optarg;
@@ -331,32 +338,35 @@ needed_layers(const struct gd_graph *g, json_t *layers, unsigned char *want, str
     return 0;
 }
 
-/* The graph input, checked against the sha256 the run recorded. */
-static int
-load_input(const struct replay_opts *o, json_t *run, struct gd_tensor **out, struct gd_err *err)
+/* run.json's input records: "inputs", or for a run of one input made before "inputs"
+ * existed, its "input" (a new reference). */
+static json_t *
+run_inputs(json_t *run)
 {
-    json_t *in = json_object_get(run, "input");
-    const char *path = o->input ? o->input : json_string_value(json_object_get(in, "file"));
-    /* run.json's key goes with run.json's file, not with another --input */
-    const char *key = o->input_key ? o->input_key
-                      : o->input   ? NULL
-                                   : json_string_value(json_object_get(in, "key"));
-    if (path == NULL || (o->input == NULL && access(path, R_OK) != 0))
-        return gd_err_set(err, GD_ENOENT, "the run's input %s is not here: give --input",
-                          path ? path : "(not recorded)");
-    int rc = gd_array_load(path, key, out, err);
-    if (rc != 0)
-        return rc;
-    const char *want = json_string_value(json_object_get(in, "sha256"));
-    char sha[65];
-    rc = gd_tensor_sha256(*out, sha, err);
-    if (rc == 0 && want != NULL && strcmp(sha, want) != 0)
-        rc = gd_err_set(err, GD_EINVAL, "input %s has sha256 %.16s..., the run's was %.16s...: "
-                        "a replay needs the run's own input", path, sha, want);
-    if (rc != 0) {
-        gd_tensor_free(*out);
-        *out = NULL;
-    }
+    json_t *many = json_object_get(run, "inputs");
+    if (json_is_array(many) && json_array_size(many) > 0)
+        return json_incref(many);
+    json_t *one = json_object_get(run, "input");
+    return json_is_object(one) ? json_pack("[O]", one) : NULL;
+}
+
+/* The model and its inputs: the run's own (or --input), checked against the run's SHA-256;
+ * in the run's --dtype unless --dtype says otherwise. */
+static int
+load_model(const struct replay_opts *o, json_t *run, struct agt_model *m, struct gd_err *err)
+{
+    json_t *records = run_inputs(run);
+    const char *dtype = o->ko.knobs.dtype;
+    const char *run_dtype =
+        json_string_value(json_object_get(json_object_get(run, "knobs"), "dtype"));
+    if (dtype[0] == '\0' && run_dtype != NULL)
+        dtype = run_dtype;
+    struct agt_model_req req = {.model = o->model, .weights_dir = o->weights_dir,
+                                .inputs = o->inputs, .n_inputs = o->n_inputs,
+                                .input_key = o->input_key, .input_records = records,
+                                .expect = records, .dtype = dtype};
+    int rc = agt_model_load(&req, m, err);
+    json_decref(records);
     return rc;
 }
 
@@ -380,9 +390,11 @@ replay_meta(const struct replay_opts *o, const struct gd_graph *g, json_t *src_r
                                json_object_get(src_env, "host"), "gpu_name",
                                json_object_get(src_env, "gpu_name"));
     json_t *input = json_object_get(src_run, "input");
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O?, s:s, s:o, s:o, s:O, s:f, s:o}",
+    json_t *inputs = json_object_get(src_run, "inputs");
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O?, s:O?, s:s, s:o, s:o, s:O, s:f, s:o}",
                      "id", id, "created_at", now, "model", "name", g->name, "sha256", g->sha256,
-                     "file", o->model, "input", input, "backend", gd_session_backend(s), "env",
+                     "file", o->model, "input", input, "inputs", inputs, "backend",
+                     gd_session_backend(s), "env",
                      env, "knobs",
                      agt_knobs_json(o->ko.backend, &o->ko.knobs, gd_session_env(s)), "labels",
                      o->labels,
@@ -401,21 +413,17 @@ static int
 execute(struct replay_opts *o)
 {
     struct gd_err err = {0};
+    struct agt_model m = {0};
     struct gd_graph *g = NULL, *r = NULL;
     struct gd_bundle *src = NULL;
     struct gd_session *s = NULL;
     struct gd_bundle_writer *w = NULL;
-    struct gd_tensor *input = NULL, **ins = NULL;
+    struct gd_tensor **ins = NULL;
     struct gd_shape *shapes = NULL;
     int *source = NULL, code = AGT_EXIT_OK;
     json_t *meta = NULL, *doc = NULL;
     unsigned char *want = NULL;
     char tmp[4096] = "";
-    struct gd_model_opts mo = {.weights_dir = o->weights_dir};
-    if (gd_model_load(o->model, &mo, &g, &err) != 0) {
-        code = agt_fail(&err, AGT_PHASE_LOAD);
-        goto done;
-    }
     const char *bundle_dir = o->bundle;
     if (o->server != NULL) {
         struct agt_fetch_opts fo = {.server = o->server, .token = o->token, .retries = 5};
@@ -427,6 +435,11 @@ execute(struct replay_opts *o)
                                                     : AGT_EXIT_UPLOAD;
             goto done;
         }
+        if (load_model(o, doc, &m, &err) != 0) {
+            code = agt_fail(&err, AGT_PHASE_LOAD);
+            goto done;
+        }
+        g = m.g;
         size_t n = json_array_size(json_object_get(doc, "layers"));
         want = calloc(n + 1, 1);
         const char *base = getenv("TMPDIR");
@@ -452,6 +465,13 @@ execute(struct replay_opts *o)
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
+    if (g == NULL) {
+        if (load_model(o, src->run, &m, &err) != 0) {
+            code = agt_fail(&err, AGT_PHASE_LOAD);
+            goto done;
+        }
+        g = m.g;
+    }
     const char *sha = json_string_value(json_object_get(json_object_get(src->run, "model"),
                                                         "sha256"));
     const char *run_id = json_string_value(json_object_get(src->run, "id"));
@@ -467,17 +487,7 @@ execute(struct replay_opts *o)
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    if (g->n_inputs != 1) {
-        gd_err_set(&err, GD_ENOTSUP, "replay takes models with one input (this one has %d)",
-                   g->n_inputs);
-        code = agt_fail(&err, AGT_PHASE_LOAD);
-        goto done;
-    }
-    if (load_input(o, src->run, &input, &err) != 0) {
-        code = agt_fail(&err, AGT_PHASE_LOAD);
-        goto done;
-    }
-    /* Every value's shape in the captured run: the layers', and the input's. */
+    /* Every value's shape in the captured run: the layers', and the inputs'. */
     shapes = calloc((size_t)g->n_values, sizeof *shapes);
     if (shapes == NULL) {
         gd_err_set(&err, GD_ENOMEM, "out of memory");
@@ -490,14 +500,17 @@ execute(struct replay_opts *o)
         if (li >= 0)
             shapes[v] = src->layers[li].shape;
     }
-    shapes[g->inputs[0]].ndim = input->ndim;
-    for (int k = 0; k < input->ndim; k++)
-        shapes[g->inputs[0]].dim[k] = input->shape[k];
+    for (int i = 0; i < g->n_inputs; i++) {
+        const struct gd_tensor *in = m.inputs[i];
+        shapes[g->inputs[i]].ndim = in->ndim;
+        for (int k = 0; k < in->ndim; k++)
+            shapes[g->inputs[i]].dim[k] = in->shape[k];
+    }
     if (gd_graph_replay_new(g, shapes, &r, &source, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    ins = calloc((size_t)r->n_inputs, sizeof *ins);
+    ins = calloc((size_t)r->n_inputs + 1, sizeof *ins);
     if (ins == NULL) {
         gd_err_set(&err, GD_ENOMEM, "out of memory");
         code = agt_fail(&err, AGT_PHASE_LOAD);
@@ -507,7 +520,9 @@ execute(struct replay_opts *o)
     for (int k = 0; k < r->n_inputs; k++) {
         int v = source[k];
         if (g->values[v].is_input) {
-            ins[k] = input;
+            for (int i = 0; i < g->n_inputs; i++)
+                if (g->inputs[i] == v)
+                    ins[k] = m.inputs[i];
             continue;
         }
         int li = layer_of(src, g, v);
@@ -582,7 +597,7 @@ execute(struct replay_opts *o)
 done:
     if (ins != NULL && r != NULL)
         for (int k = 0; k < r->n_inputs; k++)
-            if (ins[k] != input)
+            if (!g->values[source[k]].is_input)
                 gd_tensor_free(ins[k]);
     free(ins);
     free(source);
@@ -592,10 +607,9 @@ done:
     json_decref(doc);
     gd_bundle_writer_free(w);
     gd_session_free(s);
-    gd_tensor_free(input);
     gd_bundle_close(src);
     gd_graph_free(r);
-    gd_graph_free(g);
+    agt_model_fini(&m);
     if (tmp[0] != '\0')
         remove_tree(tmp);
     return code;

@@ -15,11 +15,10 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
 #include "gpudiff/log.h"
-#include "gpudiff/model.h"
-#include "gpudiff/onnx.h"
 #include "gpudiff/run.h"
 #include "agent.h"
 #include "inputs.h"
+#include "model_load.h"
 #include "run_opts.h"
 #include "upload.h"
 
@@ -537,69 +536,26 @@ run_meta(const struct agt_run_opts *o, const struct gd_graph *g, json_t *inputs,
     return meta;
 }
 
-/* 1 when the model file is ONNX (a protobuf), 0 when it is JSON (starts with '{'). */
-static int
-model_is_onnx(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return 0; /* gd_model_load() says what is wrong with it */
-    int c;
-    while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r')
-        ;
-    fclose(f);
-    return c != EOF && c != '{';
-}
-
-/* Loads the model and its inputs; an ONNX model is then checked with them. */
 int
-agt_run_load(const struct agt_run_opts *o, struct gd_graph **g, struct gd_tensor **inputs, json_t **records,
-     struct gd_err *err)
-{
-    int onnx = model_is_onnx(o->model);
-    struct gd_model_opts mo = {.weights_dir = o->weights_dir};
-    struct gd_onnx_opts oo = {.defer_finalize = 1};
-    if (onnx && o->weights_dir != NULL)
-        return gd_err_set(err, GD_EINVAL, "--weights-dir is for JSON models; %s is ONNX, whose "
-                          "external data is relative to its folder", o->model);
-    int rc = onnx ? gd_onnx_load(o->model, &oo, NULL, g, err) : gd_model_load(o->model, &mo, g,
-                                                                             err);
-    int cast = o->knobs.dtype[0] != '\0';
-    if (rc == 0 && cast) {
-        enum gd_dtype dt = strcmp(o->knobs.dtype, "float16") == 0 ? GD_F16 : GD_BF16;
-        rc = gd_graph_cast_floats(*g, dt, err);
-        /* a JSON model was finalized in float32 by its loader: once more in the new dtype */
-        if (rc == 0 && !onnx)
-            rc = gd_graph_finalize(*g, err);
-        if (rc != 0)
-            gd_err_prefix(err, "--dtype %s: ", o->knobs.dtype);
-    }
-    if (rc == 0)
-        rc = agt_inputs_load(*g, o->inputs, o->n_inputs, o->input_key, inputs, records, err);
-    if (rc == 0 && onnx)
-        rc = gd_graph_finalize_with(*g, (const struct gd_tensor *const *)inputs, err);
-    if (rc == 0 && onnx)
-        gd_log(GD_LOG_DEBUG, "%s: %d layers, %d folds, %d inputs", o->model, (*g)->n_nodes,
-               (*g)->n_folds, (*g)->n_inputs);
-    return rc;
-}
-
-static int
-execute(struct agt_run_opts *o)
+agt_run_execute(struct agt_run_opts *o)
 {
     struct gd_err err = {0};
-    struct gd_graph *g = NULL;
-    struct gd_tensor *inputs[AGT_MAX_INPUTS] = {0};
-    json_t *records = NULL;
+    struct agt_model m = {0};
     struct gd_session *s = NULL;
     struct gd_bundle_writer *w = NULL;
     json_t *meta = NULL;
     int code = AGT_EXIT_OK;
 
-    if (agt_run_load(o, &g, inputs, &records, &err) != 0) {
+    struct agt_model_req req = {.model = o->model, .weights_dir = o->weights_dir,
+                                .inputs = o->inputs, .n_inputs = o->n_inputs,
+                                .input_key = o->input_key, .dtype = o->knobs.dtype};
+    if (agt_model_load(&req, &m, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
+    struct gd_graph *g = m.g;
+    struct gd_tensor **inputs = m.inputs;
+    json_t *records = m.records;
     if (o->knobs.capture_limit == 0) {
         const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
         int64_t mib = mb != NULL && atol(mb) > 0 ? atol(mb) : 1024;
@@ -626,13 +582,20 @@ execute(struct agt_run_opts *o)
     struct gd_capture_sel sel;
     unsigned char *only = NULL;
     int none = o->capture != NULL && strcmp(o->capture, "none") == 0;
-    if (agt_run_capture_sel(o->capture, g, o->knobs.batch, &sel, &only, &err) != 0 ||
-        gd_session_set_capture(s, &sel, &err) != 0) {
+    int sel_rc = agt_run_capture_sel(o->capture, g, o->knobs.batch, &sel, &only, &err);
+    /* fetch-layers: the nodes after the last layer asked for are not run */
+    for (int i = 0; sel_rc == 0 && o->stop_after_selected && i < sel.n_only; i++)
+        if (sel.only[i])
+            sel.last_layer = i;
+    if (sel_rc != 0 || gd_session_set_capture(s, &sel, &err) != 0) {
         free(only);
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
     free(only);
+    if (o->stop_after_selected && sel.only != NULL)
+        gd_log(GD_LOG_DEBUG, "the run stops after layer %d, the last asked for",
+               sel.last_layer);
     gd_bundle_writer_set_fingerprints(w, 1);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -670,31 +633,42 @@ done:
     json_decref(meta);
     gd_bundle_writer_free(w);
     gd_session_free(s);
-    for (int i = 0; i < AGT_MAX_INPUTS; i++)
-        gd_tensor_free(inputs[i]);
-    json_decref(records);
-    gd_graph_free(g);
+    agt_model_fini(&m);
     return code;
+}
+
+void
+agt_run_opts_init(struct agt_run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    gd_knobs_init(&o->knobs);
+    agt_upload_opts_init(&o->upload);
+    o->labels = json_object();
+    o->progress = isatty(STDERR_FILENO);
+}
+
+void
+agt_run_opts_fini(struct agt_run_opts *o)
+{
+    json_decref(o->labels);
+    json_decref(o->env_labels);
+    o->labels = o->env_labels = NULL;
 }
 
 int
 agt_cmd_run(int argc, char **argv)
 {
-    struct agt_run_opts o = {0};
-    gd_knobs_init(&o.knobs);
-    agt_upload_opts_init(&o.upload);
-    o.labels = json_object();
-    o.progress = isatty(STDERR_FILENO);
+    struct agt_run_opts o;
+    agt_run_opts_init(&o);
     int prc = agt_run_parse(argc, argv, &o);
     int code;
     if (prc != 0) {
         code = prc > 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
     } else {
         agt_log_init(o.verbose);
-        code = execute(&o);
+        code = agt_run_execute(&o);
     }
-    json_decref(o.labels);
-    json_decref(o.env_labels);
+    agt_run_opts_fini(&o);
     return code;
 }
 

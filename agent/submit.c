@@ -14,6 +14,7 @@
 
 #include "gpudiff/hash.h"
 #include "jobs.h"
+#include "model_load.h"
 
 #define SUBMIT_MAX_FILES 64
 
@@ -250,13 +251,7 @@ submit_parse(int argc, char **argv, struct submit_opts *o)
 static char *
 model_name(const struct submit_file *m)
 {
-    FILE *f = fopen(m->path, "rb");
-    int first = ' ';
-    while (f != NULL && (first == ' ' || first == '\n' || first == '\r' || first == '\t'))
-        first = fgetc(f);
-    if (f != NULL)
-        fclose(f);
-    if (first == '{') {
+    if (!agt_model_is_onnx(m->path)) {
         json_t *j = json_load_file(m->path, 0, NULL);
         const char *n = json_string_value(json_object_get(j, "name"));
         char *copy = n != NULL && n[0] != '\0' ? strdup(n) : NULL;

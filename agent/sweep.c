@@ -53,11 +53,15 @@ sweep_usage(FILE *out)
             "A setting the device cannot run is reported with its error. Progress goes to\n"
             "stderr; the report (or --json) to stdout.\n\n"
             "Required:\n"
-            "  --model FILE        model in the gpudiff JSON graph format\n"
-            "  --input FILE        input array: .npy, .npz or .safetensors\n\n"
+            "  --model FILE        the model, as run takes it: ONNX or the JSON graph\n"
+            "  --input [NAME=]FILE an input, as run takes it (.npy, .npz, .safetensors or\n"
+            "                      an ONNX TensorProto .pb; NAME=FILE for each input of a\n"
+            "                      model of several). The first input's rows are the batch\n\n"
             "Options:\n"
             "  --input-key NAME    member of an .npz/.safetensors input\n"
-            "  --weights-dir DIR   folder weight paths are relative to\n"
+            "  --weights-dir DIR   JSON models: folder weight paths are relative to\n"
+            "  --dtype float32|float16|bfloat16  the model cast at load, as run --dtype,\n"
+            "                      for every setting\n"
             "  --backend NAME      cpu (default) or cuda (when built with CUDA); cpu64 sweeps\n"
             "                      thread counts only\n"
             "  --grid SPEC         the settings (default below): groups joined by '|', each\n"
@@ -134,7 +138,8 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         O_OUT,
         O_JSON,
         O_QUIET,
-        O_REPORT
+        O_REPORT,
+        O_DTYPE
     };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, 'm'},
@@ -152,6 +157,7 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         {"json", no_argument, NULL, O_JSON},
         {"quiet", no_argument, NULL, O_QUIET},
         {"report", required_argument, NULL, O_REPORT},
+        {"dtype", required_argument, NULL, O_DTYPE},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         AGT_UPLOAD_LONGOPTS,
@@ -171,7 +177,11 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
             o->model = optarg;
             break;
         case 'i':
-            o->input = optarg;
+            if (o->n_inputs == AGT_MAX_INPUTS) {
+                fprintf(stderr, "gpudiff-agent sweep: more than %d --input\n", AGT_MAX_INPUTS);
+                return -1;
+            }
+            o->inputs[o->n_inputs++] = optarg;
             break;
         case O_INPUT_KEY:
             o->input_key = optarg;
@@ -226,6 +236,9 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         case O_REPORT:
             o->report = optarg;
             break;
+        case O_DTYPE:
+            o->dtype = optarg;
+            break;
         case 'v':
             o->verbose = 1;
             break;
@@ -242,14 +255,14 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         return -1;
     }
     if (o->report != NULL) {
-        if (o->model || o->input || o->grid || o->out || o->upload.server) {
+        if (o->model || o->n_inputs || o->grid || o->out || o->upload.server) {
             fprintf(stderr, "gpudiff-agent sweep: --report prints a saved sweep; it takes no "
                             "--model, --input, --grid, --out or --server\n");
             return -1;
         }
         return 0;
     }
-    const char *missing = !o->model ? "--model" : !o->input ? "--input" : NULL;
+    const char *missing = !o->model ? "--model" : !o->n_inputs ? "--input" : NULL;
     if (missing != NULL) {
         fprintf(stderr, "gpudiff-agent sweep: %s is required (see --help)\n", missing);
         return -1;
@@ -372,12 +385,18 @@ doc_start(struct sweep *sw)
         json_array_append_new(shape, json_integer(sw->input->shape[i]));
     for (int i = 0; i < sw->n_batches; i++)
         json_array_append_new(batches, json_integer(sw->batches[i]));
+    /* "input" is the first input's record, as before sweeps took models of several;
+     * "inputs" all of them */
+    json_t *first = json_deep_copy(json_array_get(sw->model.records, 0));
+    json_object_del(first, "name");
+    json_object_del(first, "dtype");
+    json_object_set_new(first, "shape", shape);
     sw->doc = json_pack(
-        "{s:s, s:i, s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s?, s:s, s:o}, "
+        "{s:s, s:i, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, "
         "s:s, s:s, s:i, s:i, s:i, s:o, s:I, s:f, s:f}",
         "format", AGT_SWEEP_FORMAT, "version", AGT_SWEEP_VERSION, "id", sw->id, "created_at", now,
         "model", "name", sw->g->name, "sha256", sw->g->sha256, "file", sw->o->model, "input",
-        "file", sw->o->input, "key", sw->o->input_key, "sha256", sw->input_sha, "shape", shape,
+        first, "inputs", sw->model.records,
         "backend", sw->o->backend, "grid",
         sw->o->grid ? sw->o->grid : agt_grid_default(sw->o->backend), "repeats", sw->o->repeats,
         "warmup", sw->o->warmup, "captures", sw->o->captures, "batch_sizes", batches,
@@ -413,7 +432,6 @@ execute(struct sweep *sw)
     const struct sweep_opts *o = sw->o;
     struct gd_err err = {0};
     int code = AGT_EXIT_OK;
-    struct gd_model_opts mo = {.weights_dir = o->weights_dir};
     sw->t0 = agt_sweep_now_us();
     if (agt_grid_parse(o->grid ? o->grid : agt_grid_default(o->backend), o->backend, &sw->grid,
                        &err) != 0) {
@@ -424,17 +442,20 @@ execute(struct sweep *sw)
         fprintf(stderr, "gpudiff-agent sweep: the grid is full\n");
         return AGT_EXIT_USAGE;
     }
-    if (gd_uuid_v4(sw->id, &err) != 0 || gd_model_load(o->model, &mo, &sw->g, &err) != 0 ||
-        gd_array_load(o->input, o->input_key, &sw->input, &err) != 0 ||
-        gd_tensor_sha256(sw->input, sw->input_sha, &err) != 0)
+    struct agt_model_req req = {.model = o->model, .weights_dir = o->weights_dir,
+                                .inputs = o->inputs, .n_inputs = o->n_inputs,
+                                .input_key = o->input_key, .dtype = o->dtype};
+    if (gd_uuid_v4(sw->id, &err) != 0 || agt_model_load(&req, &sw->model, &err) != 0)
         return agt_fail(&err, AGT_PHASE_LOAD);
-    if (sw->g->n_inputs != 1) {
-        fprintf(stderr,
-                "gpudiff-agent sweep: the model takes %d inputs; sweep runs models of "
-                "one input\n",
-                sw->g->n_inputs);
+    sw->g = sw->model.g;
+    sw->n_inputs = sw->g->n_inputs;
+    sw->inputs = (const struct gd_tensor *const *)sw->model.inputs;
+    if (sw->n_inputs == 0) {
+        fprintf(stderr, "gpudiff-agent sweep: the model takes no input: there is nothing to "
+                        "batch or time apart from its constants\n");
         return AGT_EXIT_NOTSUP;
     }
+    sw->input = sw->inputs[0];
     if (make_bundle_root(sw, &err) != 0)
         return agt_fail(&err, AGT_PHASE_WRITE);
     pick_batches(sw);
@@ -570,7 +591,6 @@ agt_cmd_sweep(int argc, char **argv)
     json_decref(sw.strict_knobs);
     json_decref(sw.doc);
     agt_grid_fini(&sw.grid);
-    gd_tensor_free(sw.input);
-    gd_graph_free(sw.g);
+    agt_model_fini(&sw.model);
     return code;
 }

@@ -363,7 +363,8 @@ check_PROGRAMS += tests/onnx/onnx_conformance
 tests_onnx_onnx_conformance_SOURCES = tests/onnx/onnx_conformance.c
 tests_onnx_onnx_conformance_CPPFLAGS = $(AM_CPPFLAGS)
 tests_onnx_onnx_conformance_LDADD = $(GD_ENGINE_LIBS)
-ONNX_TESTS = tests/onnx/conformance.sh tests/onnx/seed_onnx.sh tests/onnx/agent_onnx.sh
+ONNX_TESTS = tests/onnx/conformance.sh tests/onnx/seed_onnx.sh tests/onnx/agent_onnx.sh \
+	tests/onnx/agent_commands.sh
 TESTS += $(ONNX_TESTS)
 EXTRA_DIST += $(ONNX_TESTS) tests/onnx/pass_list.txt tests/onnx/known_failures.txt tests/onnx/seed_to_onnx.py
 ONNX_TESTDATA = /usr/share/libonnx-testdata/data
