@@ -59,20 +59,6 @@ bundle_usage(FILE *out)
 }
 
 static int
-key_value(json_t *obj, const char *arg, const char *flag)
-{
-    const char *eq = strchr(arg, '=');
-    if (eq == NULL || eq == arg) {
-        fprintf(stderr, "gpudiff-agent bundle: %s needs KEY=VALUE, not %s\n", flag, arg);
-        return -1;
-    }
-    char key[128];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - arg), arg);
-    json_object_set_new(obj, key, json_string(eq + 1));
-    return 0;
-}
-
-static int
 name_cmp(const void *a, const void *b)
 {
     return strverscmp(*(char *const *)a, *(char *const *)b);
@@ -255,13 +241,13 @@ agt_cmd_bundle(int argc, char **argv)
             o.model = optarg;
             break;
         case O_OP:
-            code = key_value(o.ops, optarg, "--op") ? AGT_EXIT_USAGE : AGT_EXIT_OK;
+            code = agt_kv_set(o.ops, "bundle", "--op", optarg) ? AGT_EXIT_USAGE : AGT_EXIT_OK;
             break;
         case O_ENV:
-            code = key_value(o.env, optarg, "--env") ? AGT_EXIT_USAGE : AGT_EXIT_OK;
+            code = agt_kv_set(o.env, "bundle", "--env", optarg) ? AGT_EXIT_USAGE : AGT_EXIT_OK;
             break;
         case O_LABEL:
-            code = key_value(o.labels, optarg, "--label") ? AGT_EXIT_USAGE : AGT_EXIT_OK;
+            code = agt_kv_set(o.labels, "bundle", "--label", optarg) ? AGT_EXIT_USAGE : AGT_EXIT_OK;
             break;
         case O_REPLACE:
             o.replace = 1;

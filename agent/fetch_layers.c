@@ -96,7 +96,7 @@ rerun(json_t *args, const char *pattern, const char *dir)
         fprintf(stderr, "gpudiff-agent fetch-layers: the run's \"rerun\" record is not a "
                         "command line this agent takes (see above)\n");
     } else {
-        o.capture = capture;
+        snprintf(o.knobs.capture, sizeof o.knobs.capture, "%s", capture);
         o.out = dir;
         o.replace = 1;
         o.json = 0;

@@ -41,9 +41,10 @@ int agt_cache_path(const char *dir, const char *sha256, long pid, char *out, siz
                    char *tmp, size_t tmp_size, struct gd_err *err);
 
 /*
- * `--knob K=V` of submit into knobs: V as an integer when the knob takes one and V is a
- * decimal integer, else as a string; K must be a knob agt_knob_args() knows (a mistake is found before the job goes
- * out), and given once. GD_EINVAL with the message in err.
+ * `--knob K=V` of submit into knobs: K a knob of knobs.def ('-' read as '_') or input_key,
+ * given once, stored under its name; V one of its values, checked here (a mistake is found
+ * before the job goes out) and stored in its one spelling, as a number for the knobs
+ * run.json records as numbers. GD_EINVAL with the message in err.
  */
 int agt_knob_kv(const char *arg, json_t *knobs, struct gd_err *err);
 
@@ -56,13 +57,14 @@ int agt_match_kv(const char *arg, json_t *match, struct gd_err *err);
 /*
  * A job's "knobs" object as `run` flags, appended to argv (its strings are copies owned by
  * the caller, who frees argv[*argc ...] after) from index *argc, at most max entries in
- * all. Names are run's options without "--" ('_' is taken for '-'); values are strings,
- * integers, or booleans for the on|off knobs. GD_EINVAL naming the knob for an unknown name
- * or a value of the wrong type: the message is what serve reports to the daemon.
+ * all. Names are knobs of knobs.def or input_key ('-' read as '_'); values are strings,
+ * integers for the knobs run.json records as numbers, or booleans for the on|off knobs.
+ * GD_EINVAL naming the knob for an unknown name or a value of the wrong type: the message is
+ * what serve reports to the daemon.
  */
 int agt_knob_args(json_t *knobs, char **argv, int *argc, int max, struct gd_err *err);
 
-/* The knob names agt_knob_args() knows, comma separated ("batch, capture, ..."). */
+/* The knob names agt_knob_args() knows, comma separated ("emulate, tf32, ..."). */
 const char *agt_knob_names(void);
 
 /* The last non-empty line of text (len bytes) into out, without its line end; out is ""

@@ -18,7 +18,7 @@ gpudiff_agent_SOURCES = \
 	agent/fetch.h \
 	agent/fetch.c \
 	agent/knob_opts.c \
-	agent/knobs_json.c \
+	agent/cli_args.c \
 	agent/replay.c
 gpudiff_agent_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)
 gpudiff_agent_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS)

@@ -37,8 +37,18 @@ struct replay_opts {
     const char *out;
     int replace, json, progress, verbose, push;
     json_t *labels;
-    struct agt_knob_opts ko;
+    const char *backend; /* NULL: cpu */
+    struct gd_knobs knobs;
 };
+
+/* The knobs replay takes: run's, less --batch (every captured layer is fed whole) and
+ * --capture (a replay keeps every layer). */
+static void
+replay_knobs(unsigned char *which)
+{
+    for (int k = 0; k < GD_KNOB_COUNT; k++)
+        which[k] = k != GD_KNOB_BATCH && k != GD_KNOB_CAPTURE;
+}
 
 struct capture_ctx {
     struct gd_bundle_writer *writer;
@@ -81,7 +91,11 @@ replay_usage(FILE *out)
             "  --input-key NAME    member of an .npz/.safetensors input (default: run.json's\n"
             "                      key when --input is not given)\n",
             AGT_TOKEN_ENV);
-    agt_knob_usage(out);
+    fprintf(out, "  --backend NAME      cpu (float32, fixed summation order; default), cpu64\n"
+                 "                      (float64) or cuda (when built with CUDA)\n");
+    unsigned char which[GD_KNOB_COUNT];
+    replay_knobs(which);
+    agt_knob_usage(out, which);
     fprintf(out,
             "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --replace           replace DIR if it exists (only once the new bundle is\n"
@@ -97,9 +111,20 @@ replay_usage(FILE *out)
 static int
 parse_args(int argc, char **argv, struct replay_opts *o)
 {
-    enum { O_SERVER = 256, O_TOKEN, O_PUSH, O_WEIGHTS, O_INPUT, O_INPUT_KEY, O_LABEL, O_REPLACE,
-           O_JSON, O_PROGRESS };
-    static const struct option longopts[] = {
+    enum {
+        O_SERVER = 256,
+        O_TOKEN,
+        O_PUSH,
+        O_WEIGHTS,
+        O_INPUT,
+        O_INPUT_KEY,
+        O_LABEL,
+        O_REPLACE,
+        O_JSON,
+        O_PROGRESS,
+        O_BACKEND
+    };
+    static const struct option own[] = {
         {"model", required_argument, NULL, 'm'},
         {"out", required_argument, NULL, 'o'},
         {"server", required_argument, NULL, O_SERVER},
@@ -114,13 +139,18 @@ parse_args(int argc, char **argv, struct replay_opts *o)
         {"progress", no_argument, NULL, O_PROGRESS},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
-        AGT_KNOB_LONGOPTS,
+        {"backend", required_argument, NULL, O_BACKEND},
         {NULL, 0, NULL, 0},
     };
+    unsigned char which[GD_KNOB_COUNT];
+    replay_knobs(which);
+    struct option longopts[64];
+    if (agt_knob_longopts(own, which, longopts, 64) < 0)
+        return -1;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:o:vh", longopts, NULL)) != -1) {
-        int taken = agt_knob_flag("replay", c, optarg, &o->ko);
+        int taken = agt_knob_flag("replay", c, optarg, &o->knobs);
         if (taken < 0)
             return -1;
         if (taken > 0)
@@ -131,6 +161,11 @@ parse_args(int argc, char **argv, struct replay_opts *o)
             break;
         case 'o':
             o->out = optarg;
+            break;
+        case O_BACKEND:
+            if (agt_backend_check("replay", optarg) != 0)
+                return -1;
+            o->backend = optarg;
             break;
         case O_SERVER:
             o->server = optarg;
@@ -154,18 +189,10 @@ parse_args(int argc, char **argv, struct replay_opts *o)
         case O_INPUT_KEY:
             o->input_key = optarg;
             break;
-        case O_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (eq == NULL || eq == optarg) {
-                fprintf(stderr, "gpudiff-agent replay: --label needs KEY=VALUE, not %s\n",
-                        optarg);
+        case O_LABEL:
+            if (agt_kv_set(o->labels, "replay", "--label", optarg) != 0)
                 return -1;
-            }
-            char key[128];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
-            json_object_set_new(o->labels, key, json_string(eq + 1));
             break;
-        }
         case O_REPLACE:
             o->replace = 1;
             break;
@@ -203,7 +230,7 @@ parse_args(int argc, char **argv, struct replay_opts *o)
     }
     if (o->token == NULL)
         o->token = getenv(AGT_TOKEN_ENV);
-    return agt_knob_opts_check("replay", &o->ko);
+    return 0;
 }
 
 /* ---- the source run, on disk or pulled into a temporary folder ---- */
@@ -356,7 +383,7 @@ static int
 load_model(const struct replay_opts *o, json_t *run, struct agt_model *m, struct gd_err *err)
 {
     json_t *records = run_inputs(run);
-    const char *dtype = o->ko.knobs.dtype;
+    const char *dtype = o->knobs.dtype;
     const char *run_dtype =
         json_string_value(json_object_get(json_object_get(run, "knobs"), "dtype"));
     if (dtype[0] == '\0' && run_dtype != NULL)
@@ -394,10 +421,8 @@ replay_meta(const struct replay_opts *o, const struct gd_graph *g, json_t *src_r
     return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O?, s:O?, s:s, s:o, s:o, s:O, s:f, s:o}",
                      "id", id, "created_at", now, "model", "name", g->name, "sha256", g->sha256,
                      "file", o->model, "input", input, "inputs", inputs, "backend",
-                     gd_session_backend(s), "env",
-                     env, "knobs",
-                     agt_knobs_json(o->ko.backend, &o->ko.knobs, gd_session_env(s)), "labels",
-                     o->labels,
+                     gd_session_backend(s), "env", env, "knobs",
+                     gd_knobs_json(&o->knobs, o->backend, gd_session_env(s)), "labels", o->labels,
                      "duration_us", duration_us, "replay", replay);
 }
 
@@ -516,7 +541,7 @@ execute(struct replay_opts *o)
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    int to_f64 = o->ko.backend != NULL && strcmp(o->ko.backend, "cpu64") == 0;
+    int to_f64 = o->backend != NULL && strcmp(o->backend, "cpu64") == 0;
     for (int k = 0; k < r->n_inputs; k++) {
         int v = source[k];
         if (g->values[v].is_input) {
@@ -548,8 +573,7 @@ execute(struct replay_opts *o)
             ins[k] = f;
         }
     }
-    if ((s = gd_session_new(r, o->ko.backend ? o->ko.backend : "cpu", &o->ko.knobs, &err)) ==
-        NULL) {
+    if ((s = gd_session_new(r, o->backend ? o->backend : "cpu", &o->knobs, &err)) == NULL) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
@@ -619,7 +643,7 @@ int
 agt_cmd_replay(int argc, char **argv)
 {
     struct replay_opts o = {0};
-    agt_knob_opts_init(&o.ko);
+    gd_knobs_init(&o.knobs);
     o.labels = json_object();
     o.progress = isatty(STDERR_FILENO);
     int prc = parse_args(argc, argv, &o);

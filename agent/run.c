@@ -59,71 +59,11 @@ run_usage(FILE *out)
             "  --weights-dir DIR   JSON models: folder weight paths are relative to (default:\n"
             "                      the model's \"weights_dir\", relative to the model file);\n"
             "                      an ONNX model's external data is always relative to it\n"
-            "  --batch N           run the input in slices of N rows along dim 0 and\n"
-            "                      concatenate, as a server batches requests; a model with a\n"
-            "                      node that mixes rows along dim 0 (batch statistics, a\n"
-            "                      reduction over axis 0, ...) is refused, exit 5\n"
-            "  --emulate SPEC      cpu only: round the inputs of GEMMs (and convolutions) to a\n"
-            "                      reduced format before accumulating in float32: tf32, bf16\n"
-            "                      or fp16, optionally :CLASSES, a comma list of gemm and conv\n"
-            "                      (default gemm), e.g. tf32:conv,gemm\n"
-            "  --threads N         cpu and cpu64: worker threads (default: one per core); the\n"
-            "                      results are the same bits for any N\n"
-            "  --conv-algo HOW     cuda: how each convolution's algorithm is chosen: heuristic\n"
-            "                      (cuDNN's first heuristic choice; default), autotune (the\n"
-            "                      fastest measured), deterministic (cuDNN's first heuristic\n"
-            "                      choice among its deterministic ones, not timed: repeated\n"
-            "                      runs on one GPU and cuDNN give the same bits) or\n"
-            "                      fixed:CHOICE: with --conv-api graph an engine config,\n"
-            "                      engN or engN_kTYPE=VALUE... (eng0, eng34_k2=1_k13=0: the\n"
-            "                      engine's index and knob choices, as the layer records show\n"
-            "                      them), with --conv-api legacy a cuDNN algorithm id N\n"
-            "  --conv-api API      cuda: graph (cuDNN's graph API, engine configs, as PyTorch;\n"
-            "                      default) or legacy (cudnnConvolutionForward and algorithm\n"
-            "                      ids, as Paddle and TensorFlow); recorded in run.json\n"
-            "  --tf32 on|off       cuda: let convolutions and GEMMs round float32 inputs to TF32\n"
-            "                      on tensor cores (default off)\n"
-            "  --math-mode MODE    cuda: cuBLAS math: default or pedantic (no reduced precision\n"
-            "                      anywhere)\n"
-            "  --workspace-limit BYTES  cuda: most scratch memory an algorithm may use\n"
-            "  --dtype float16|bfloat16  run a float32 model in this format, as PyTorch's\n"
-            "                      model.half() / model.bfloat16(): its float weights and\n"
-            "                      float inputs are rounded to it at load (to nearest even),\n"
-            "                      its casts to float32 cast to it; integer tensors stay.\n"
-            "                      cpu and cuda then store every float layer in 16 bits and\n"
-            "                      compute each op in float32 (GEMMs: half operands, float32\n"
-            "                      accumulation); cpu64 computes the same model in float64,\n"
-            "                      the truth. A model exported in float16 runs as it is\n"
-            "                      without this. Recorded as knobs.dtype\n"
-            "  --reduced-reduction on|off  cuda: float16 and bfloat16 GEMMs may sum their\n"
-            "                      split-K partial products in the half format (on, PyTorch's\n"
-            "                      default allow_fp16/bf16_reduced_precision_reduction) or\n"
-            "                      only in float32 (off); default on, off under --math-mode\n"
-            "                      pedantic\n"
-            "  --host-memory MB    the most host memory a run holds for capture (default 1024,\n"
-            "                      or GPUDIFF_CUDA_PINNED_MB): cuda copies each layer through a\n"
-            "                      pinned ring of this size and writes a larger layer in\n"
-            "                      pieces (runs of elements in C order, half the ring each),\n"
-            "                      as they arrive. The weights pass through\n"
-            "                      host memory once at load and are freed when the backend\n"
-            "                      has its copy, so after loading the run holds about MB plus\n"
-            "                      the graph's structure and run.json's records, however large\n"
-            "                      the model and its layers. The CPU backends compute in host\n"
-            "                      memory: their live layers and weights come on top\n"
-            "  --capture MODE      what each layer leaves in the bundle: full (its tensor and\n"
-            "                      its fingerprint; default), fingerprint (only the\n"
-            "                      fingerprint, computed where the tensor lies, on the GPU\n"
-            "                      with cuda: a BLAKE3 hash, min, max, mean, L2 norm, NaN\n"
-            "                      and Inf counts, a log2 histogram and 2048 sampled\n"
-            "                      elements), layers=PATTERN (fingerprints of all, tensors\n"
-            "                      of the layers whose names match PATTERN, a comma list of\n"
-            "                      shell globs) or none (no layers). fingerprint and layers=\n"
-            "                      cannot be combined with --batch. The daemon asks for the\n"
-            "                      tensors its diffs need; `gpudiff-agent fetch-layers`\n"
-            "                      sends them\n"
-            "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --model-name NAME   record the run under this model name (run.json's\n"
-            "                      model.name; default: the model's own name)\n"
+            "                      model.name; default: the model's own name)\n");
+    agt_knob_usage(out, NULL);
+    fprintf(out,
+            "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --job ID, --lease ID  the job and lease the run is made for, recorded as\n"
             "                      run.json's \"job\" (`gpudiff-agent serve` passes them)\n"
             "  --env-label KEY=VALUE  an operator-given fact about the device, recorded in\n"
@@ -144,44 +84,30 @@ run_usage(FILE *out)
     agt_print_exit_codes(out);
 }
 
-static int
-parse_int(const char *s, long long min, long long *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < min)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int
 agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
 {
-    enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
-           O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS,
-           O_DTYPE, O_REDUCED_REDUCTION, O_HOST_MEMORY, O_CAPTURE, O_CONV_API,
-           O_MODEL_NAME, O_JOB, O_LEASE, O_ENV_LABEL /* jobagt */ };
-    static const struct option longopts[] = {
+    enum {
+        O_INPUT_KEY = 256,
+        O_BACKEND,
+        O_WEIGHTS_DIR,
+        O_LABEL,
+        O_REPLACE,
+        O_JSON,
+        O_PROGRESS,
+        O_MODEL_NAME,
+        O_JOB,
+        O_LEASE,
+        O_ENV_LABEL /* jobagt */
+    };
+    static const struct option own[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
         {"out", required_argument, NULL, 'o'},
         {"input-key", required_argument, NULL, O_INPUT_KEY},
         {"backend", required_argument, NULL, O_BACKEND},
         {"weights-dir", required_argument, NULL, O_WEIGHTS_DIR},
-        {"batch", required_argument, NULL, O_BATCH},
-        {"emulate", required_argument, NULL, O_EMULATE},
         {"label", required_argument, NULL, O_LABEL},
-        {"conv-algo", required_argument, NULL, O_CONV_ALGO},
-        {"conv-api", required_argument, NULL, O_CONV_API},
-        {"tf32", required_argument, NULL, O_TF32},
-        {"math-mode", required_argument, NULL, O_MATH_MODE},
-        {"workspace-limit", required_argument, NULL, O_WORKSPACE},
-        {"threads", required_argument, NULL, O_THREADS},
-        {"dtype", required_argument, NULL, O_DTYPE},
-        {"reduced-reduction", required_argument, NULL, O_REDUCED_REDUCTION},
-        {"host-memory", required_argument, NULL, O_HOST_MEMORY},
-        {"capture", required_argument, NULL, O_CAPTURE},
         {"model-name", required_argument, NULL, O_MODEL_NAME},
         {"job", required_argument, NULL, O_JOB},
         {"lease", required_argument, NULL, O_LEASE},
@@ -194,12 +120,16 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         AGT_UPLOAD_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
+    struct option longopts[64];
+    if (agt_knob_longopts(own, NULL, longopts, 64) < 0)
+        return -1;
     struct gd_err err = {0};
-    long long v;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:i:o:vh", longopts, NULL)) != -1) {
         int taken = agt_upload_flag("run", c, optarg, &o->upload);
+        if (taken == 0)
+            taken = agt_knob_flag("run", c, optarg, &o->knobs);
         if (taken < 0)
             return -1;
         if (taken > 0)
@@ -229,33 +159,10 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         case O_WEIGHTS_DIR:
             o->weights_dir = optarg;
             break;
-        case O_BATCH:
-            if (parse_int(optarg, 1, &v) != 0) {
-                fprintf(stderr, "gpudiff-agent run: --batch needs a positive integer, not %s\n",
-                        optarg);
+        case O_LABEL:
+            if (agt_kv_set(o->labels, "run", "--label", optarg) != 0)
                 return -1;
-            }
-            o->knobs.batch = v;
             break;
-        case O_EMULATE:
-            if (gd_emulate_parse(optarg, &o->knobs.emulate, &o->knobs.emulate_classes, &err) !=
-                0) {
-                fprintf(stderr, "gpudiff-agent run: --emulate: %s\n", err.msg);
-                return -1;
-            }
-            o->emulate = optarg;
-            break;
-        case O_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (eq == NULL || eq == optarg) {
-                fprintf(stderr, "gpudiff-agent run: --label needs KEY=VALUE, not %s\n", optarg);
-                return -1;
-            }
-            char key[128];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
-            json_object_set_new(o->labels, key, json_string(eq + 1));
-            break;
-        }
         case O_MODEL_NAME:
             if (optarg[0] == '\0') {
                 fprintf(stderr, "gpudiff-agent run: --model-name needs a name\n");
@@ -269,89 +176,11 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         case O_LEASE:
             o->lease_id = optarg;
             break;
-        case O_ENV_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (eq == NULL || eq == optarg) {
-                fprintf(stderr, "gpudiff-agent run: --env-label needs KEY=VALUE, not %s\n",
-                        optarg);
-                return -1;
-            }
-            char key[128];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
+        case O_ENV_LABEL:
             if (o->env_labels == NULL)
                 o->env_labels = json_object();
-            json_object_set_new(o->env_labels, key, json_string(eq + 1));
-            break;
-        }
-        case O_CONV_ALGO:
-            snprintf(o->knobs.conv_algo, sizeof o->knobs.conv_algo, "%s", optarg);
-            break;
-        case O_CONV_API:
-            if (strcmp(optarg, "graph") != 0 && strcmp(optarg, "legacy") != 0) {
-                fprintf(stderr, "gpudiff-agent run: --conv-api takes graph or legacy, not %s\n",
-                        optarg);
+            if (agt_kv_set(o->env_labels, "run", "--env-label", optarg) != 0)
                 return -1;
-            }
-            snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", optarg);
-            break;
-        case O_TF32:
-            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-                fprintf(stderr, "gpudiff-agent run: --tf32 takes on or off, not %s\n", optarg);
-                return -1;
-            }
-            o->knobs.tf32 = strcmp(optarg, "on") == 0;
-            break;
-        case O_MATH_MODE:
-            snprintf(o->knobs.math_mode, sizeof o->knobs.math_mode, "%s", optarg);
-            break;
-        case O_WORKSPACE:
-            if (parse_int(optarg, 0, &v) != 0) {
-                fprintf(stderr, "gpudiff-agent run: --workspace-limit needs a byte count, not "
-                        "%s\n", optarg);
-                return -1;
-            }
-            o->knobs.workspace_limit = v;
-            break;
-        case O_THREADS:
-            if (parse_int(optarg, 1, &v) != 0 || v > 256) {
-                fprintf(stderr, "gpudiff-agent run: --threads needs 1 to 256, not %s\n", optarg);
-                return -1;
-            }
-            o->knobs.threads = (int)v;
-            break;
-        case O_DTYPE:
-            if (strcmp(optarg, "float16") != 0 && strcmp(optarg, "bfloat16") != 0) {
-                fprintf(stderr, "gpudiff-agent run: --dtype takes float16 or bfloat16, not %s\n",
-                        optarg);
-                return -1;
-            }
-            snprintf(o->knobs.dtype, sizeof o->knobs.dtype, "%s", optarg);
-            break;
-        case O_REDUCED_REDUCTION:
-            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-                fprintf(stderr, "gpudiff-agent run: --reduced-reduction takes on or off, not %s\n",
-                        optarg);
-                return -1;
-            }
-            o->knobs.reduced_reduction = strcmp(optarg, "on") == 0;
-            break;
-        case O_HOST_MEMORY:
-            if (parse_int(optarg, 1, &v) != 0 || v > ((long long)1 << 40)) {
-                fprintf(stderr, "gpudiff-agent run: --host-memory needs a size in MiB (1 or "
-                        "more), not %s\n", optarg);
-                return -1;
-            }
-            o->knobs.capture_limit = (int64_t)v << 20;
-            break;
-        case O_CAPTURE:
-            if (strcmp(optarg, "full") != 0 && strcmp(optarg, "fingerprint") != 0 &&
-                strcmp(optarg, "none") != 0 && (strncmp(optarg, "layers=", 7) != 0 ||
-                                                optarg[7] == '\0')) {
-                fprintf(stderr, "gpudiff-agent run: --capture takes full, fingerprint, none or "
-                        "layers=PATTERN, not %s\n", optarg);
-                return -1;
-            }
-            o->capture = optarg;
             break;
         case O_REPLACE:
             o->replace = 1;
@@ -388,16 +217,13 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         fprintf(stderr, "gpudiff-agent run: %s\n", err.msg);
         return -1;
     }
-    if (o->knobs.batch > 0 && o->capture != NULL && strcmp(o->capture, "full") != 0 &&
-        strcmp(o->capture, "none") != 0) {
-        fprintf(stderr, "gpudiff-agent run: --capture %s needs whole layers; --batch delivers "
-                "them in slices (use --capture full with --batch)\n", o->capture);
-        return -1;
-    }
-    /* A knob that a backend would ignore is refused, as the backends refuse each other's. */
-    if (o->knobs.threads > 0 && o->backend != NULL && strcmp(o->backend, "cpu") != 0 &&
-        strcmp(o->backend, "cpu64") != 0) {
-        fprintf(stderr, "gpudiff-agent run: --threads is for the cpu and cpu64 backends\n");
+    const char *capture = o->knobs.capture;
+    if (o->knobs.batch > 0 && capture[0] != '\0' && strcmp(capture, "full") != 0 &&
+        strcmp(capture, "none") != 0) {
+        fprintf(stderr,
+                "gpudiff-agent run: --capture %s needs whole layers; --batch delivers "
+                "them in slices (use --capture full with --batch)\n",
+                capture);
         return -1;
     }
     return 0;
@@ -508,25 +334,22 @@ run_meta(const struct agt_run_opts *o, const struct gd_graph *g, json_t *inputs,
         json_array_append_new(outputs, json_string(g->values[g->outputs[k]].name));
     json_t *meta = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:o, s:s, s:o, s:o, s:o, "
                              "s:f, s:o}",
-                             "id", id, "created_at", now,
-                             "model", "name", o->model_name ? o->model_name : g->name,
-                             "sha256", g->sha256, "file", o->model,
-                             "input", first, "inputs", inputs, "outputs", outputs,
-                             "backend", gd_session_backend(s),
-                             "env", env,
-                             "knobs", agt_knobs_json(o->backend, &o->knobs, gd_session_env(s)),
-                             "labels", json_incref(o->labels),
-                             "duration_us", duration_us,
-                             "folded", folded);
+                             "id", id, "created_at", now, "model", "name",
+                             o->model_name ? o->model_name : g->name, "sha256", g->sha256, "file",
+                             o->model, "input", first, "inputs", inputs, "outputs", outputs,
+                             "backend", gd_session_backend(s), "env", env, "knobs",
+                             gd_knobs_json(&o->knobs, o->backend, gd_session_env(s)), "labels",
+                             json_incref(o->labels), "duration_us", duration_us, "folded", folded);
     struct gd_memory mem;
     if (meta != NULL && gd_session_memory(s, &mem, NULL) == 0) {
         json_t *m = memory_json(&mem);
-        json_object_set_new(m, "capture_limit_bytes", json_integer(o->knobs.capture_limit));
+        json_object_set_new(m, "capture_limit_bytes", json_integer(o->knobs.host_memory));
         json_object_set_new(meta, "memory", m);
     }
     /* fp: what was captured, and how to compute the same layers again (fetch-layers) */
     if (meta != NULL) {
-        json_object_set_new(meta, "capture", json_string(o->capture ? o->capture : "full"));
+        json_object_set_new(meta, "capture",
+                            json_string(o->knobs.capture[0] ? o->knobs.capture : "full"));
         json_object_set_new(meta, "rerun", agt_run_rerun_json(o));
     }
     /* jobagt: the job and lease this run was made for (serve) */
@@ -556,11 +379,15 @@ agt_run_execute(struct agt_run_opts *o)
     struct gd_graph *g = m.g;
     struct gd_tensor **inputs = m.inputs;
     json_t *records = m.records;
-    if (o->knobs.capture_limit == 0) {
+    if (o->knobs.host_memory == 0) {
         const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
         int64_t mib = mb != NULL && atol(mb) > 0 ? atol(mb) : 1024;
-        o->knobs.capture_limit = mib << 20;
+        o->knobs.host_memory = mib << 20;
     }
+    /* --dtype float32 of a float32 model (the loader checked it is one) casts nothing: it
+     * is recorded as the model's own dtype, so it has one record */
+    if (strcmp(o->knobs.dtype, "float32") == 0)
+        o->knobs.dtype[0] = '\0';
     if ((s = gd_session_new(g, o->backend ? o->backend : "cpu", &o->knobs, &err)) == NULL) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
@@ -581,8 +408,9 @@ agt_run_execute(struct agt_run_opts *o)
     /* fp: fingerprints of every layer, tensors as --capture says */
     struct gd_capture_sel sel;
     unsigned char *only = NULL;
-    int none = o->capture != NULL && strcmp(o->capture, "none") == 0;
-    int sel_rc = agt_run_capture_sel(o->capture, g, o->knobs.batch, &sel, &only, &err);
+    const char *capture = o->knobs.capture[0] ? o->knobs.capture : NULL;
+    int none = capture != NULL && strcmp(capture, "none") == 0;
+    int sel_rc = agt_run_capture_sel(capture, g, o->knobs.batch, &sel, &only, &err);
     /* fetch-layers: the nodes after the last layer asked for are not run */
     for (int i = 0; sel_rc == 0 && o->stop_after_selected && i < sel.n_only; i++)
         if (sel.only[i])
@@ -693,7 +521,6 @@ json_t *
 agt_run_rerun_json(const struct agt_run_opts *o)
 {
     json_t *args = json_array();
-    char num[32];
     json_array_append_new(args, json_string("--model"));
     json_array_append_new(args, abs_path(o->model));
     for (int i = 0; i < o->n_inputs; i++) {
@@ -719,26 +546,15 @@ agt_run_rerun_json(const struct agt_run_opts *o)
         json_array_append_new(args, abs_path(o->weights_dir));
     }
     arg_add(args, "--backend", o->backend ? o->backend : "cpu");
-    const struct gd_knobs *k = &o->knobs;
-    if (k->batch > 0) {
-        snprintf(num, sizeof num, "%lld", (long long)k->batch);
-        arg_add(args, "--batch", num);
-    }
-    if (o->emulate != NULL)
-        arg_add(args, "--emulate", o->emulate);
-    if (k->threads > 0) {
-        snprintf(num, sizeof num, "%d", k->threads);
-        arg_add(args, "--threads", num);
-    }
-    if (k->conv_algo[0])
-        arg_add(args, "--conv-algo", k->conv_algo);
-    if (k->tf32 >= 0)
-        arg_add(args, "--tf32", k->tf32 ? "on" : "off");
-    if (k->math_mode[0])
-        arg_add(args, "--math-mode", k->math_mode);
-    if (k->workspace_limit >= 0) {
-        snprintf(num, sizeof num, "%lld", (long long)k->workspace_limit);
-        arg_add(args, "--workspace-limit", num);
+    /* every knob that was set, in knobs.def's spelling (a re-run with the others unset gets
+     * the same defaults); fetch-layers puts a --capture of its own in place of this one's */
+    for (int k = 0; k < GD_KNOB_COUNT; k++) {
+        if (!gd_knob_is_set(&o->knobs, (enum gd_knob)k))
+            continue;
+        char flag[64], value[1100];
+        gd_knob_flag((enum gd_knob)k, flag, sizeof flag);
+        gd_knob_format(&o->knobs, (enum gd_knob)k, value, sizeof value);
+        arg_add(args, flag, value);
     }
     return json_pack("{s:o}", "args", args);
 }

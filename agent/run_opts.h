@@ -22,8 +22,6 @@ struct agt_run_opts {
     const char *backend;
     const char *out;
     const char *weights_dir;
-    const char *emulate;
-    const char *capture;           /* --capture as given; NULL: full */
     int replace;
     int json;
     int progress;

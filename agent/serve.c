@@ -163,22 +163,10 @@ serve_parse(int argc, char **argv, struct agt_serve *s)
             if (add_backends(s, optarg) != 0)
                 return -1;
             break;
-        case O_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (eq == NULL || eq == optarg) {
-                fprintf(stderr, "gpudiff-agent serve: --label needs KEY=VALUE, not %s\n",
-                        optarg);
+        case O_LABEL:
+            if (agt_kv_set(s->labels, "serve", "--label", optarg) != 0)
                 return -1;
-            }
-            char key[128];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
-            if (strchr(key, ' ') != NULL || strchr(key, '=') != NULL) {
-                fprintf(stderr, "gpudiff-agent serve: --label %s: a key has no spaces\n", key);
-                return -1;
-            }
-            json_object_set_new(s->labels, key, json_string(eq + 1));
             break;
-        }
         case O_HOST:
             if (!agt_basename_valid(optarg) || strlen(optarg) >= sizeof s->host) {
                 fprintf(stderr, "gpudiff-agent serve: --host takes a name without '/'\n");

@@ -61,14 +61,14 @@ submit_usage(FILE *out)
             "  --name MODEL        the model name the runs are recorded under (the matrix's\n"
             "                      row; default: a JSON model's \"name\", else the model file's\n"
             "                      name without its extension)\n"
-            "  --knob K=V          one of run's options without \"--\", e.g. --knob batch=4\n"
-            "                      --knob tf32=on; repeatable. Known: batch, capture,\n"
-            "                      conv-algo, conv-api, dtype, emulate, host-memory,\n"
-            "                      input-key, math-mode, reduced-reduction, tf32, threads,\n"
-            "                      workspace-limit. A decimal V of a knob that takes a\n"
-            "                      number is sent as an integer. Each agent checks the\n"
-            "                      values: a bad one fails the job on that device with\n"
-            "                      run's message (--backend is the device's, not a knob)\n"
+            "  --knob K=V          a knob as run takes it (`gpudiff-agent run --help`), named\n"
+            "                      without \"--\", e.g. --knob batch=4 --knob tf32=on;\n"
+            "                      repeatable. Known: %s.\n"
+            "                      V is checked here and sent in its one spelling (a number\n"
+            "                      for batch, threads, workspace_limit, host_memory); the\n"
+            "                      backend is the device's, not a knob\n",
+            agt_knob_names());
+    fprintf(out,
             "  --match K=V[,V]     run only on devices whose K is V (or one of the Vs); K is\n"
             "                      backend, host, key, env.FIELD (a field of run.json's env,\n"
             "                      e.g. env.gpu_name) or labels.NAME (serve --label);\n"

@@ -27,6 +27,15 @@
 #include "agent.h"
 #include "sweep_run.h"
 
+/* The knobs sweep takes as options: those that are no axis of its grid and apply to a whole
+ * sweep (the model's dtype, the capture's host memory). */
+static void
+sweep_knobs(unsigned char *which)
+{
+    for (int k = 0; k < GD_KNOB_COUNT; k++)
+        which[k] = k == GD_KNOB_DTYPE || k == GD_KNOB_HOST_MEMORY;
+}
+
 static void
 sweep_usage(FILE *out)
 {
@@ -59,9 +68,11 @@ sweep_usage(FILE *out)
             "                      model of several). The first input's rows are the batch\n\n"
             "Options:\n"
             "  --input-key NAME    member of an .npz/.safetensors input\n"
-            "  --weights-dir DIR   JSON models: folder weight paths are relative to\n"
-            "  --dtype float32|float16|bfloat16  the model cast at load, as run --dtype,\n"
-            "                      for every setting\n"
+            "  --weights-dir DIR   JSON models: folder weight paths are relative to\n");
+    unsigned char which[GD_KNOB_COUNT];
+    sweep_knobs(which);
+    agt_knob_usage(out, which);
+    fprintf(out,
             "  --backend NAME      cpu (default) or cuda (when built with CUDA); cpu64 sweeps\n"
             "                      thread counts only\n"
             "  --grid SPEC         the settings (default below): groups joined by '|', each\n"
@@ -138,10 +149,9 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         O_OUT,
         O_JSON,
         O_QUIET,
-        O_REPORT,
-        O_DTYPE
+        O_REPORT
     };
-    static const struct option longopts[] = {
+    static const struct option own[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
         {"input-key", required_argument, NULL, O_INPUT_KEY},
@@ -157,17 +167,23 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         {"json", no_argument, NULL, O_JSON},
         {"quiet", no_argument, NULL, O_QUIET},
         {"report", required_argument, NULL, O_REPORT},
-        {"dtype", required_argument, NULL, O_DTYPE},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         AGT_UPLOAD_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
+    unsigned char which[GD_KNOB_COUNT];
+    sweep_knobs(which);
+    struct option longopts[64];
+    if (agt_knob_longopts(own, which, longopts, 64) < 0)
+        return -1;
     struct gd_err err = {0};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:i:vh", longopts, NULL)) != -1) {
         int taken = agt_upload_flag("sweep", c, optarg, &o->upload);
+        if (taken == 0)
+            taken = agt_knob_flag("sweep", c, optarg, &o->base);
         if (taken < 0)
             return -1;
         if (taken > 0)
@@ -236,9 +252,7 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         case O_REPORT:
             o->report = optarg;
             break;
-        case O_DTYPE:
-            o->dtype = optarg;
-            break;
+
         case 'v':
             o->verbose = 1;
             break;
@@ -433,18 +447,21 @@ execute(struct sweep *sw)
     struct gd_err err = {0};
     int code = AGT_EXIT_OK;
     sw->t0 = agt_sweep_now_us();
-    if (agt_grid_parse(o->grid ? o->grid : agt_grid_default(o->backend), o->backend, &sw->grid,
-                       &err) != 0) {
+    if (agt_grid_parse(o->grid ? o->grid : agt_grid_default(o->backend), o->backend, &o->base,
+                       &sw->grid, &err) != 0) {
         fprintf(stderr, "gpudiff-agent sweep: %s\n", err.msg);
         return AGT_EXIT_USAGE;
     }
-    if (agt_grid_mark_strict(&sw->grid, o->backend) < 0) {
+    if (agt_grid_mark_strict(&sw->grid, o->backend, &o->base) < 0) {
         fprintf(stderr, "gpudiff-agent sweep: the grid is full\n");
         return AGT_EXIT_USAGE;
     }
-    struct agt_model_req req = {.model = o->model, .weights_dir = o->weights_dir,
-                                .inputs = o->inputs, .n_inputs = o->n_inputs,
-                                .input_key = o->input_key, .dtype = o->dtype};
+    struct agt_model_req req = {.model = o->model,
+                                .weights_dir = o->weights_dir,
+                                .inputs = o->inputs,
+                                .n_inputs = o->n_inputs,
+                                .input_key = o->input_key,
+                                .dtype = o->base.dtype};
     if (gd_uuid_v4(sw->id, &err) != 0 || agt_model_load(&req, &sw->model, &err) != 0)
         return agt_fail(&err, AGT_PHASE_LOAD);
     sw->g = sw->model.g;
@@ -476,8 +493,8 @@ execute(struct sweep *sw)
     }
     {
         struct gd_knobs k;
-        agt_strict_knobs(o->backend, &k);
-        sw->strict_knobs = agt_knobs_json(o->backend, &k, NULL);
+        agt_strict_knobs(o->backend, &o->base, &k);
+        sw->strict_knobs = gd_knobs_json(&k, o->backend, NULL);
     }
     json_object_set_new(sw->doc, "conv_algorithms", agt_sweep_list_offers(sw));
     int n = sw->grid.n, n_ok = 0;
@@ -570,6 +587,7 @@ agt_cmd_sweep(int argc, char **argv)
     struct sweep_opts o = {
         .backend = "cpu", .repeats = 10, .warmup = 2, .captures = 3, .atol = 1e-8, .rtol = 1e-5};
     agt_upload_opts_init(&o.upload);
+    gd_knobs_init(&o.base);
     int prc = parse_args(argc, argv, &o);
     if (prc != 0)
         return prc > 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;

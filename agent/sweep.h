@@ -27,7 +27,7 @@
 /* ---- the grid (sweep_grid.c) ---- */
 
 struct agt_setting {
-    char name[192];        /* "autotune tf32=on", "emulate=bf16:conv+gemm", "conv2@6 tf32=off" */
+    char name[192];        /* "conv_algo=autotune tf32=on", "emulate=bf16:conv+gemm", "defaults" */
     struct gd_knobs knobs; /* batch 0: the whole input */
     int strict;            /* the strict setting every other is compared with */
     int added;             /* not in the grid: added because the strict setting was missing */
@@ -46,25 +46,28 @@ const char *agt_grid_default(const char *backend);
 
 /*
  * Parses SPEC for backend into g (which must be zeroed): groups separated by '|', each a
- * product of axes KEY=V1,V2,... separated by ';'. Duplicates are dropped. GD_EINVAL with a
- * message naming the part at fault.
+ * product of axes KEY=V1,V2,... separated by ';', KEY a knob of knobs.def that is a sweep
+ * axis. Each setting starts from base (NULL: every knob unset): the sweep's own knobs, such
+ * as --dtype. Duplicates are dropped. GD_EINVAL with a message naming the part at fault.
  */
-int agt_grid_parse(const char *spec, const char *backend, struct agt_grid *g, struct gd_err *err);
+int agt_grid_parse(const char *spec, const char *backend, const struct gd_knobs *base,
+                   struct agt_grid *g, struct gd_err *err);
 
 /* Appends a setting (its name made from its knobs) unless one of that name is there; returns
  * its index, or -1 when the grid is full. */
 int agt_grid_add(struct agt_grid *g, const char *backend, const struct gd_knobs *k);
 
-/* The strict setting of backend: FP32 and deterministic algorithms (cuda: conv_algo
- * deterministic, TF32 off; cpu: no emulation; cpu64 as it is). */
-void agt_strict_knobs(const char *backend, struct gd_knobs *k);
+/* The strict setting of backend from base (NULL: nothing set): FP32 and deterministic
+ * algorithms (cuda: conv_algo deterministic, TF32 off; cpu: no emulation; cpu64 as it is). */
+void agt_strict_knobs(const char *backend, const struct gd_knobs *base, struct gd_knobs *k);
 
 /* Marks the grid's strict setting and moves it first (it runs before the others, which are
  * compared with it), adding it (added = 1) when the grid lacks it. Returns its index (0),
  * -1 when the grid is full. */
-int agt_grid_mark_strict(struct agt_grid *g, const char *backend);
+int agt_grid_mark_strict(struct agt_grid *g, const char *backend, const struct gd_knobs *base);
 
-/* The setting's name from its knobs. */
+/* The setting's name from its knobs: "name=value" for each axis of the backend not at its
+ * default, in knobs.def's order ("conv_algo=autotune tf32=on"), "defaults" for none. */
 void agt_setting_name(const char *backend, const struct gd_knobs *k, char *out, size_t size);
 
 
@@ -146,6 +149,14 @@ json_t *agt_diff_summary(const struct gd_diff *d, const char *output_layer);
 int agt_batch_compare(const struct agt_memrun *a, const struct agt_memrun *b, int64_t batch,
                       const char *output_layer, double atol, double rtol, json_t **out,
                       struct gd_err *err);
+
+/* 1 when run.json records knob key at its default value (knobs.def), in any spelling a run
+ * wrote; 0 otherwise or for a key that is no knob. */
+int agt_knob_at_default(const char *key, json_t *v);
+
+/* 1 when knob key makes a setting of its own: it changes how numbers are rounded or which
+ * algorithm computes them (not the batch, the time or what is kept). */
+int agt_knob_sets_setting(const char *key);
 
 /* Fills doc's per-setting "x_fastest" and "deterministic"/"batch_invariant" verdicts and its
  * "answers": the fastest, cheapest deterministic, cheapest batch-invariant settings, the

@@ -16,7 +16,9 @@ struct sweep_opts {
     const char *model, *input_key, *weights_dir, *backend, *grid, *out;
     const char *inputs[AGT_MAX_INPUTS]; /* --input, as run takes them */
     int n_inputs;
-    const char *dtype; /* --dtype: the model's cast at load, for every setting */
+    /* the sweep's own knobs (--dtype, --host-memory: knobs.def's lines that are no axis),
+     * which every setting starts from */
+    struct gd_knobs base;
     const char *report; /* --report FILE: print a saved document's report, run nothing */
     int repeats, warmup, captures, json, quiet, verbose;
     double atol, rtol;

@@ -54,9 +54,9 @@ run_meta(const struct sweep *sw, const char *backend, const struct gd_session *s
                      "s:o, s:{s:s, s:s}, s:f}",
                      "id", id, "created_at", now, "model", "name", sw->g->name, "sha256",
                      sw->g->sha256, "file", sw->o->model, "input", first, "inputs",
-                     sw->model.records, "backend", backend, "env",
-                     env, "knobs", agt_knobs_json(backend, k, e), "labels", "sweep", sw->id,
-                     "setting", setting, "duration_us", 0.0);
+                     sw->model.records, "backend", backend, "env", env, "knobs",
+                     gd_knobs_json(k, backend, e), "labels", "sweep", sw->id, "setting", setting,
+                     "duration_us", 0.0);
 }
 
 /* A bundle folder's name for a setting: its position and name, file-name safe. */
@@ -359,7 +359,7 @@ knob_diff(const struct sweep *sw, json_t *knobs, char *out, size_t size)
     json_t *v;
     out[0] = '\0';
     json_object_foreach(knobs, key, v) {
-        if (strcmp(key, "threads") == 0 || strcmp(key, "batch") == 0)
+        if (!agt_knob_sets_setting(key))
             continue;
         json_t *sv = json_object_get(sw->strict_knobs, key);
         if (sv != NULL && json_equal(v, sv))
@@ -436,7 +436,7 @@ agt_sweep_run_setting(struct sweep *sw, int index, const struct agt_setting *st)
     struct agt_memrun *ref = NULL;
     struct gd_session *s = agt_sweep_open(sw, backend, &st->knobs, &err);
     json_object_set_new(res, "knobs",
-                        agt_knobs_json(backend, &st->knobs, s ? gd_session_env(s) : NULL));
+                        gd_knobs_json(&st->knobs, backend, s ? gd_session_env(s) : NULL));
     if (s == NULL) {
         set_failure(res, "open", &err);
         goto done;
@@ -555,7 +555,7 @@ agt_sweep_list_offers(struct sweep *sw)
     if (strcmp(sw->o->backend, "cuda") != 0)
         return json_null();
     struct gd_knobs k;
-    agt_strict_knobs("cuda", &k);
+    agt_strict_knobs("cuda", &sw->o->base, &k);
     snprintf(k.conv_algo, sizeof k.conv_algo, "heuristic");
     struct gd_err err = {0};
     struct gd_session *s = agt_sweep_open(sw, "cuda", &k, &err);
@@ -593,7 +593,7 @@ agt_sweep_float64(struct sweep *sw)
 {
     struct gd_err err = {0};
     struct gd_knobs k;
-    gd_knobs_init(&k);
+    k = sw->o->base;
     double t0 = agt_sweep_now_us();
     agt_sweep_progress(sw, "float64 reference (cpu64): one capture");
     struct gd_session *s = agt_sweep_open(sw, "cpu64", &k, &err);

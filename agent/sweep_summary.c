@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpudiff/knobs.h"
 #include "sweep.h"
 
 const char *
@@ -277,21 +278,31 @@ pick(json_t *s, double fastest)
                      "forward_ms", num(ms), "x_fastest", num(ms / fastest));
 }
 
-/* Knob values that are each axis' "do nothing special" choice, for the one-knob effects. */
-static int
-is_default_value(const char *key, json_t *v)
+int
+agt_knob_at_default(const char *key, json_t *v)
 {
-    if (strcmp(key, "tf32") == 0)
-        return json_is_false(v);
-    if (strcmp(key, "conv_algo") == 0)
-        return json_is_string(v) && strcmp(json_string_value(v), "heuristic") == 0;
-    if (strcmp(key, "math_mode") == 0)
-        return json_is_string(v) && strcmp(json_string_value(v), "default") == 0;
-    if (strcmp(key, "workspace_limit") == 0)
-        return json_is_null(v);
-    if (strcmp(key, "emulate") == 0)
-        return json_is_string(v) && strcmp(json_string_value(v), "none") == 0;
-    return 0;
+    enum gd_knob k;
+    if (gd_knob_find(key, &k) != 0)
+        return 0;
+    json_t *one = json_pack("{s:O?}", key, v);
+    struct gd_knobs knobs;
+    int ok = gd_knobs_from_json(one, &knobs, NULL) == 0;
+    json_decref(one);
+    if (!ok)
+        return 0;
+    char text[1100];
+    gd_knob_format(&knobs, k, text, sizeof text);
+    return strcmp(text, gd_knob_info(k)->default_value) == 0;
+}
+
+int
+agt_knob_sets_setting(const char *key)
+{
+    enum gd_knob k;
+    if (gd_knob_find(key, &k) != 0)
+        return 0;
+    enum gd_knob_category c = gd_knob_info(k)->category;
+    return c == GD_KNOB_CAT_ARITHMETIC || c == GD_KNOB_CAT_ALGORITHM;
 }
 
 static void
@@ -330,7 +341,7 @@ knob_effects(json_t *settings)
             json_t *va;
             int n_diff = 0;
             json_object_foreach(ka, key, va) {
-                if (strcmp(key, "threads") == 0 || strcmp(key, "batch") == 0)
+                if (!agt_knob_sets_setting(key))
                     continue;
                 json_t *vb = json_object_get(kb, key);
                 if (!json_equal(va, vb)) {
@@ -342,7 +353,7 @@ knob_effects(json_t *settings)
                 /* a key on one side only (conv_pins): not a one-knob pair */
                 n_diff += 2;
             }
-            if (n_diff != 1 || !is_default_value(differ, json_object_get(ka, differ)))
+            if (n_diff != 1 || !agt_knob_at_default(differ, json_object_get(ka, differ)))
                 continue;
             char from[64], to[64];
             value_text(json_object_get(ka, differ), from, sizeof from);

@@ -14,6 +14,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/onnx.h \
 	engine/include/gpudiff/ops.h \
 	engine/include/gpudiff/run.h \
+	engine/include/gpudiff/knobs.h \
 	engine/include/gpudiff/tensor.h \
 	engine/include/gpudiff/bundle.h \
 	engine/include/gpudiff/compare.h \
@@ -93,7 +94,7 @@ libgpudiff_la_SOURCES = \
 	engine/io/onnx_wire.c \
 	engine/io/safetensors.c
 libgpudiff_la_LIBADD = libgd_cpu32.la libgd_cpu64.la $(ENGINE_DEPS_LIBS)
-EXTRA_DIST += engine/core/ops.def
+EXTRA_DIST += engine/core/ops.def engine/core/knobs.def
 
 # The CPU ops are written once in terms of `real` and built twice (engine/cpu/cpu.h).
 CPU_SOURCES = \
@@ -169,7 +170,8 @@ SUFFIXES = .cu
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
 $(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h engine/cuda/index.cuh \
 	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h \
-	engine/core/elt_rules.h engine/core/norm_rules.h engine/cuda/half.cuh
+	engine/core/elt_rules.h engine/core/norm_rules.h engine/cuda/half.cuh engine/core/knobs.def \
+	engine/include/gpudiff/knobs.h
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)
 
 # ---- ONNX: onnx.pb-c.[ch] are generated into the build tree by protoc-c from the system's

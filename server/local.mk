@@ -49,6 +49,7 @@ libsrv_la_SOURCES = \
 	server/route_layers.c \
 	server/route_models.c \
 	server/route_ops.c \
+	server/route_knobs.c \
 	server/route_runs.c \
 	server/route_tokens.c \
 	server/routes.c \
@@ -100,6 +101,10 @@ EXTRA_DIST += $(SERVER_PG_SQL)
 if HAVE_PQ
 libsrv_la_SOURCES += server/sql_pg.c
 endif
+
+# ---- front (issue 23): the device key from engine/core/knobs.def, migration 023 ----
+SERVER_SQL += schema/sql/023_device_keys.sql
+SERVER_PG_SQL += schema/pg/023_device_keys.sql
 
 # ---- jobsrv: jobs run by agents as a service (issue 15 item 1), migration 011 ----
 SERVER_SQL += schema/sql/011_jobs.sql

@@ -458,6 +458,9 @@ int srv_sweeps_list(struct srv_req *req);
 int srv_sweeps_get(struct srv_req *req);
 /* web: the op list with its traits (route_ops.c) */
 int srv_ops_list(struct srv_req *req);
+
+/* front: the knob table of knobs.def (route_knobs.c) */
+int srv_knobs_list(struct srv_req *req);
 /* fp: tensors asked for where runs hold fingerprints (route_requests.c) */
 int srv_requests_list(struct srv_req *req);
 int srv_requests_add(struct srv_req *req);

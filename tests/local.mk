@@ -173,6 +173,8 @@ INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh
 	tests/integration/agent_bad_input.sh
 # ops-spatial
 INTEGRATION_TESTS += tests/integration/batch_mixing.sh
+# front (issue 23): every knob of knobs.def through run, run.json and its rerun record
+INTEGRATION_TESTS += tests/integration/knobs_rerun.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 	$(INTEGRATION_TESTS)
@@ -310,7 +312,7 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += tests/agent/check_sweep_grid
 TESTS += tests/agent/check_sweep_grid
-tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/sweep_grid.c agent/knobs_json.c \
+tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/sweep_grid.c \
 	agent/sweep.h
 tests_agent_check_sweep_grid_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_sweep_grid_LDADD = $(TEST_LIBS)
@@ -529,7 +531,8 @@ TESTS += $(JOBAGT_INTEGRATION)
 EXTRA_DIST += $(JOBAGT_INTEGRATION) deploy/systemd/gpudiff-agent-serve.service
 check_PROGRAMS += tests/agent/check_jobs_args
 TESTS += tests/agent/check_jobs_args
-tests_agent_check_jobs_args_SOURCES = tests/agent/check_jobs_args.c agent/jobs_args.c agent/jobs.h
+tests_agent_check_jobs_args_SOURCES = tests/agent/check_jobs_args.c agent/jobs_args.c agent/jobs.h \
+	agent/cli_args.c
 tests_agent_check_jobs_args_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent $(CURL_CFLAGS)
 tests_agent_check_jobs_args_LDADD = $(TEST_LIBS)
 # ---- tls: gpudiffd's own TLS (issue 15 item 2) ----

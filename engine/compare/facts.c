@@ -58,7 +58,8 @@ gd__op_of(const char *name)
     return gd_op_info(e);
 }
 
-/* on, true, 1 -> 1; off, false, 0 -> 0; anything else -> -1. */
+/* on, true, 1 -> 1; off, false, 0 -> 0; anything else -> -1 (env.tf32, which backends
+ * record as on or off, and what older runs wrote). */
 static int
 switch_value(json_t *v)
 {
@@ -83,15 +84,17 @@ gd__side_init(struct gd__side *s, const struct gd_run_view *v)
     s->tf32 = -1;
     s->has_edges = 0;
     json_t *knobs = json_object_get(v->run, "knobs"), *env = json_object_get(v->run, "env");
-    const char *emu = json_string_value(json_object_get(knobs, "emulate"));
-    enum gd_emulate e;
-    unsigned classes;
-    if (emu != NULL && gd_emulate_parse(emu, &e, &classes, NULL) == 0 && e != GD_EMULATE_NONE) {
-        s->emulate = e == GD_EMULATE_TF32 ? GD_ARITH_TF32
-                     : e == GD_EMULATE_BF16 ? GD_ARITH_BF16
-                                            : GD_ARITH_FP16;
-        s->emulate_classes = classes;
+    /* the knobs as knobs.def reads them (older runs' spellings too); a run whose knobs do
+     * not read declares no emulation */
+    struct gd_knobs k;
+    json_t *emulate = json_pack("{s:O?}", "emulate", json_object_get(knobs, "emulate"));
+    if (gd_knobs_from_json(emulate, &k, NULL) == 0 && k.emulate != GD_EMULATE_NONE) {
+        s->emulate = k.emulate == GD_EMULATE_TF32   ? GD_ARITH_TF32
+                     : k.emulate == GD_EMULATE_BF16 ? GD_ARITH_BF16
+                                                    : GD_ARITH_FP16;
+        s->emulate_classes = k.emulate_classes;
     }
+    json_decref(emulate);
     s->tf32 = switch_value(json_object_get(knobs, "tf32"));
     if (s->tf32 < 0)
         s->tf32 = switch_value(json_object_get(env, "tf32"));

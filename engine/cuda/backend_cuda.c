@@ -606,7 +606,7 @@ drain(struct gd__cuda_ctx *ctx, struct gd_err *err)
 }
 
 /* Space for n bytes in the pinned ring, delivering older copies to make room; *len gets the
- * rounded length. The ring starts at knobs.capture_limit (whose pieces always fit), else at
+ * rounded length. The ring starts at knobs.host_memory (whose pieces always fit), else at
  * 1 GiB or GPUDIFF_CUDA_PINNED_MB, and without a limit grows (after a full drain) when one
  * layer is larger than it. */
 static int
@@ -626,8 +626,8 @@ ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, size_t *len, struc
         const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
         if (mb != NULL && atol(mb) > 0)
             size = (size_t)atol(mb) << 20;
-        if (ctx->knobs.capture_limit > 0)
-            size = ((size_t)ctx->knobs.capture_limit + align - 1) / align * align;
+        if (ctx->knobs.host_memory > 0)
+            size = ((size_t)ctx->knobs.host_memory + align - 1) / align * align;
         while (size < n)
             size *= 2;
         GD_CUDA_TRY(cudaHostAlloc((void **)&ctx->ring, size, cudaHostAllocDefault));
@@ -758,7 +758,7 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
     struct gd__cuda_ctx *ctx = vctx;
     ctx->capturing = 1;
     size_t bytes = gd_tensor_nbytes(t);
-    size_t limit = ctx->knobs.capture_limit > 0 ? (size_t)ctx->knobs.capture_limit : 0;
+    size_t limit = ctx->knobs.host_memory > 0 ? (size_t)ctx->knobs.host_memory : 0;
     size_t fp_bytes = req->want_fingerprint ? gd__cuda_fp_ring_bytes() : 0;
     /* a fingerprint alone is a few kilobytes: never in pieces */
     if (limit == 0 || !req->want_tensor || bytes + fp_bytes <= limit)

@@ -340,7 +340,7 @@ gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
                        const struct gd_layer *layer, struct gd_err *err)
 {
     const struct gd_tensor *t = layer->value;
-    /* A piece (knobs.capture_limit) carries elements of the output whose shape it names:
+    /* A piece (knobs.host_memory) carries elements of the output whose shape it names:
      * the header and the row count are that output's. */
     struct gd_tensor whole;
     struct gd_layer as_whole;

@@ -25,7 +25,12 @@ static const struct parse_case parse_cases[] = {
     {"none", 0, GD_EMULATE_NONE, GD_CLASS_GEMM},
     {"bf16:conv", 0, GD_EMULATE_BF16, GD_CLASS_CONV},
     {"tf32:gemm", 0, GD_EMULATE_TF32, GD_CLASS_GEMM},
-    {"tf32:conv,gemm", 0, GD_EMULATE_TF32, GD_CLASS_GEMM | GD_CLASS_CONV},
+    {"tf32:conv+gemm", 0, GD_EMULATE_TF32, GD_CLASS_GEMM | GD_CLASS_CONV},
+    {"tf32:gemm+conv", 0, GD_EMULATE_TF32, GD_CLASS_GEMM | GD_CLASS_CONV},
+    /* one spelling: the classes are joined by '+' (older run.json files' ',' is read by
+     * gd_knobs_from_json, not here) */
+    {"tf32:conv,gemm", GD_EINVAL, GD_EMULATE_NONE, 0},
+    {"tf32:conv+", GD_EINVAL, GD_EMULATE_NONE, 0},
     {"fp8", GD_EINVAL, GD_EMULATE_NONE, 0},
     {"TF32", GD_EINVAL, GD_EMULATE_NONE, 0},
     {"tf32:", GD_EINVAL, GD_EMULATE_NONE, 0},
@@ -116,7 +121,7 @@ static const struct emu_case emu_cases[] = {
     {"gemm_tf32", "tf32", "gemm_tf32"},
     {"gemm_bf16", "bf16", "gemm_bf16"},
     {"gemm_fp16", "fp16", "gemm_fp16"},
-    {"gemm_bf16", "bf16:gemm,conv", "gemm_bf16"},
+    {"gemm_bf16", "bf16:gemm+conv", "gemm_bf16"},
     /* a class the op is not in leaves it alone */
     {"gemm_tf32", "tf32:conv", "gemm_none"},
     {"conv_none", NULL, "conv_none"},
@@ -157,7 +162,7 @@ END_TEST
 /* cpu64 is the reference: it refuses any emulation with GD_ENOTSUP. */
 START_TEST(test_cpu64_refuses)
 {
-    static const char *const knobs_text[] = {"tf32", "bf16:conv", "fp16:gemm,conv"};
+    static const char *const knobs_text[] = {"tf32", "bf16:conv", "fp16:gemm+conv"};
     struct of_case c;
     ck_assert(of_case_load("emulate", "gemm_none", &c) == 0);
     for (int i = 0; i < 3; i++) {

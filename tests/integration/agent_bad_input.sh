@@ -61,9 +61,10 @@ agent_fails 3 "No such file" --model "$TMP/nothere.json" --input "$IN" --input-k
 
 # knobs and flags
 agent_fails 2 "--batch" $M --input "$IN" --input-key inp --batch 0
-agent_fails 2 "unknown emulation" $M --input "$IN" --input-key inp --emulate tf33
-agent_fails 5 "cpu64 is the float64 reference" $M --input "$IN" --input-key inp --backend cpu64 --emulate tf32
-agent_fails 5 "knobs are for cuda" $M --input "$IN" --input-key inp --tf32 on
+agent_fails 2 "--emulate takes none, tf32, bf16 or fp16" $M --input "$IN" --input-key inp --emulate tf33
+agent_fails 2 "--tf32 takes on or off, not true" $M --input "$IN" --input-key inp --tf32 true
+agent_fails 5 "--tf32 is for the cuda backend, not cpu" $M --input "$IN" --input-key inp --tf32 on
+agent_fails 5 "--emulate is for the cpu backend, not cpu64" $M --input "$IN" --input-key inp --backend cpu64 --emulate tf32
 agent_fails 2 "no backend nosuch" $M --input "$IN" --input-key inp --backend nosuch
 
 # an existing bundle is not overwritten without --replace, and survives a failed --replace

@@ -51,9 +51,9 @@ check(d["backend"] == "cpu" and d["reference_batch"] == 1000, "backend cpu, refe
 check(d["batch_sizes"] == [1, 250], "batch sizes 1 and 250 besides the whole (got %s)" % d["batch_sizes"])
 check(d["float64"]["status"] == "ok" and d["float64"]["backend"] == "cpu64", "the float64 run ran")
 s = {x["name"]: x for x in d["settings"]}
-check(list(s) == ["emulate=none", "emulate=tf32:gemm", "emulate=bf16:conv+gemm"],
+check(list(s) == ["defaults", "emulate=tf32:gemm", "emulate=bf16:conv+gemm"],
       "the settings, strict first (got %s)" % list(s))
-none, tf32, bf16 = s["emulate=none"], s["emulate=tf32:gemm"], s["emulate=bf16:conv+gemm"]
+none, tf32, bf16 = s["defaults"], s["emulate=tf32:gemm"], s["emulate=bf16:conv+gemm"]
 for x in d["settings"]:
     check(x["status"] == "ok", "%s ran" % x["name"])
     t = x["time"]
@@ -70,7 +70,7 @@ for x in d["settings"]:
           "%s: x fastest is its ms over the fastest's" % x["name"])
 
 # the cpu backend: deterministic, batch-invariant, float32 noise against float64
-check(none["strict"] and not none["added"], "emulate=none is the strict setting, from the grid")
+check(none["strict"] and not none["added"], "defaults (emulate=none) is the strict setting, from the grid")
 check(none["deterministic"] is True, "cpu is deterministic")
 check(none["run_to_run"]["layers_identical"] is True and none["run_to_run"]["outputs_identical"] is True,
       "cpu: every layer of both captures and every timed output bitwise equal")
@@ -124,10 +124,10 @@ check("emulate=tf32:gemm: the difference from float64 starts at fc1 (Gemm)" in r
 check("relu4 (Floor) amplifies it" in report, "the report names the Floor as the amplifier")
 check("The batch size moves nothing" in report, "the report: the batch size moves nothing")
 check("Run to run nothing moves" in report, "the report: nothing moves run to run")
-check("Within rounding noise of float64 at every layer: emulate=none" in report,
-      "the report: emulate=none is rounding noise")
-line = [l for l in report.splitlines() if l.startswith("emulate=none ")]
-check(len(line) == 1 and "| identical  | yes" in line[0], "the table: emulate=none identical, batch-invariant")
+check("Within rounding noise of float64 at every layer: defaults" in report,
+      "the report: defaults (emulate=none) is rounding noise")
+line = [l for l in report.splitlines() if l.startswith("defaults ")]
+check(len(line) == 1 and "| identical  | yes" in line[0], "the table: defaults identical, batch-invariant")
 sys.exit(1 if failed else 0)
 PY
 
@@ -141,6 +141,6 @@ expect_exit 3 "$AGENT" sweep --report "$SEED_MODEL"
 grep -q 'not a sweep document' "$TMP/err.txt" || fail "--report of a model file"
 expect_exit 2 "$AGENT" sweep --report "$TMP/out/sweep.json" --grid 'emulate=none'
 expect_exit 6 sweep --grid 'emulate=none;batch=all' --repeats 1 --captures 1 --out "$TMP/out"
-"$AGENT" sweep --help | grep -q 'conv=heuristic,autotune,deterministic;tf32=off,on' ||
+"$AGENT" sweep --help | grep -q 'conv_algo=heuristic,autotune,deterministic;tf32=off,on' ||
     fail "--help does not give the default cuda grid"
 echo "PASS"

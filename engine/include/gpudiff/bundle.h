@@ -49,7 +49,7 @@ int gd_bundle_writer_new(const char *dir, int replace, struct gd_bundle_writer *
  * Records one captured layer (usable directly as the body of a gd_capture_fn). With
  * batching, slices of a layer arrive in order and are appended to one file whose header
  * already holds the whole shape; so do the pieces of an output larger than
- * knobs.capture_limit (struct gd_layer's piece fields), each written and hashed as it
+ * knobs.host_memory (struct gd_layer's piece fields), each written and hashed as it
  * comes. Layer facts that come from the graph (reduction length,
  * discontinuous) are taken from g, which may be NULL for bundles made from dumps.
  */
