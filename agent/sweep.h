@@ -158,9 +158,32 @@ int agt_knob_at_default(const char *key, json_t *v);
  * algorithm computes them (not the batch, the time or what is kept). */
 int agt_knob_sets_setting(const char *key);
 
-/* Fills doc's per-setting "x_fastest" and "deterministic"/"batch_invariant" verdicts and its
- * "answers": the fastest, cheapest deterministic, cheapest batch-invariant settings, the
- * settings that change the results, the one-knob effects and the sentences of the report. */
+/* A setting's timed forwards: median, least and most (ms). */
+struct agt_timing {
+    double med, lo, hi;
+};
+
+/* Setting s's forward timing from its document; -1 when it has none. A document without a
+ * range (older agents) has lo = hi = med. */
+int agt_timing_of(json_t *s, struct agt_timing *t);
+
+/* 1 when a and b are within timing noise of each other: their min-max ranges overlap. Such
+ * settings are not ranked by time; the measurements cannot tell which is faster. */
+int agt_within_noise(const struct agt_timing *a, const struct agt_timing *b);
+
+/* 1 when setting s is a what-if: a knob of its is a sweep what-if (knobs.def's WHATIF, the
+ * CPU's emulation) not at its default. A what-if is reported, never advised as a fix. */
+int agt_setting_what_if(json_t *s);
+
+/*
+ * Fills doc's per-setting "what_if", "deterministic"/"batch_invariant" verdicts, time's
+ * "x_fastest" and "within_noise_of_fastest", and its "answers": the fastest, cheapest
+ * deterministic, cheapest batch-invariant and cheapest of both among the settings a
+ * deployment can use (what-ifs never), each the fastest of those that qualify unless others
+ * are within timing noise of it, in which case the one closest to float64 among them (the
+ * first in the grid of equals) and the others listed; the what-ifs, the settings that change
+ * the results, the layers that break batch invariance and the one-knob effects.
+ */
 void agt_sweep_answers(json_t *doc);
 
 /* ---- the report (sweep_report.c) ---- */
