@@ -72,6 +72,13 @@ int agt_cmd_push(int argc, char **argv);
 int agt_cmd_sweep(int argc, char **argv);
 int agt_cmd_ops(int argc, char **argv);
 
+/* The op of ops.def a framework's layer name means ("Linear", "Conv2d", "LayerNorm", and
+ * ONNX's own "Gemm"): 0 and *out, or GD_ENOENT (framework_ops.c). */
+int agt_framework_op(const char *name, enum gd_op *out);
+
+/* The names agt_framework_op() takes, for messages and --help. */
+void agt_framework_op_names(FILE *out);
+
 /* How many ops of ops.def the backend called name runs (ops.c). */
 int agt_ops_count(const char *backend);
 

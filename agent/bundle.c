@@ -3,7 +3,7 @@
  * (a folder of .npy files, an .npz or a safetensors file; one array per layer), so PyTorch,
  * Paddle or TensorFlow runs can be compared with engine runs and pushed to the daemon.
  */
-#define _GNU_SOURCE /* strverscmp: natural order of layer file names */
+#include <ctype.h>
 #include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -25,9 +25,17 @@ struct bundle_opts {
     const char *layers;          /* comma list: order and subset */
     const char *backend;
     const char *model;
+    const char *map; /* --map FILE: each layer's op and reduction length, in order */
     int replace;
     int json;
     json_t *env, *labels, *ops; /* KEY=VALUE collections */
+};
+
+/* What a layer's record says beside its data: from --op or --map. */
+struct layer_facts {
+    const char *op_given; /* as given (Linear, Gemm); NULL none */
+    enum gd_op op;
+    int64_t reduction_len; /* 0 not given */
 };
 
 static void
@@ -42,42 +50,79 @@ bundle_usage(FILE *out)
             "names its layers.\n\n"
             "Required:\n"
             "  --from PATH        folder of .npy files, .npz or .safetensors\n"
-            "  --out DIR          bundle folder to create\n\n"
+            "  --out DIR          bundle folder to create (missing parents are made)\n\n"
             "Options:\n"
-            "  --layers A,B,...   which arrays, in network order (default: a folder's files\n"
-            "                     in name order, an archive's members in stored order)\n"
+            "  --layers A,B,...   which arrays, in network order (default: the --map file's\n"
+            "                     order, an archive's members in stored order, a folder's\n"
+            "                     files in natural order: digit runs as numbers, features.2\n"
+            "                     before features.10, said on stderr)\n"
             "  --backend NAME     what produced them, e.g. pytorch-cuda (default: import)\n"
             "  --model NAME       the model's name, to group runs (default: unknown)\n"
-            "  --op LAYER=OP      the ONNX op of a layer (Gemm, Floor, ...), so comparisons\n"
-            "                     know its rounding and whether it is discontinuous (repeatable)\n"
+            "  --op LAYER=OP      the op of a layer, a framework's name (Linear, Conv2d,\n"
+            "                     LayerNorm, GELU, ...) or ONNX's (Gemm, Floor, ...), so\n"
+            "                     comparisons know its rounding and whether it is\n"
+            "                     discontinuous (repeatable; LAYER must be one of the arrays)\n"
+            "  --map FILE         a JSON list of the layers in network order, each\n"
+            "                     {\"name\", \"op\", \"reduction_len\"} (op and reduction_len\n"
+            "                     optional: the terms each output element sums, e.g. a\n"
+            "                     Linear's in_features): the order, ops and lengths at once\n"
             "  --env KEY=VALUE    a fact about where it ran: gpu_name, cudnn, ... (repeatable)\n"
             "  --label KEY=VALUE  a label (repeatable)\n"
             "  --replace          replace DIR if it exists\n"
             "  --json             print run.json instead of the table\n"
-            "  -h, --help         this help\n\n");
+            "  -h, --help         this help\n\n"
+            "Op names --op and --map take:\n");
+    agt_framework_op_names(out);
+    fputc('\n', out);
     agt_print_exit_codes(out);
+}
+
+/* Natural order: runs of digits compare as numbers (features.2 before features.10), the rest
+ * byte by byte; equal numbers of more leading zeros first, so the order is total. */
+static int
+natural_cmp(const char *a, const char *b)
+{
+    while (*a != '\0' && *b != '\0') {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            const char *za = a, *zb = b;
+            while (*a == '0')
+                a++;
+            while (*b == '0')
+                b++;
+            size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
+            if (la != lb)
+                return la < lb ? -1 : 1;
+            int c = strncmp(a, b, la);
+            if (c != 0)
+                return c;
+            if (a - za != b - zb)
+                return a - za > b - zb ? -1 : 1;
+            a += la;
+            b += lb;
+            continue;
+        }
+        if (*a != *b)
+            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++;
+        b++;
+    }
+    return *a == *b ? 0 : *a == '\0' ? -1 : 1;
 }
 
 static int
 name_cmp(const void *a, const void *b)
 {
-    return strverscmp(*(char *const *)a, *(char *const *)b);
+    return natural_cmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The layer names and where each comes from; returns the count or -1. */
+/* The arrays the source holds: an archive's members in stored order, a folder's .npy files
+ * in natural order (*sorted set). Returns the count or -1. */
 static int
-list_layers(const struct bundle_opts *o, int is_dir, struct gd_npz *npz,
-            struct gd_safetensors *st, char **names, struct gd_err *err)
+list_arrays(const struct bundle_opts *o, struct gd_npz *npz, struct gd_safetensors *st,
+            char **names, int *sorted, struct gd_err *err)
 {
     int n = 0;
-    if (o->layers != NULL) {
-        char *copy = strdup(o->layers), *save = NULL;
-        for (char *tok = strtok_r(copy, ",", &save); tok && n < MAX_LAYERS;
-             tok = strtok_r(NULL, ",", &save))
-            names[n++] = strdup(tok);
-        free(copy);
-        return n;
-    }
+    *sorted = 0;
     if (npz != NULL) {
         for (int i = 0; i < gd_npz_count(npz) && n < MAX_LAYERS; i++)
             names[n++] = strdup(gd_npz_name(npz, i));
@@ -88,7 +133,6 @@ list_layers(const struct bundle_opts *o, int is_dir, struct gd_npz *npz,
             names[n++] = strdup(gd_safetensors_name(st, i));
         return n;
     }
-    (void)is_dir;
     DIR *d = opendir(o->from);
     if (d == NULL) {
         gd_err_set(err, GD_ENOENT, "%s: cannot open the folder", o->from);
@@ -102,6 +146,96 @@ list_layers(const struct bundle_opts *o, int is_dir, struct gd_npz *npz,
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, name_cmp);
+    *sorted = 1;
+    return n;
+}
+
+static int
+find_name(char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* "a, b, c ... (N in all)" of names, for messages. */
+static void
+names_text(char *const *names, int n, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (i == 6 && n > 8) {
+            snprintf(out + used, size - used, ", ... %s (%d in all)", names[n - 1], n);
+            return;
+        }
+        int w = snprintf(out + used, size - used, "%s%s", i ? ", " : "", names[i]);
+        if (w < 0 || (size_t)w >= size - used)
+            return;
+        used += (size_t)w;
+    }
+}
+
+/* An op name as --op and --map take it; -1 after printing the names there are. */
+static int
+op_of(const char *where, const char *layer, const char *name, enum gd_op *op)
+{
+    if (agt_framework_op(name, op) == 0)
+        return 0;
+    fprintf(stderr, "gpudiff-agent bundle: %s %s=%s: no such op; the names are:\n", where, layer,
+            name);
+    agt_framework_op_names(stderr);
+    return -1;
+}
+
+/*
+ * --map FILE: a JSON list (or {"layers": list}) of {"name", "op", "reduction_len"}: the
+ * layer order into names, the facts into facts. Returns the count, -1 after printing why.
+ */
+static int
+read_map(const char *path, char **names, struct layer_facts *facts, json_t **owner)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *list = json_is_object(root) ? json_object_get(root, "layers") : root;
+    if (!json_is_array(list)) {
+        fprintf(stderr, "gpudiff-agent bundle: --map %s: %s\n", path,
+                root == NULL ? jerr.text : "not a JSON list of layers (or {\"layers\": [...]})");
+        json_decref(root);
+        return -1;
+    }
+    int n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_t *op = json_object_get(e, "op"), *len = json_object_get(e, "reduction_len");
+        const char *why = !json_is_object(e)                  ? "not an object"
+                          : name == NULL || name[0] == '\0'   ? "no \"name\""
+                          : op != NULL && !json_is_string(op) ? "\"op\" is no string"
+                          : len != NULL && !(json_is_integer(len) && json_integer_value(len) > 0)
+                              ? "\"reduction_len\" is not a positive integer"
+                          : n == MAX_LAYERS ? "more layers than a bundle takes"
+                                            : NULL;
+        if (why == NULL && find_name(names, n, name) >= 0)
+            why = "a layer named twice";
+        if (why != NULL) {
+            fprintf(stderr, "gpudiff-agent bundle: --map %s: entry %zu: %s\n", path, i, why);
+            json_decref(root);
+            return -1;
+        }
+        memset(&facts[n], 0, sizeof facts[n]);
+        if (op != NULL && op_of("--map", name, json_string_value(op), &facts[n].op) != 0) {
+            json_decref(root);
+            return -1;
+        }
+        facts[n].op_given = op != NULL ? json_string_value(op) : NULL;
+        facts[n].reduction_len = len != NULL ? json_integer_value(len) : 0;
+        names[n++] = strdup(name);
+    }
+    *owner = root; /* facts' op names point into it */
     return n;
 }
 
@@ -125,9 +259,10 @@ make(struct bundle_opts *o)
     struct gd_npz *npz = NULL;
     struct gd_safetensors *st = NULL;
     struct gd_bundle_writer *w = NULL;
-    char *names[MAX_LAYERS];
-    int n = 0, code = AGT_EXIT_OK;
-    json_t *meta = NULL;
+    static char *names[MAX_LAYERS], *arrays[MAX_LAYERS];
+    static struct layer_facts facts[MAX_LAYERS];
+    int n = 0, n_arrays = 0, sorted = 0, code = AGT_EXIT_OK;
+    json_t *meta = NULL, *map = NULL;
     struct stat sb;
     if (stat(o->from, &sb) != 0) {
         fprintf(stderr, "gpudiff-agent bundle: %s: no such file or folder\n", o->from);
@@ -142,14 +277,76 @@ make(struct bundle_opts *o)
             return AGT_EXIT_INPUT;
         }
     }
-    n = list_layers(o, is_dir, npz, st, names, &err);
-    if (n <= 0) {
-        if (n == 0)
+    n_arrays = list_arrays(o, npz, st, arrays, &sorted, &err);
+    if (n_arrays <= 0) {
+        if (n_arrays == 0)
             gd_err_set(&err, GD_ENOENT, "%s holds no arrays", o->from);
         code = agt_fail(&err, AGT_PHASE_LOAD);
-        n = 0;
+        n_arrays = 0;
         goto done;
     }
+    /* the order: --layers, the map's, or the source's */
+    char list[1024];
+    memset(facts, 0, sizeof facts);
+    if (o->map != NULL) {
+        n = read_map(o->map, names, facts, &map);
+        if (n < 0) {
+            n = 0;
+            code = AGT_EXIT_INPUT;
+            goto done;
+        }
+    } else if (o->layers != NULL) {
+        char *copy = strdup(o->layers), *save = NULL;
+        for (char *tok = strtok_r(copy, ",", &save); tok && n < MAX_LAYERS;
+             tok = strtok_r(NULL, ",", &save))
+            names[n++] = strdup(tok);
+        free(copy);
+    } else {
+        for (; n < n_arrays; n++)
+            names[n] = strdup(arrays[n]);
+        if (sorted && n > 1) {
+            names_text(names, n, list, sizeof list);
+            fprintf(stderr,
+                    "gpudiff-agent bundle: warning: %s's %d .npy files are taken in "
+                    "natural order (digits as numbers): %s; give --layers or --map if "
+                    "that is not the network's order\n",
+                    o->from, n, list);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (find_name(arrays, n_arrays, names[i]) < 0) {
+            names_text(arrays, n_arrays, list, sizeof list);
+            fprintf(stderr, "gpudiff-agent bundle: %s: %s holds no array %s (it holds: %s)\n",
+                    o->map ? "--map" : "--layers", o->from, names[i], list);
+            code = AGT_EXIT_INPUT;
+            goto done;
+        }
+    /* --op: the layer must be one of them, the op one of the names there are */
+    const char *key;
+    json_t *v;
+    json_object_foreach(o->ops, key, v)
+    {
+        int i = find_name(names, n, key);
+        if (i < 0) {
+            names_text(names, n, list, sizeof list);
+            fprintf(stderr, "gpudiff-agent bundle: --op %s=%s: no layer %s (the layers: %s)\n", key,
+                    json_string_value(v), key, list);
+            code = AGT_EXIT_USAGE;
+            goto done;
+        }
+        if (op_of("--op", key, json_string_value(v), &facts[i].op) != 0) {
+            code = AGT_EXIT_USAGE;
+            goto done;
+        }
+        facts[i].op_given = json_string_value(v);
+    }
+    int n_ops = 0;
+    for (int i = 0; i < n; i++)
+        n_ops += facts[i].op_given != NULL;
+    if (n_ops == 0)
+        fprintf(stderr, "gpudiff-agent bundle: no layer has an op: comparisons will call every "
+                        "layer unknown (no rounding bound); give --op LAYER=OP (Linear, Conv2d, "
+                        "LayerNorm, GELU, ... or ONNX's names) or --map FILE\n");
     if (gd_bundle_writer_new(o->out, o->replace, &w, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
@@ -160,19 +357,18 @@ make(struct bundle_opts *o)
             code = agt_fail(&err, AGT_PHASE_LOAD);
             goto done;
         }
-        const char *op_name = json_string_value(json_object_get(o->ops, names[i]));
-        enum gd_op op = GD_OP_IDENTITY;
-        if (op_name != NULL && gd_op_from_name(op_name, &op) != 0) {
-            gd_err_set(&err, GD_EINVAL, "--op %s=%s: unknown op", names[i], op_name);
-            gd_tensor_free(t);
-            code = AGT_EXIT_USAGE;
-            fprintf(stderr, "gpudiff-agent bundle: %s\n", err.msg);
-            goto done;
-        }
+        int has_op = facts[i].op_given != NULL;
         struct gd_layer layer = {
-            .index = i, .node_index = -1, .name = names[i],
-            .node_name = op_name ? names[i] : NULL, .op = op, .value = t,
-            .batch_offset = 0, .batch_total = t->ndim > 0 ? t->shape[0] : 1, .time_us = -1,
+            .index = i,
+            .node_index = -1,
+            .name = names[i],
+            .node_name = has_op ? names[i] : NULL,
+            .op = has_op ? facts[i].op : GD_OP_IDENTITY,
+            .value = t,
+            .batch_offset = 0,
+            .batch_total = t->ndim > 0 ? t->shape[0] : 1,
+            .time_us = -1,
+            .reduction_len = facts[i].reduction_len,
         };
         int rc = gd_bundle_writer_layer(w, NULL, &layer, &err);
         gd_tensor_free(t);
@@ -196,26 +392,47 @@ make(struct bundle_opts *o)
         code = agt_fail(&err, AGT_PHASE_WRITE);
 done:
     json_decref(meta);
+    json_decref(map);
     gd_bundle_writer_free(w);
     gd_npz_close(npz);
     gd_safetensors_close(st);
     for (int i = 0; i < n; i++)
         free(names[i]);
+    for (int i = 0; i < n_arrays; i++)
+        free(arrays[i]);
     return code;
 }
 
 int
 agt_cmd_bundle(int argc, char **argv)
 {
-    enum { O_FROM = 256, O_OUT, O_LAYERS, O_BACKEND, O_MODEL, O_OP, O_ENV, O_LABEL, O_REPLACE,
-           O_JSON };
+    enum {
+        O_FROM = 256,
+        O_OUT,
+        O_LAYERS,
+        O_BACKEND,
+        O_MODEL,
+        O_OP,
+        O_ENV,
+        O_LABEL,
+        O_REPLACE,
+        O_JSON,
+        O_MAP
+    };
     static const struct option longopts[] = {
-        {"from", required_argument, NULL, O_FROM},     {"out", required_argument, NULL, O_OUT},
-        {"layers", required_argument, NULL, O_LAYERS}, {"backend", required_argument, NULL, O_BACKEND},
-        {"model", required_argument, NULL, O_MODEL},   {"op", required_argument, NULL, O_OP},
-        {"env", required_argument, NULL, O_ENV},       {"label", required_argument, NULL, O_LABEL},
-        {"replace", no_argument, NULL, O_REPLACE},     {"json", no_argument, NULL, O_JSON},
-        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
+        {"from", required_argument, NULL, O_FROM},
+        {"out", required_argument, NULL, O_OUT},
+        {"layers", required_argument, NULL, O_LAYERS},
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"model", required_argument, NULL, O_MODEL},
+        {"op", required_argument, NULL, O_OP},
+        {"env", required_argument, NULL, O_ENV},
+        {"label", required_argument, NULL, O_LABEL},
+        {"replace", no_argument, NULL, O_REPLACE},
+        {"json", no_argument, NULL, O_JSON},
+        {"map", required_argument, NULL, O_MAP},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct bundle_opts o = {0};
     o.env = json_object();
@@ -239,6 +456,9 @@ agt_cmd_bundle(int argc, char **argv)
             break;
         case O_MODEL:
             o.model = optarg;
+            break;
+        case O_MAP:
+            o.map = optarg;
             break;
         case O_OP:
             code = agt_kv_set(o.ops, "bundle", "--op", optarg) ? AGT_EXIT_USAGE : AGT_EXIT_OK;
@@ -266,6 +486,10 @@ agt_cmd_bundle(int argc, char **argv)
     }
     if (code == -1) {
         code = AGT_EXIT_OK;
+    } else if (code == AGT_EXIT_OK && o.map != NULL && o.layers != NULL) {
+        fprintf(stderr, "gpudiff-agent bundle: --map gives the layers' order: leave --layers "
+                        "out\n");
+        code = AGT_EXIT_USAGE;
     } else if (code == AGT_EXIT_OK && (o.from == NULL || o.out == NULL || optind < argc)) {
         fprintf(stderr, "gpudiff-agent bundle: --from and --out are required, and nothing else "
                         "(see --help)\n");

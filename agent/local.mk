@@ -12,6 +12,7 @@ gpudiff_agent_SOURCES = \
 	agent/ops.c \
 	agent/diff.c \
 	agent/bundle.c \
+	agent/framework_ops.c \
 	agent/push.c \
 	agent/report.c \
 	agent/upload.c \

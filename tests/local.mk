@@ -174,7 +174,7 @@ INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh
 # ops-spatial
 INTEGRATION_TESTS += tests/integration/batch_mixing.sh
 # front (issue 23): every knob of knobs.def through run, run.json and its rerun record
-INTEGRATION_TESTS += tests/integration/knobs_rerun.sh
+INTEGRATION_TESTS += tests/integration/knobs_rerun.sh tests/integration/agent_bundle.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
 	$(INTEGRATION_TESTS)

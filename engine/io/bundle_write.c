@@ -331,6 +331,12 @@ layer_record(struct layer_out *lo, const struct gd_graph *g, const struct gd_lay
         json_object_set_new(lo->rec, "reduction_len",
                             json_integer(gd_node_reduction_len(g, layer->node_index)));
         json_object_set_new(lo->rec, "discontinuous", json_boolean(info->discontinuous));
+    } else if (g == NULL && layer->node_name != NULL && gd_op_info(layer->op) != NULL) {
+        /* a dump's layer of a known op: its traits, and the reduction length when given */
+        if (layer->reduction_len > 0)
+            json_object_set_new(lo->rec, "reduction_len", json_integer(layer->reduction_len));
+        json_object_set_new(lo->rec, "discontinuous",
+                            json_boolean(gd_op_info(layer->op)->discontinuous));
     }
     return 0;
 }

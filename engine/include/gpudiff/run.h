@@ -69,6 +69,10 @@ struct gd_layer {
      * (dtype and shape are still set), and fingerprint is the layer's (NULL when not asked),
      * computed by the backend where the tensor lies. */
     const struct gd_fingerprint *fingerprint;
+    /* Without a graph (a framework's dump, gpudiff-agent bundle): > 0, the terms each output
+     * element sums, recorded with the op's discontinuity for the comparison; 0 not known.
+     * Sessions leave it 0: the graph gives it. */
+    int64_t reduction_len;
 };
 
 /* Returning non-zero stops the run with that code. */
