@@ -339,6 +339,9 @@ static int
 make_bundle_root(struct sweep *sw, struct gd_err *err)
 {
     if (sw->o->out != NULL) {
+        int rc = gd_dir_make_parents(sw->o->out, NULL, 0, err);
+        if (rc != 0)
+            return rc;
         if (mkdir(sw->o->out, 0755) != 0)
             return gd_err_set(err, errno == EEXIST ? GD_EEXIST : GD_EIO, "--out %s: %s", sw->o->out,
                               strerror(errno));

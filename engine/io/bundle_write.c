@@ -44,6 +44,7 @@ struct gd_bundle_writer {
     char *tmp;                  /* where it is built */
     int replace;
     int committed;
+    char made[4096];            /* the topmost missing parent folder made for dir, "" none */
     int n;                      /* layers array length (highest index + 1) */
     int fingerprints;           /* fp: commit fingerprints layers delivered without one */
     struct layer_out *layers;
@@ -119,8 +120,15 @@ gd_bundle_writer_new(const char *dir, int replace, struct gd_bundle_writer **out
     struct gd_bundle_writer *w = calloc(1, sizeof *w);
     if (w == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
+    /* missing parent folders are made (mkdir -p), and removed again if nothing is committed */
+    int rc = gd_dir_make_parents(dir, w->made, sizeof w->made, err);
+    if (rc != 0) {
+        free(w);
+        return rc;
+    }
     if (mkdtemp(tmpl) == NULL) {
         int e = errno;
+        gd_dir_remove_made(dir, w->made);
         free(w);
         return gd_err_set(err, e == ENOENT ? GD_ENOENT : GD_EIO,
                           "cannot make a folder in %s: %s", parent, strerror(e));
@@ -133,6 +141,7 @@ gd_bundle_writer_new(const char *dir, int replace, struct gd_bundle_writer **out
     if (mkdir(layers, 0755) != 0 || w->tmp == NULL || w->dir == NULL) {
         int e = errno;
         remove_tree(tmpl);
+        gd_dir_remove_made(dir, w->made);
         free(w->tmp);
         free(w->dir);
         free(w);
@@ -605,8 +614,10 @@ gd_bundle_writer_free(struct gd_bundle_writer *w)
 {
     if (w == NULL)
         return;
-    if (!w->committed)
+    if (!w->committed) {
         remove_tree(w->tmp);
+        gd_dir_remove_made(w->dir, w->made);
+    }
     for (int i = 0; i < w->n; i++) {
         gd_sha256_fini(&w->layers[i].hash);
         json_decref(w->layers[i].rec);
