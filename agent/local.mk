@@ -16,6 +16,8 @@ gpudiff_agent_SOURCES = \
 	agent/push.c \
 	agent/report.c \
 	agent/upload.c \
+	agent/http.h \
+	agent/http.c \
 	agent/fetch.h \
 	agent/fetch.c \
 	agent/knob_opts.c \
@@ -38,5 +40,5 @@ gpudiff_agent_SOURCES += \
 # ---- fp: `gpudiff-agent fetch-layers` (tensors the daemon asks for) ----
 gpudiff_agent_SOURCES += agent/run_opts.h agent/fetch_layers.c
 # ---- jobagt: `gpudiff-agent submit` and `serve` (jobs from gpudiffd, agent/jobs.h) ----
-gpudiff_agent_SOURCES += agent/jobs.h agent/jobs_args.c agent/jobs_http.c agent/submit.c \
+gpudiff_agent_SOURCES += agent/jobs.h agent/jobs_args.c agent/submit.c \
 	agent/serve.h agent/serve.c agent/serve_task.c

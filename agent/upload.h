@@ -3,7 +3,7 @@
  * run.json, PUT each layer the server lacks (streamed from its file), POST finish; retried
  * with exponential backoff and jitter on connection errors, timeouts and 5xx answers, and
  * resumed from what the server says is missing. Used by `gpudiff-agent push` and `run
- * --server`, and by tests/bench/bench_ingest.c. Needs libcurl.
+ * --server`, and by tests/bench/bench_ingest.c, through the agent's HTTP client (http.h).
  */
 #ifndef GPUDIFF_AGENT_UPLOAD_H
 #define GPUDIFF_AGENT_UPLOAD_H

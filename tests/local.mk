@@ -155,7 +155,8 @@ tests_server_check_run_doc_LDADD = $(SERVER_TEST_LIBS)
 # ---- agent: upload.c is compiled into its test (the agent has no library of its own) ----
 check_PROGRAMS += tests/agent/check_upload
 TESTS += tests/agent/check_upload
-tests_agent_check_upload_SOURCES = tests/agent/check_upload.c agent/upload.c agent/upload.h
+tests_agent_check_upload_SOURCES = tests/agent/check_upload.c agent/upload.c agent/upload.h \
+	agent/http.c agent/http.h
 tests_agent_check_upload_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent $(CURL_CFLAGS)
 tests_agent_check_upload_LDADD = $(TEST_LIBS) $(CURL_LIBS)
 check_PROGRAMS += tests/engine/check_metrics
@@ -220,7 +221,8 @@ EXTRA_DIST += tests/bench/bench_metrics.py
 # under concurrent clients (docs/PERFORMANCE.md). Each starts a daemon of this build.
 BENCH_SERVER_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/server -I$(top_srcdir)/agent \
 	$(SERVER_DEPS_CFLAGS) $(CURL_CFLAGS) -DGD_BUILDDIR=\"$(abs_top_builddir)\"
-BENCH_SERVER_SOURCES = tests/bench/bench_server.c tests/bench/bench_server.h agent/upload.c
+BENCH_SERVER_SOURCES = tests/bench/bench_server.c tests/bench/bench_server.h agent/upload.c \
+	agent/http.c
 EXTRA_PROGRAMS += tests/bench/bench_ingest tests/bench/bench_diff_latency
 tests_bench_bench_ingest_SOURCES = tests/bench/bench_ingest.c $(BENCH_SERVER_SOURCES)
 tests_bench_bench_ingest_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
