@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "move.h"
 
 /* What an op of the evaluator needs of its inputs. */
 enum fold_kind {
@@ -619,24 +620,8 @@ fold_slice(struct fold_call *c, struct gd_err *err)
         int64_t dim = x->shape[a], st = steps[i], b = starts[i], e = ends[i];
         if (st == 0)
             return gd_err_set(err, GD_EMODEL, "a step is 0");
-        /* The ONNX rule: negative bounds count from the end, then clamp to [0, dim] for a
-         * positive step and [-1, dim - 1] for a negative one. */
-        if (b < 0)
-            b += dim;
-        if (e < 0)
-            e += dim;
-        /* ceil(span / |st|) as (span - 1) / |st| + 1: no sum with st, and no -st (st may be
-         * INT64_MIN); C's division truncates, so for st < 0, (span - 1) / st is -that. */
-        if (st > 0) {
-            b = b < 0 ? 0 : b > dim ? dim : b;
-            e = e < 0 ? 0 : e > dim ? dim : e;
-            s.dim[a] = e > b ? (e - b - 1) / st + 1 : 0;
-        } else {
-            b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
-            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            s.dim[a] = b > e ? 1 - (b - e - 1) / st : 0;
-        }
-        first[a] = b;
+        /* the one rule shape inference follows too (move.h) */
+        s.dim[a] = gd__slice_axis(dim, b, e, st, &first[a]);
         step[a] = st;
     }
     struct gd_tensor *t = new_tensor(x->dtype, &s, err);
