@@ -41,6 +41,10 @@ libgpudiff_la_SOURCES = \
 	engine/core/backend.c \
 	engine/core/error.c \
 	engine/core/fold.c \
+	engine/core/fold_internal.h \
+	engine/core/fold_int.c \
+	engine/core/fold_move.c \
+	engine/core/fold_tensor.c \
 	engine/core/graph.c \
 	engine/core/graph_replay.c \
 	engine/core/hash.c \
