@@ -10,6 +10,7 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/error.h"
 #include "gpudiff/run.h"
+#include "gpudiff/uuid.h"
 
 /* Exit codes, documented in `gpudiff-agent --help` and docs/AGENT.md. */
 #define AGT_EXIT_MAP(XX)                                                            \

@@ -15,6 +15,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/ops.h \
 	engine/include/gpudiff/run.h \
 	engine/include/gpudiff/knobs.h \
+	engine/include/gpudiff/uuid.h \
 	engine/include/gpudiff/tensor.h \
 	engine/include/gpudiff/bundle.h \
 	engine/include/gpudiff/compare.h \
@@ -76,6 +77,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/graph_dtype.c \
 	engine/core/graph_weights.c \
 	engine/core/tensor.c \
+	engine/core/uuid.c \
 	engine/compare/metrics.c \
 	engine/compare/metrics_internal.h \
 	engine/compare/metrics_scalar.c \

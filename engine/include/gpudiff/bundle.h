@@ -120,12 +120,6 @@ int gd_bundle_layer_load(const struct gd_bundle *b, int i, struct gd_tensor **ou
 
 void gd_bundle_close(struct gd_bundle *b);
 
-/* A random RFC 4122 version 4 UUID, from the system's random source. */
-int gd_uuid_v4(char out[37], struct gd_err *err);
-
-/* The SHA-256 of a tensor's data as run.json records it (C order, little-endian). */
-int gd_tensor_sha256(const struct gd_tensor *t, char hex[65], struct gd_err *err);
-
 #ifdef __cplusplus
 }
 #endif
