@@ -9,7 +9,7 @@
 
 #include "gpudiff/bundle.h"
 #include "gpudiff/error.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "gpudiff/uuid.h"
 
 /* Exit codes, documented in `gpudiff-agent --help` and docs/AGENT.md. */

@@ -14,7 +14,7 @@
 
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 
 #define MAX_LAYERS 4096

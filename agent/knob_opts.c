@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "gpudiff/knobs.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 
 int

@@ -9,7 +9,7 @@
 
 #include "gpudiff/graph.h"
 #include "gpudiff/ops.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 
 static void

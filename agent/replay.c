@@ -19,7 +19,7 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
 #include "gpudiff/replay.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 #include "fetch.h"
 #include "model_load.h"

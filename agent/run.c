@@ -15,7 +15,7 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
 #include "gpudiff/log.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 #include "inputs.h"
 #include "model_load.h"

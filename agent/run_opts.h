@@ -9,7 +9,7 @@
 #include <jansson.h>
 
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 #include "inputs.h"
 #include "upload.h"

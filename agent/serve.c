@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "gpudiff/model.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "serve.h"
 
 static volatile sig_atomic_t stop_flag, hard_stop_flag;

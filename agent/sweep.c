@@ -23,7 +23,7 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
 #include "gpudiff/model.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 #include "sweep_run.h"
 

@@ -17,7 +17,7 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/diff.h"
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 
 #define AGT_SWEEP_FORMAT       "gpudiff-sweep"
 #define AGT_SWEEP_VERSION      1

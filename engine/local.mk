@@ -13,7 +13,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/model.h \
 	engine/include/gpudiff/onnx.h \
 	engine/include/gpudiff/ops.h \
-	engine/include/gpudiff/run.h \
+	engine/include/gpudiff/session.h \
 	engine/include/gpudiff/knobs.h \
 	engine/include/gpudiff/uuid.h \
 	engine/include/gpudiff/tensor.h \

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "gpudiff/diff.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "compare.h"
 #include "db.h"
 #include "pool.h"

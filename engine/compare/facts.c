@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "diff_internal.h"
 
 const char *

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "gpudiff/knobs.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "internal.h"
 
 #define GD__KNOB_OFFSET2_ONOFF(name)   0

@@ -12,7 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "internal.h"
 
 #ifndef GD_BUILD_FLAGS

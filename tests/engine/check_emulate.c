@@ -5,7 +5,7 @@
 
 #include <check.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "op_fixture.h"
 
 /* ---- gd_emulate_parse ---- */

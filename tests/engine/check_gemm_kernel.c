@@ -12,7 +12,7 @@
 
 #include <check.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "op_harness.h"
 
 #define MAX_IN 3

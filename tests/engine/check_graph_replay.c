@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "gpudiff/replay.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 
 static struct gd_tensor *
 tensor(int64_t rows, int64_t cols, const float *v)

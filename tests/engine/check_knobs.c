@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "gpudiff/knobs.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "../../engine/core/internal.h"
 
 /* Parses text into knob name of a fresh struct and prints it back. */

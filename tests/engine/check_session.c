@@ -12,7 +12,7 @@
 #include <check.h>
 
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "session_graph.h"
 
 #define OUT SG_OUT

@@ -17,7 +17,7 @@
 
 #include "gpudiff/fingerprint.h"
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "gpudiff/tensor.h"
 
 #ifdef __cplusplus

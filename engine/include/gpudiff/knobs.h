@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-struct gd_env; /* gpudiff/run.h */
+struct gd_env; /* gpudiff/session.h */
 
 /* Reduced-precision formats the CPU backend can emulate on the inputs of GEMMs and convs. */
 enum gd_emulate { GD_EMULATE_NONE = 0, GD_EMULATE_TF32, GD_EMULATE_BF16, GD_EMULATE_FP16 };

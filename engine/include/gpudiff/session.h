@@ -1,9 +1,9 @@
 /*
- * run.h: backends, sessions that execute a graph node by node with a set of knobs
+ * session.h: backends, sessions that execute a graph node by node with a set of knobs
  * (gpudiff/knobs.h), handing every node output to the caller's capture callback.
  */
-#ifndef GPUDIFF_RUN_H
-#define GPUDIFF_RUN_H
+#ifndef GPUDIFF_SESSION_H
+#define GPUDIFF_SESSION_H
 
 #include <stdint.h>
 
