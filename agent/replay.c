@@ -18,7 +18,7 @@
 
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
-#include "gpudiff/replay.h"
+#include "gpudiff/graph_replay.h"
 #include "gpudiff/session.h"
 #include "agent.h"
 #include "fetch.h"

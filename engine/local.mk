@@ -21,7 +21,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/compare.h \
 	engine/include/gpudiff/hash.h \
 	engine/include/gpudiff/diff.h \
-	engine/include/gpudiff/replay.h \
+	engine/include/gpudiff/graph_replay.h \
 	engine/compare/diff_internal.h \
 	engine/compare/boundary.c \
 	engine/compare/diff.c \

@@ -1,12 +1,12 @@
 /*
- * graph_replay.c: the replay graph of a model (gpudiff/replay.h): every node reads captured
+ * graph_replay.c: the replay graph of a model (gpudiff/graph_replay.h): every node reads captured
  * values through graph inputs of their own instead of its upstream nodes' outputs.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpudiff/replay.h"
+#include "gpudiff/graph_replay.h"
 #include "internal.h"
 
 static int

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpudiff/replay.h"
+#include "gpudiff/graph_replay.h"
 #include "gpudiff/session.h"
 
 static struct gd_tensor *
