@@ -18,7 +18,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/uuid.h \
 	engine/include/gpudiff/tensor.h \
 	engine/include/gpudiff/bundle.h \
-	engine/include/gpudiff/compare.h \
+	engine/include/gpudiff/metrics.h \
 	engine/include/gpudiff/hash.h \
 	engine/include/gpudiff/diff.h \
 	engine/include/gpudiff/graph_replay.h \
