@@ -31,7 +31,7 @@ libgpudiff_la_SOURCES = \
 	engine/compare/facts.c \
 	engine/compare/match.c \
 	engine/compare/measure.c \
-	engine/compare/replay.c \
+	engine/compare/own_error.c \
 	engine/compare/truth.c \
 	engine/compare/verdict.c \
 	engine/core/internal.h \
