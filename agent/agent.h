@@ -80,10 +80,10 @@ int agt_framework_op(const char *name, enum gd_op *out);
 /* The names agt_framework_op() takes, for messages and --help. */
 void agt_framework_op_names(FILE *out);
 
-/* How many ops of ops.def the backend called name runs (ops.c). */
+/* How many ops of ops.def the backend called name runs (cmd_ops.c). */
 int agt_ops_count(const char *backend);
 
-/* ---- the upload flags `push` and `run` share (push.c) ---- */
+/* ---- the upload flags `push` and `run` share (cmd_push.c) ---- */
 
 struct agt_upload_opts; /* upload.h */
 

@@ -3,7 +3,7 @@
  * (sweep_grid.c), runs captured into memory and read back by the engine's comparison
  * (sweep_capture.c), the comparisons summed up and the answers drawn from them
  * (sweep_summary.c), the text report (sweep_report.c), and the upload of the sweep and its
- * runs (sweep_upload.c). sweep.c runs the settings. docs/AGENT.md describes the command,
+ * runs (sweep_upload.c). cmd_sweep.c runs the settings. docs/AGENT.md describes the command,
  * schema/json/sweep.schema.json the document it makes.
  */
 #ifndef GPUDIFF_AGENT_SWEEP_H

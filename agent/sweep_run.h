@@ -1,5 +1,5 @@
 /*
- * sweep_run.h: the sweep in progress, shared by the command (sweep.c: options, the order of
+ * sweep_run.h: the sweep in progress, shared by the command (cmd_sweep.c: options, the order of
  * things, the document's start and end) and the runs it makes (sweep_setting.c: one setting
  * measured, the float64 reference, the convolution algorithms cuDNN offers).
  */

@@ -35,7 +35,7 @@ check_key(const char *text, const char *want)
 
 START_TEST(agent_runs)
 {
-    /* What `gpudiff-agent run` writes for each backend (agent/run.c, knobs_json). */
+    /* What `gpudiff-agent run` writes for each backend (agent/cmd_run.c, knobs_json). */
     check_key("{\"backend\":\"cpu\",\"env\":{\"host\":\"vm\",\"backend\":\"cpu\"},"
               "\"knobs\":{\"emulate\":\"none\",\"batch\":null}}",
               "cpu");

@@ -1,5 +1,5 @@
 /*
- * serve.c: `gpudiff-agent serve`: an agent as a service. Registers one device per backend
+ * cmd_serve.c: `gpudiff-agent serve`: an agent as a service. Registers one device per backend
  * with gpudiffd (key HOST/BACKEND, the env `run` records, the operator's labels), then
  * long-polls for leases and runs each (serve_task.c) until SIGTERM. Never a busy loop: an
  * unreachable daemon is retried with backoff (logged), an odd answer waited out.

@@ -1,5 +1,5 @@
 /*
- * sweep.c: `gpudiff-agent sweep`: one model and one input under a grid of settings on one
+ * cmd_sweep.c: `gpudiff-agent sweep`: one model and one input under a grid of settings on one
  * backend, in one process, the model loaded once. For each setting: the forward timed
  * without capture (the input staged on the device) and end to end, repeated captures for
  * the run-to-run spread, the full capture compared with a float64 run and with the strict

@@ -1,5 +1,5 @@
 /*
- * bundle.c: `gpudiff-agent bundle`: makes a run bundle from arrays another framework dumped
+ * cmd_bundle.c: `gpudiff-agent bundle`: makes a run bundle from arrays another framework dumped
  * (a folder of .npy files, an .npz or a safetensors file; one array per layer), so PyTorch,
  * Paddle or TensorFlow runs can be compared with engine runs and pushed to the daemon.
  */

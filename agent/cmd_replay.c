@@ -1,5 +1,5 @@
 /*
- * replay.c: `gpudiff-agent replay`: runs every node of a bundle's model on a backend with the
+ * cmd_replay.c: `gpudiff-agent replay`: runs every node of a bundle's model on a backend with the
  * inputs the bundle captured, not with that backend's own upstream results, and writes the
  * outputs as a bundle whose run.json says which run it replays ("replay": {"of": ID}). Each
  * of its layers differs from the captured run's only by what that layer computes itself, so

@@ -1,5 +1,5 @@
 /*
- * submit.c: `gpudiff-agent submit`: posts a job ("run this model on this input with these
+ * cmd_submit.c: `gpudiff-agent submit`: posts a job ("run this model on this input with these
  * knobs on every device that matches") to gpudiffd, uploading the files it lacks (409
  * missing_files: PUT /api/v1/files/{sha256}, streamed from disk, then the job again), and
  * with --wait follows it to the end and prints each device's outcome.

@@ -1,5 +1,5 @@
 /*
- * run.c: `gpudiff-agent run`: loads a model and an input, runs every node on one backend
+ * cmd_run.c: `gpudiff-agent run`: loads a model and an input, runs every node on one backend
  * with one set of knobs, and writes the run bundle with every layer's output.
  */
 #define _GNU_SOURCE /* asprintf */

@@ -1,5 +1,5 @@
 /*
- * fetch_layers.c: `gpudiff-agent fetch-layers --server URL RUN_ID`: sends the tensors gpudiffd
+ * cmd_fetch_layers.c: `gpudiff-agent fetch-layers --server URL RUN_ID`: sends the tensors gpudiffd
  * asked for where a run holds only fingerprints (docs/AGENT.md, "fetch-layers"). It reads the
  * run's pending requests and its "rerun" record, runs the model again on this host with the
  * recorded options and --capture layers=(the names asked for), checks that the model and
