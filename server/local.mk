@@ -24,7 +24,7 @@ libsrv_la_SOURCES = \
 	server/db.c \
 	server/db_blobs.c \
 	server/db_diffs.c \
-	server/db_jobs.c \
+	server/db_compare_queue.c \
 	server/db_layers.c \
 	server/db_matrix.c \
 	server/db_models.c \
@@ -40,7 +40,7 @@ libsrv_la_SOURCES = \
 	server/head.h \
 	server/http.c \
 	server/log.c \
-	server/metrics.c \
+	server/prom_metrics.c \
 	server/pool.c \
 	server/pool.h \
 	server/retention.c \
@@ -112,7 +112,7 @@ SERVER_PG_SQL += schema/pg/011_jobs.sql
 libsrv_la_SOURCES += server/blob_get.c
 libsrv_la_SOURCES += server/fleet.h server/fleet_check.c server/fleet_sweep.c server/spill.c \
 	server/db_fleet_files.c server/db_devices.c server/db_fleet_jobs.c server/db_leases.c \
-	server/route_files.c server/route_agents.c server/route_jobs.c server/route_leases.c
+	server/route_files.c server/route_agents.c server/route_fleet_jobs.c server/route_leases.c
 # ---- tls: gpudiffd's own TLS (issue 15 item 2) ----
 SERVER_DEPS_CFLAGS += $(GNUTLS_CFLAGS)
 SERVER_DEPS_LIBS += $(GNUTLS_LIBS)

@@ -464,7 +464,7 @@ int srv_knobs_list(struct srv_req *req);
 /* fp: tensors asked for where runs hold fingerprints (route_requests.c) */
 int srv_requests_list(struct srv_req *req);
 int srv_requests_add(struct srv_req *req);
-/* jobsrv: files (route_files.c), agents (route_agents.c), jobs (route_jobs.c), leases
+/* jobsrv: files (route_files.c), agents (route_agents.c), jobs (route_fleet_jobs.c), leases
    (route_leases.c) */
 int srv_files_put_begin(struct srv_req *req);
 int srv_files_put_chunk(struct srv_req *req, const char *data, size_t len);
@@ -483,7 +483,7 @@ int srv_leases_fail(struct srv_req *req);
 /* Serves a file under --web-root (GET and HEAD of paths outside /api/). */
 int srv_static_serve(struct srv_req *req);
 
-/* ---- metrics (metrics.c) ---- */
+/* ---- metrics (prom_metrics.c) ---- */
 
 enum srv_counter {
     SRV_M_BODY_BYTES,   /* layer body bytes received */
