@@ -21,10 +21,13 @@ diff_usage(FILE *out)
             "Compares run bundles A and B layer by layer, matching layers by name (the output\n"
             "tensor's; two model files of one network compare this way too). Prints, per\n"
             "layer: the verdict (identical, noise, divergent, amplified, nonfinite, unknown,\n"
-            "incomparable), max |a-b|, max ULP distance, the error over what rounding and the\n"
-            "inputs allow (x bound), the effective precision in bits of the values that\n"
-            "differ, and the count outside atol + rtol*|b| (B is the reference side of the\n"
-            "metrics; the verdicts are the same either way). Marks where the difference\n"
+            "incomparable), max |a-b|, that difference in ULPs of the layer's largest value\n"
+            "(ulp@scale), the error over what rounding and the inputs allow (x bound: above 1\n"
+            "is beyond noise) and the test that decided it (max: the largest error; median:\n"
+            "the typical one), the effective precision in bits of the values that differ,\n"
+            "and how many values differ (with --atol or --rtol: how many are outside atol +\n"
+            "rtol*|b|, B the reference side of that count, when they are not numpy's\n"
+            "defaults; the verdicts are the same either way). Marks where the difference\n"
             "starts (>), or where it is first observed when the data cannot show its start\n"
             "(?), the amplifiers (!) and a replay's cause (*); lists the rows that differ in\n"
             "the last layer, what differs between the runs (and what one run does not\n"
@@ -37,8 +40,14 @@ diff_usage(FILE *out)
             "  --replay R       a replay of A or B (`gpudiff-agent replay`): each layer's own\n"
             "                   error, and the cause: the first layer whose own error exceeds\n"
             "                   its bound\n"
-            "  --atol X         absolute tolerance of the mismatch counts (default 1e-8)\n"
-            "  --rtol Y         relative tolerance of the mismatch counts (default 1e-5)\n"
+            "  --atol X         count the values outside atol + rtol*|b| (numpy.isclose) with\n"
+            "                   this absolute tolerance (default 1e-8), and list the rows of\n"
+            "                   the last layer and off the truth that have one. With\n"
+            "                   numpy's defaults (1e-8, 1e-5) the table counts the values\n"
+            "                   that differ instead: those defaults are tighter than float32\n"
+            "                   rounding of a long sum, so a correct float32 run would look\n"
+            "                   wrong by them\n"
+            "  --rtol Y         the relative tolerance of those counts (default 1e-5)\n"
             "  --json           print the diff as JSON (the fields the daemon serves)\n"
             "  --check          exit 7 when any layer is divergent, amplified, nonfinite,\n"
             "                   unknown or incomparable (for CI; between two model files a\n"
@@ -153,7 +162,7 @@ print_env(FILE *out, const struct gd_diff *d)
 
 static void
 print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, const char *pt,
-            const char *pr)
+            const char *pr, int tol_given)
 {
     fprintf(out, "a: %s\nb: %s\n", pa, pb);
     if (pt != NULL)
@@ -166,9 +175,10 @@ print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, 
         fprintf(out, " (two model files: matched by output tensor names)");
     if (d->mode == GD_DIFF_REPLAY)
         fprintf(out, " (a replay: every difference is the layer's own)");
-    fprintf(out, "\n\n  %4s %-16s %-14s %-12s %10s %10s %10s %6s %10s%s%s\n", "#", "layer", "op",
-            "verdict", "max abs", "max ulp", "x bound", "bits", "mismatch",
-            d->has_truth ? "  right" : "", d->has_replay ? "  own of err (bits)" : "");
+    fprintf(out, "\n\n  %4s %-16s %-14s %-12s %10s %10s %8s %-6s %5s %10s%s%s\n", "#", "layer",
+            "op", "verdict", "max abs", "ulp@scale", "x bound", "test", "bits",
+            tol_given ? "mismatch" : "differ", d->has_truth ? "  right" : "",
+            d->has_replay ? "  own of err (bits)" : "");
     for (int i = 0; i < d->n_layers; i++) {
         const struct gd_diff_layer *l = &d->layers[i];
         char mark = mark_of(d, i);
@@ -177,13 +187,13 @@ print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, 
                     l->op[0] ? l->op : "-", gd_verdict_name(l->verdict), l->note);
             continue;
         }
-        char abs_s[32], ratio_s[32], bits_s[32];
+        char abs_s[32], ratio_s[32], bits_s[32], ulp_s[32];
         fmt_num(l->m.abs_max, abs_s, sizeof abs_s);
-        fmt_num(l->envelope > 0 ? l->err / l->envelope : l->err > 0 ? INFINITY : 0, ratio_s,
-                sizeof ratio_s);
-        if (!isfinite(l->envelope))
-            snprintf(ratio_s, sizeof ratio_s, "-");
-        snprintf(bits_s, sizeof bits_s, l->n_differ > 0 ? "%.1f" : "-", l->bits);
+        fmt_num(l->ratio, ratio_s, sizeof ratio_s);
+        fmt_num(l->ulp_scaled, ulp_s, sizeof ulp_s);
+        /* a step's or a sparse difference's bits say nothing of an arithmetic */
+        snprintf(bits_s, sizeof bits_s, l->n_differ > 0 && !l->discontinuous ? "%.1f" : "-",
+                 l->bits);
         /* fp: a verdict from fingerprints is marked ~, its max abs is a lower bound (>=) */
         char verdict_s[24];
         snprintf(verdict_s, sizeof verdict_s, "%s%s", gd_verdict_name(l->verdict),
@@ -193,9 +203,10 @@ print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, 
             fmt_num(l->m.abs_max, lb, sizeof lb - 2);
             snprintf(abs_s, sizeof abs_s, ">=%.29s", lb);
         }
-        fprintf(out, "%c %4d %-16s %-14s %-12s %10s %10llu %10s %6s %10lld", mark, i, l->name,
-                l->op[0] ? l->op : "-", verdict_s, abs_s,
-                (unsigned long long)l->m.ulp_max, ratio_s, bits_s, (long long)l->m.n_mismatch);
+        fprintf(out, "%c %4d %-16s %-14s %-12s %10s %10s %8s %-6s %5s %10lld", mark, i, l->name,
+                l->op[0] ? l->op : "-", verdict_s, abs_s, ulp_s, ratio_s,
+                l->decided_by ? l->decided_by : "-", bits_s,
+                (long long)(tol_given ? l->m.n_mismatch : l->n_differ));
         if (d->has_truth)
             fprintf(out, "  %-5s", side_word(l->right));
         if (d->has_replay) {
@@ -224,7 +235,7 @@ print_table(FILE *out, const struct gd_diff *d, const char *pa, const char *pb, 
     for (int i = 0; i < d->n_layers; i++)
         if (d->layers[i].verdict != GD_VERDICT_INCOMPARABLE)
             last = &d->layers[i];
-    if (last != NULL && last->rows_mismatch > 0) {
+    if (last != NULL && last->rows_mismatch > 0 && tol_given) {
         fprintf(out, "\nrows of %s with a value outside atol %g + rtol %g: %lld:", last->name,
                 d->atol, d->rtol, (long long)last->rows_mismatch);
         for (int i = 0; i < last->n_rows; i++)
@@ -251,7 +262,7 @@ agt_cmd_diff(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *truth_dir = NULL, *replay_dir = NULL;
-    double atol = 1e-8, rtol = 1e-5;
+    double atol = GD_DIFF_ATOL, rtol = GD_DIFF_RTOL;
     int json = 0, check = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -318,7 +329,8 @@ agt_cmd_diff(int argc, char **argv)
         fputc('\n', stdout);
         json_decref(j);
     } else {
-        print_table(stdout, d, argv[optind], argv[optind + 1], truth_dir, replay_dir);
+        print_table(stdout, d, argv[optind], argv[optind + 1], truth_dir, replay_dir,
+                    d->tolerance_given);
     }
     if (check)
         for (int i = 0; i < d->n_layers; i++)

@@ -97,6 +97,8 @@ rerun(json_t *args, const char *pattern, const char *dir)
                         "command line this agent takes (see above)\n");
     } else {
         snprintf(o.knobs.capture, sizeof o.knobs.capture, "%s", capture);
+        /* the tensors are what is sent: the run it fetches for has its noise probes */
+        o.knobs.noise_probe = 0;
         o.out = dir;
         o.replace = 1;
         o.json = 0;

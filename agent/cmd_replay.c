@@ -41,13 +41,14 @@ struct replay_opts {
     struct gd_knobs knobs;
 };
 
-/* The knobs replay takes: run's, less --batch (every captured layer is fed whole) and
- * --capture (a replay keeps every layer). */
+/* The knobs replay takes: run's, less --batch (every captured layer is fed whole),
+ * --capture (a replay keeps every layer) and --noise-probe (a replay's layers are compared
+ * for their own error, with the noise its run recorded). */
 static void
 replay_knobs(unsigned char *which)
 {
     for (int k = 0; k < GD_KNOB_COUNT; k++)
-        which[k] = k != GD_KNOB_BATCH && k != GD_KNOB_CAPTURE;
+        which[k] = k != GD_KNOB_BATCH && k != GD_KNOB_CAPTURE && k != GD_KNOB_NOISE_PROBE;
 }
 
 struct capture_ctx {

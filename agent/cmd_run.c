@@ -15,6 +15,7 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
 #include "gpudiff/log.h"
+#include "gpudiff/noise.h"
 #include "gpudiff/session.h"
 #include "agent.h"
 #include "inputs.h"
@@ -26,6 +27,7 @@
 /* What the capture callback needs: the writer, and progress reporting. */
 struct capture_ctx {
     struct gd_bundle_writer *writer;
+    struct gd_noise_collector *noise; /* NULL: no noise probes */
     const struct gd_graph *graph;
     int progress;
     int n_layers;
@@ -234,6 +236,8 @@ capture_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
 {
     struct capture_ctx *cc = user;
     int rc = gd_bundle_writer_layer(cc->writer, cc->graph, layer, err);
+    if (rc == 0 && cc->noise != NULL)
+        rc = gd_noise_collector_layer(cc->noise, layer, err);
     if (rc == 0 && cc->progress) {
         char shape[96];
         fprintf(stderr, "gpudiff-agent: [%d/%d] %s (%s) %s, %.0f us\n", layer->index + 1,
@@ -359,6 +363,32 @@ run_meta(const struct agt_run_opts *o, const struct gd_graph *g, json_t *inputs,
     return meta;
 }
 
+/* Each layer's noise probe into its run.json record, and run.json's "noise_probes": how
+ * many layers were probed, in how long, and why the others were not. Prints the summary. */
+static int
+record_noise(struct gd_bundle_writer *w, const struct gd_noise_collector *noise, json_t *meta)
+{
+    for (int i = 0; i < gd_bundle_writer_count(w); i++) {
+        const char *name = gd_bundle_writer_layer_name(w, i);
+        const struct gd_noise_probe *p = name ? gd_noise_collector_get(noise, name) : NULL;
+        if (p != NULL &&
+            gd_bundle_writer_layer_note(w, i, "noise", gd_noise_probe_to_json(p), NULL) != 0)
+            return -1;
+    }
+    const char *why = NULL;
+    int skipped = gd_noise_collector_skipped(noise, &why);
+    json_t *summary = json_pack("{s:i, s:i, s:f}", "layers", gd_noise_collector_count(noise),
+                                "skipped", skipped, "seconds", gd_noise_collector_seconds(noise));
+    if (summary == NULL || (why != NULL && json_object_set_new(summary, "first_skipped",
+                                                               json_string(why)) != 0) ||
+        json_object_set_new(meta, "noise_probes", summary) != 0)
+        return -1;
+    gd_log(GD_LOG_INFO, "noise probes: %d layers in %.2f s%s%s%s", gd_noise_collector_count(noise),
+           gd_noise_collector_seconds(noise), skipped ? "; not probed: " : "",
+           skipped ? why : "", skipped > 1 ? ", ..." : "");
+    return 0;
+}
+
 int
 agt_run_execute(struct agt_run_opts *o)
 {
@@ -366,6 +396,7 @@ agt_run_execute(struct agt_run_opts *o)
     struct agt_model m = {0};
     struct gd_session *s = NULL;
     struct gd_bundle_writer *w = NULL;
+    struct gd_noise_collector *noise = NULL;
     json_t *meta = NULL;
     int code = AGT_EXIT_OK;
 
@@ -392,10 +423,27 @@ agt_run_execute(struct agt_run_opts *o)
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    /* the backend holds its own copy of the weights now: the host's can go (--host-memory) */
-    int64_t freed = gd_graph_release_weights(g, (size_t)64 << 10);
-    gd_log(GD_LOG_DEBUG, "released %.1f MiB of weights from host memory",
-           (double)freed / (1 << 20));
+    const char *capture = o->knobs.capture[0] ? o->knobs.capture : NULL;
+    int none = capture != NULL && strcmp(capture, "none") == 0;
+    /* a fingerprint-only capture brings no tensor to the host: nothing to probe, and the
+     * weights can go */
+    int tensors = !none && (capture == NULL || strcmp(capture, "fingerprint") != 0);
+    if (o->knobs.noise_probe != 0 && tensors) { /* on, or unset: its default */
+        /* the probes read the weights of the layers they compute again: they stay */
+        struct gd_noise_opts nopts;
+        gd_noise_opts_init(&nopts);
+        nopts.threads = o->knobs.threads;
+        if (gd_noise_collector_new(g, (const struct gd_tensor *const *)inputs, &nopts, &noise,
+                                   &err) != 0) {
+            code = agt_fail(&err, AGT_PHASE_LOAD);
+            goto done;
+        }
+    } else {
+        /* the backend holds its own copy of the weights now: the host's can go */
+        int64_t freed = gd_graph_release_weights(g, (size_t)64 << 10);
+        gd_log(GD_LOG_DEBUG, "released %.1f MiB of weights from host memory",
+               (double)freed / (1 << 20));
+    }
     if (gd_bundle_writer_new(o->out, o->replace, &w, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
@@ -403,13 +451,11 @@ agt_run_execute(struct agt_run_opts *o)
     int n_layers = 0;
     for (int i = 0; i < g->n_nodes; i++)
         n_layers += g->nodes[i].n_outputs;
-    struct capture_ctx cc = {.writer = w, .graph = g, .progress = o->progress,
+    struct capture_ctx cc = {.writer = w, .noise = noise, .graph = g, .progress = o->progress,
                              .n_layers = n_layers};
     /* fp: fingerprints of every layer, tensors as --capture says */
     struct gd_capture_sel sel;
     unsigned char *only = NULL;
-    const char *capture = o->knobs.capture[0] ? o->knobs.capture : NULL;
-    int none = capture != NULL && strcmp(capture, "none") == 0;
     int sel_rc = agt_run_capture_sel(capture, g, o->knobs.batch, &sel, &only, &err);
     /* fetch-layers: the nodes after the last layer asked for are not run */
     for (int i = 0; sel_rc == 0 && o->stop_after_selected && i < sel.n_only; i++)
@@ -440,7 +486,9 @@ agt_run_execute(struct agt_run_opts *o)
                 "weights included); capture buffer %.0f MiB of pinned host memory\n",
                 (double)mem.device_peak / (1 << 30), (double)mem.capture_buffer / (1 << 20));
     meta = run_meta(o, g, records, (const struct gd_tensor *const *)inputs, s, duration, &err);
-    if (meta == NULL) {
+    if (meta == NULL || (noise != NULL && record_noise(w, noise, meta) != 0)) {
+        if (meta != NULL)
+            gd_err_set(&err, GD_ENOMEM, "out of memory");
         code = agt_fail(&err, AGT_PHASE_WRITE);
         goto done;
     }
@@ -459,6 +507,7 @@ agt_run_execute(struct agt_run_opts *o)
     }
 done:
     json_decref(meta);
+    gd_noise_collector_free(noise);
     gd_bundle_writer_free(w);
     gd_session_free(s);
     agt_model_fini(&m);

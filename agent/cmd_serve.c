@@ -1,8 +1,10 @@
 /*
  * cmd_serve.c: `gpudiff-agent serve`: an agent as a service. Registers one device per backend
- * with gpudiffd (key HOST/BACKEND, the env `run` records, the operator's labels), then
- * long-polls for leases and runs each (serve_task.c) until SIGTERM. Never a busy loop: an
- * unreachable daemon is retried with backoff (logged), an odd answer waited out.
+ * with gpudiffd (key: --device-id, else HOST/BACKEND[:GPU-UUID] and the labels; the env `run`
+ * records; the operator's labels; this serve's identity, kept in its cache), then long-polls
+ * for leases and runs each (serve_task.c) until SIGTERM. Never a busy loop: an unreachable
+ * daemon is retried with backoff (logged), an odd answer waited out. A lease that comes in
+ * after a stop was asked for is given back at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,9 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpudiff/bundle.h"
 #include "gpudiff/model.h"
 #include "gpudiff/session.h"
 #include "serve.h"
@@ -34,9 +39,12 @@ serve_usage(FILE *out)
     fprintf(out,
             "Usage: gpudiff-agent serve --server URL --backend B[,B...] [OPTIONS]\n\n"
             "Runs as a service: registers one device per backend with gpudiffd (key\n"
-            "HOST/BACKEND, the env `run` records there, and the --label pairs), then waits\n"
-            "for jobs (`gpudiff-agent submit`) by long polls, which are also the devices'\n"
-            "heartbeat. For each job it is leased: downloads the job's files by SHA-256 into\n"
+            "--device-id, else HOST/BACKEND, :GPU-UUID for cuda, and each --label as\n"
+            "\" label.K=V\"; the env `run` records there; the --label pairs), then waits for\n"
+            "jobs (`gpudiff-agent submit`) by long polls, which are also the devices'\n"
+            "heartbeat. A key another serve holds while its device is live is refused (exit\n"
+            "8, the message naming both). Each lease is confirmed by a heartbeat at once.\n"
+            "For each job it is leased: downloads the job's files by SHA-256 into\n"
             "the cache (checked, written under a temporary name and renamed, so never a half\n"
             "file; kept for the next job), runs `gpudiff-agent run` with the job's knobs in a\n"
             "child process into a fresh bundle and uploads it, sending a heartbeat every\n"
@@ -46,7 +54,8 @@ serve_usage(FILE *out)
             "serve goes on). A lease the daemon took back (409 lease_lost) stops the child.\n"
             "An unreachable daemon is retried with backoff, each wait logged on stderr.\n"
             "SIGTERM: no new job; the current one is finished and reported, then serve exits\n"
-            "0 (a second SIGTERM, or SIGINT, stops the child and reports the job failed).\n\n"
+            "0 (a second SIGTERM, or SIGINT, stops the child and gives the lease back: the\n"
+            "task is pending again for this device, its attempt not counted).\n\n"
             "Required:\n"
             "  --backend B[,B...]  the backends to serve, each a device (cpu, cpu64, cuda;\n"
             "                      `gpudiff-agent --version` lists this build's)\n");
@@ -59,9 +68,13 @@ serve_usage(FILE *out)
             "                      which the daemon's device key includes\n"
             "  --host NAME         the host name the device keys start with (default: the\n"
             "                      system's host name)\n"
+            "  --device-id ID      the device's key instead of the one made of host, backend,\n"
+            "                      GPU and labels (ID/BACKEND with several backends); at\n"
+            "                      most 500 bytes of text\n"
             "  --cache DIR         where job files are kept by hash, DIR/files/SHA256 (default:\n"
             "                      $CACHE_DIRECTORY, else $XDG_CACHE_HOME/gpudiff-agent, else\n"
-            "                      ~/.cache/gpudiff-agent)\n"
+            "                      ~/.cache/gpudiff-agent), and this serve's identity,\n"
+            "                      DIR/serve-id, which makes a restart the same serve\n"
             "  --work DIR          where each job's bundle is made, DIR/LEASE_ID, removed after\n"
             "                      the job (default: $STATE_DIRECTORY/work, else CACHE/work)\n"
             "  --once              exit after the first job (0 when it was reported)\n"
@@ -130,11 +143,79 @@ mkdir_p(const char *path)
     return mkdir(buf, 0750) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/*
+ * This serve's identity: a UUID kept in CACHE/serve-id, made at the first start, so that a
+ * restarted serve is the same serve to the daemon (its devices' keys are its own, and its
+ * old leases are known lost). The file stays locked while serve runs: a second serve on the
+ * same cache gets an identity of its own for this run (and is told), so two running serves
+ * never pass for one. 0, or -1 with the message printed.
+ */
+static int
+serve_identity(struct agt_serve *s)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/serve-id", s->cache);
+    struct gd_err err = {0};
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "gpudiff-agent serve: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        if (gd_uuid_v4(s->serve_id, &err) != 0) {
+            fprintf(stderr, "gpudiff-agent serve: %s\n", err.msg);
+            return -1;
+        }
+        fprintf(stderr,
+                "gpudiff-agent serve: another serve runs on the cache %s: this one is "
+                "serve %s for this run only\n",
+                s->cache, s->serve_id);
+        return 0;
+    }
+    char buf[64] = "";
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    int ok = strlen(buf) == 36;
+    for (int i = 0; ok && i < 36; i++)
+        ok = (i == 8 || i == 13 || i == 18 || i == 23) ? buf[i] == '-'
+                                                       : strchr("0123456789abcdef", buf[i]) != NULL;
+    if (ok) {
+        memcpy(s->serve_id, buf, 37);
+    } else {
+        char line[40];
+        if (gd_uuid_v4(s->serve_id, &err) != 0) {
+            fprintf(stderr, "gpudiff-agent serve: %s\n", err.msg);
+            close(fd);
+            return -1;
+        }
+        int len = snprintf(line, sizeof line, "%s\n", s->serve_id);
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len || fsync(fd) != 0) {
+            fprintf(stderr, "gpudiff-agent serve: cannot write %s: %s\n", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+    }
+    s->serve_id_fd = fd;
+    return 0;
+}
+
 /* 0, 1 after --help, -1 after a usage error (printed). */
 static int
 serve_parse(int argc, char **argv, struct agt_serve *s)
 {
-    enum { O_BACKEND = 256, O_LABEL, O_HOST, O_CACHE, O_WORK, O_ONCE, O_POLL_WAIT, O_RATE };
+    enum {
+        O_BACKEND = 256,
+        O_LABEL,
+        O_HOST,
+        O_CACHE,
+        O_WORK,
+        O_ONCE,
+        O_POLL_WAIT,
+        O_RATE,
+        O_DEVICE_ID
+    };
     static const struct option longopts[] = {
         AGT_UPLOAD_LONGOPTS,
         {"backend", required_argument, NULL, O_BACKEND},
@@ -145,6 +226,7 @@ serve_parse(int argc, char **argv, struct agt_serve *s)
         {"once", no_argument, NULL, O_ONCE},
         {"poll-wait", required_argument, NULL, O_POLL_WAIT},
         {"max-download-rate", required_argument, NULL, O_RATE},
+        {"device-id", required_argument, NULL, O_DEVICE_ID},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -174,6 +256,18 @@ serve_parse(int argc, char **argv, struct agt_serve *s)
             }
             snprintf(s->host, sizeof s->host, "%s", optarg);
             break;
+        case O_DEVICE_ID: {
+            int ok = optarg[0] != '\0' && strlen(optarg) <= 500;
+            for (const char *p = optarg; ok && *p; p++)
+                ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
+            if (!ok) {
+                fprintf(stderr, "gpudiff-agent serve: --device-id takes 1 to 500 bytes of text "
+                                "without control characters\n");
+                return -1;
+            }
+            s->device_id = optarg;
+            break;
+        }
         case O_CACHE:
             cache = optarg;
             break;
@@ -263,9 +357,7 @@ serve_parse(int argc, char **argv, struct agt_serve *s)
         return -1;
     }
     memcpy(s->work, abs, strlen(abs) + 1);
-    for (int i = 0; i < s->n_backends; i++)
-        snprintf(s->keys[i], sizeof s->keys[i], "%s/%s", s->host, s->backends[i]);
-    return 0;
+    return serve_identity(s);
 }
 
 /* What `run` records as env on backend b: a session opened on a one-node model. */
@@ -309,14 +401,31 @@ register_agent(struct agt_serve *s)
             json_decref(devices);
             return AGT_EXIT_RUN;
         }
+        if (agt_device_key(s->device_id, s->n_backends, s->host, s->backends[i], env, s->labels,
+                           SERVE_KEY_MAX, s->keys[i], sizeof s->keys[i], &err) != 0) {
+            fprintf(stderr, "gpudiff-agent serve: %s\n", err.msg);
+            json_decref(env);
+            json_decref(devices);
+            return AGT_EXIT_USAGE;
+        }
+        for (int k = 0; k < i; k++)
+            if (strcmp(s->keys[k], s->keys[i]) == 0) {
+                fprintf(stderr,
+                        "gpudiff-agent serve: backends %s and %s have one device key "
+                        "%s\n",
+                        s->backends[k], s->backends[i], s->keys[i]);
+                json_decref(env);
+                json_decref(devices);
+                return AGT_EXIT_USAGE;
+            }
         if (json_object_size(s->labels) > 0)
             json_object_set(env, "labels", s->labels);
         json_array_append_new(devices, json_pack("{s:s, s:s, s:o, s:O}", "key", s->keys[i],
                                                  "backend", s->backends[i], "env", env,
                                                  "labels", s->labels));
     }
-    json_t *body = json_pack("{s:s, s:s, s:o}", "host", s->host, "agent_version", gd_version(),
-                             "devices", devices);
+    json_t *body = json_pack("{s:s, s:s, s:s, s:o}", "host", s->host, "agent_version", gd_version(),
+                             "serve_id", s->serve_id, "devices", devices);
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     int code = AGT_EXIT_UPLOAD;
@@ -333,18 +442,39 @@ register_agent(struct agt_serve *s)
         const char *id = json_string_value(json_object_get(a, "agent_id"));
         if (status == 200 && id != NULL && agt_basename_valid(id) && strlen(id) < 100) {
             snprintf(s->agent_id, sizeof s->agent_id, "%s", id);
-            fprintf(stderr, "gpudiff-agent serve: registered as agent %s with %d device%s:",
-                    id, s->n_backends, s->n_backends == 1 ? "" : "s");
+            fprintf(stderr,
+                    "gpudiff-agent serve: registered as agent %s (serve %s) with %d "
+                    "device%s:",
+                    id, s->serve_id, s->n_backends, s->n_backends == 1 ? "" : "s");
             for (int i = 0; i < s->n_backends; i++)
-                fprintf(stderr, " %s", s->keys[i]);
+                fprintf(stderr, " \"%s\"", s->keys[i]);
             fprintf(stderr, "\n");
             json_decref(a);
             free(text);
             return 0;
         }
-        json_decref(a);
         char why[400];
         agt_http_error(&s->http, why, sizeof why);
+        if (status == 409) {
+            /* another serve holds a key while its device is live: not ours to take */
+            json_t *held = json_object_get(json_object_get(a, "error"), "held_by");
+            fprintf(stderr, "gpudiff-agent serve: the daemon refused the registration: %s\n", why);
+            if (json_is_object(held))
+                fprintf(stderr,
+                        "gpudiff-agent serve: device %s (\"%s\") is agent %s's, of "
+                        "serve %s on host %s\n",
+                        json_string_value(json_object_get(held, "device_id")),
+                        json_string_value(json_object_get(held, "key")),
+                        json_string_value(json_object_get(held, "agent_id")),
+                        json_is_string(json_object_get(held, "serve_id"))
+                            ? json_string_value(json_object_get(held, "serve_id"))
+                            : "unknown",
+                        json_string_value(json_object_get(held, "host")));
+            json_decref(a);
+            free(text);
+            return AGT_EXIT_UPLOAD;
+        }
+        json_decref(a);
         fprintf(stderr, "gpudiff-agent serve: POST /api/v1/agents: the daemon answered %ld %s; "
                         "trying again in 30 s\n", status, why);
         agt_sleep(30, s->stop);
@@ -378,8 +508,15 @@ serve_loop(struct agt_serve *s)
         s->http.stop = s->stop;
         int code = agt_http_call(&s->http, &r, -1, &status, &err);
         s->http.stop = NULL;
-        if (*s->stop)
+        if (*s->stop) {
+            /* a lease that came in as the stop was asked for is not ours to run: give it back */
+            json_t *lease = code == 0 && status == 200 ? agt_http_json(&s->http) : NULL;
+            const char *id = json_string_value(json_object_get(lease, "lease_id"));
+            if (id != NULL && agt_basename_valid(id) && strlen(id) < 100)
+                agt_serve_release(s, id, "serve is stopping");
+            json_decref(lease);
             return AGT_EXIT_OK;
+        }
         if (code != 0) {
             fprintf(stderr, "gpudiff-agent serve: %s\n", err.msg);
             return code;
@@ -423,6 +560,7 @@ agt_cmd_serve(int argc, char **argv)
     s.labels = json_object();
     s.stop = &stop_flag;
     s.hard_stop = &hard_stop_flag;
+    s.serve_id_fd = -1;
     int code;
     int prc = serve_parse(argc, argv, &s);
     if (prc != 0) {
@@ -461,5 +599,7 @@ done:
     agt_http_close(&s.http);
     agt_http_close(&s.beat);
     json_decref(s.labels);
+    if (s.serve_id_fd >= 0)
+        close(s.serve_id_fd);
     return code;
 }

@@ -1,8 +1,11 @@
 /*
  * cmd_submit.c: `gpudiff-agent submit`: posts a job ("run this model on this input with these
- * knobs on every device that matches") to gpudiffd, uploading the files it lacks (409
- * missing_files: PUT /api/v1/files/{sha256}, streamed from disk, then the job again), and
- * with --wait follows it to the end and prints each device's outcome.
+ * knobs on every device that matches") to gpudiffd, with every file the model reads: a JSON
+ * model's weight files (role weights, by their paths under its weights folder) and an ONNX
+ * model's external data (role data, by their locations), found as the loaders find them
+ * (gpudiff/model_files.h). It uploads the files the daemon lacks (409 missing_files: PUT
+ * /api/v1/files/{sha256}, streamed from disk, then the job again), and with --wait follows
+ * the job to the end and prints each device's outcome.
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -13,10 +16,11 @@
 #include <unistd.h>
 
 #include "gpudiff/hash.h"
+#include "gpudiff/model_files.h"
 #include "jobs.h"
 #include "model_load.h"
 
-#define SUBMIT_MAX_FILES 64
+#define SUBMIT_MAX_FILES 4096 /* the daemon's limit of a job's files */
 
 struct submit_file {
     const char *role;
@@ -27,8 +31,9 @@ struct submit_file {
 
 struct submit_opts {
     struct agt_upload_opts up;
-    struct submit_file files[SUBMIT_MAX_FILES];
+    struct submit_file *files; /* SUBMIT_MAX_FILES of them */
     int n_files;
+    const char *weights_dir; /* --weights-dir */
     const char *name;
     json_t *knobs, *match;
     long lease_seconds, attempts, deadline_seconds; /* 0: the daemon's default */
@@ -44,7 +49,8 @@ submit_usage(FILE *out)
             "Usage: gpudiff-agent submit --server URL --model FILE --input FILE [OPTIONS]\n\n"
             "Submits a job to gpudiffd: run the model on the input, with the knobs, on every\n"
             "registered device that matches (devices come from `gpudiff-agent serve`; the\n"
-            "targets are fixed now: the matching devices seen in the last 10 minutes). The\n"
+            "targets are fixed now: the matching devices seen within the daemon's\n"
+            "--device-stale-seconds, 120 by default; one that stops answering leaves). The\n"
             "files are sent by content: each is hashed (SHA-256) and uploaded only when the\n"
             "daemon does not hold it yet, streamed from disk. Prints the job id on stdout.\n\n"
             "Required:\n"
@@ -55,9 +61,15 @@ submit_usage(FILE *out)
     agt_upload_usage(out);
     fprintf(out,
             "\nOptions:\n"
-            "  --data FILE         a file the model needs beside it (ONNX external data, a\n"
-            "                      weight file of a JSON model), placed next to the model\n"
-            "                      under its own name; repeatable\n"
+            "  --weights-dir DIR   a JSON model: the folder its weight files are relative to\n"
+            "                      (default: its \"weights_dir\", else its folder). Every\n"
+            "                      weight file it names goes with the job, under its path\n"
+            "                      there; an ONNX model's external data goes too, under its\n"
+            "                      location. Each is sent once (by SHA-256), fetched once per\n"
+            "                      agent's cache and checked by hash before each run\n"
+            "  --data FILE         another file the model needs beside it, placed next to the\n"
+            "                      model under its own name (it replaces the external data of\n"
+            "                      that name); repeatable\n"
             "  --name MODEL        the model name the runs are recorded under (the matrix's\n"
             "                      row; default: a JSON model's \"name\", else the model file's\n"
             "                      name without its extension)\n"
@@ -80,9 +92,11 @@ submit_usage(FILE *out)
             "  --deadline-seconds N  a device that has not taken its task after N seconds\n"
             "                      is marked never_answered (default 86400)\n"
             "  --wait              follow the job until no task is pending or leased (progress\n"
-            "                      on stderr), then print a table of the devices: state,\n"
-            "                      attempts used, run id and error\n"
-            "  --timeout S         with --wait: stop waiting after S seconds (exit 11)\n"
+            "                      on stderr, naming the devices waited on), then print a\n"
+            "                      table of the devices: state, attempts used, run id, error\n"
+            "  --timeout S         with --wait: stop waiting after S seconds (exit 11); the\n"
+            "                      default is the job's deadline plus one lease (its tasks\n"
+            "                      have ended by then unless a device is still running)\n"
             "  --json              print the job document (with --wait: the final one)\n"
             "  -h, --help          this help\n\n"
             "Exit codes: as below; with --wait, 0 only when every device finished, 10 when\n"
@@ -104,8 +118,9 @@ parse_long(const char *flag, const char *arg, long min, long max, long *out)
     return 0;
 }
 
+/* A file of the job under name (NULL: the file's own name). */
 static int
-add_file(struct submit_opts *o, const char *role, const char *path)
+add_file(struct submit_opts *o, const char *role, const char *path, const char *name)
 {
     if (o->n_files == SUBMIT_MAX_FILES) {
         fprintf(stderr, "gpudiff-agent submit: at most %d files\n", SUBMIT_MAX_FILES);
@@ -115,21 +130,113 @@ add_file(struct submit_opts *o, const char *role, const char *path)
     struct submit_file *f = &o->files[o->n_files++];
     f->role = role;
     f->path = path;
-    f->name = slash ? slash + 1 : path;
+    f->name = name != NULL ? name : slash ? slash + 1 : path;
     return 0;
+}
+
+/* Where a file lies in the agent's job folder (weights under weights/), into out. */
+static void
+placed(const struct submit_file *f, char *out, size_t size)
+{
+    snprintf(out, size, "%s%s", strcmp(f->role, "weights") == 0 ? "weights/" : "", f->name);
+}
+
+/* The files' names as the daemon takes them: each lying at a place of its own. */
+static int
+check_names(const struct submit_opts *o)
+{
+    for (int i = 0; i < o->n_files; i++) {
+        const struct submit_file *f = &o->files[i];
+        int nested = strcmp(f->role, "data") == 0 || strcmp(f->role, "weights") == 0;
+        if (nested ? !agt_job_path_valid(f->name) : !agt_job_name_valid(f->name)) {
+            fprintf(stderr,
+                    "gpudiff-agent submit: %s (%s, as %s): a job's file names hold only "
+                    "the letters A-Z and a-z, digits and . _ - + @%s (copy or link it "
+                    "under such a name)\n",
+                    f->path, f->role, f->name, nested ? ", in folders joined by /" : "");
+            return -1;
+        }
+        char a[AGT_JOB_PATH_MAX + 16], b[AGT_JOB_PATH_MAX + 16];
+        placed(f, a, sizeof a);
+        for (int k = 0; k < i; k++) {
+            placed(&o->files[k], b, sizeof b);
+            if (agt_job_paths_clash(a, b)) {
+                fprintf(stderr,
+                        "gpudiff-agent submit: %s and %s would lie at one place beside "
+                        "the model (%s, %s)\n",
+                        o->files[k].path, f->path, b, a);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/*
+ * The files the model reads besides itself, into the job: weight files of a JSON model
+ * (role weights), external data of an ONNX model (role data) unless --data gives a file of
+ * that name. mf keeps the names and paths. An exit code.
+ */
+static int
+add_model_files(struct submit_opts *o, struct gd_model_files *mf)
+{
+    struct gd_err err = {0};
+    int rc = gd_model_files_find(o->files[0].path, o->weights_dir, mf, &err);
+    if (rc == GD_EFORMAT) {
+        /* a model no loader reads: the job goes alone, and each device's run says why */
+        fprintf(stderr, "gpudiff-agent submit: %s: it is sent alone\n", err.msg);
+        return check_names(o) == 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "gpudiff-agent submit: %s\n", err.msg);
+        return AGT_EXIT_INPUT;
+    }
+    int given = o->n_files;
+    for (int i = 0; i < mf->n; i++) {
+        int replaced = 0;
+        for (int k = 0; mf->onnx && k < given; k++)
+            replaced |= strcmp(o->files[k].role, "data") == 0 &&
+                        strcmp(o->files[k].name, mf->files[i].name) == 0;
+        if (!replaced &&
+            add_file(o, mf->onnx ? "data" : "weights", mf->files[i].path, mf->files[i].name) != 0)
+            return AGT_EXIT_USAGE;
+    }
+    if (mf->n > 0)
+        fprintf(stderr, "gpudiff-agent submit: the model reads %d %s: they go with the job\n",
+                mf->n, mf->onnx ? "external data files" : "weight files");
+    else if (o->weights_dir != NULL && !mf->onnx)
+        fprintf(stderr,
+                "gpudiff-agent submit: --weights-dir %s: the model names no weight "
+                "file\n",
+                o->weights_dir);
+    return check_names(o) == 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
 }
 
 /* 0, 1 after --help, -1 after a usage error (printed). */
 static int
 submit_parse(int argc, char **argv, struct submit_opts *o)
 {
-    enum { O_MODEL = 256, O_INPUT, O_DATA, O_NAME, O_KNOB, O_MATCH, O_LEASE, O_ATTEMPTS,
-           O_DEADLINE, O_WAIT, O_TIMEOUT, O_JSON };
+    enum {
+        O_MODEL = 256,
+        O_INPUT,
+        O_DATA,
+        O_NAME,
+        O_KNOB,
+        O_MATCH,
+        O_LEASE,
+        O_ATTEMPTS,
+        O_DEADLINE,
+        O_WAIT,
+        O_TIMEOUT,
+        O_JSON,
+        O_WEIGHTS_DIR
+    };
     static const struct option longopts[] = {
         AGT_UPLOAD_LONGOPTS,
         {"model", required_argument, NULL, O_MODEL},
         {"input", required_argument, NULL, O_INPUT},
         {"data", required_argument, NULL, O_DATA},
+        {"weights-dir", required_argument, NULL, O_WEIGHTS_DIR},
         {"name", required_argument, NULL, O_NAME},
         {"knob", required_argument, NULL, O_KNOB},
         {"match", required_argument, NULL, O_MATCH},
@@ -158,17 +265,20 @@ submit_parse(int argc, char **argv, struct submit_opts *o)
                 fprintf(stderr, "gpudiff-agent submit: give --model once\n");
                 return -1;
             }
-            if (add_file(o, "model", optarg) != 0)
+            if (add_file(o, "model", optarg, NULL) != 0)
                 return -1;
             break;
         case O_INPUT:
             inputs++;
-            if (add_file(o, "input", optarg) != 0)
+            if (add_file(o, "input", optarg, NULL) != 0)
                 return -1;
             break;
         case O_DATA:
-            if (add_file(o, "data", optarg) != 0)
+            if (add_file(o, "data", optarg, NULL) != 0)
                 return -1;
+            break;
+        case O_WEIGHTS_DIR:
+            o->weights_dir = optarg;
             break;
         case O_NAME:
             o->name = optarg;
@@ -225,21 +335,15 @@ submit_parse(int argc, char **argv, struct submit_opts *o)
         fprintf(stderr, "gpudiff-agent submit: --timeout goes with --wait\n");
         return -1;
     }
-    for (int i = 0; i < o->n_files; i++) {
-        if (!agt_job_name_valid(o->files[i].name)) {
-            fprintf(stderr, "gpudiff-agent submit: %s: a job's file name holds only the "
-                            "letters A-Z and a-z, digits and . _ - + @ (copy or link it under "
-                            "such a name)\n", o->files[i].path);
-            return -1;
+    /* the model first: the files it reads are found from it */
+    for (int i = 0; o->files[0].role[0] != 'm' && i < o->n_files; i++)
+        if (strcmp(o->files[i].role, "model") == 0) {
+            struct submit_file m = o->files[i];
+            memmove(&o->files[1], &o->files[0], (size_t)i * sizeof *o->files);
+            o->files[0] = m;
         }
-        for (int k = 0; k < i; k++)
-            if (strcmp(o->files[i].name, o->files[k].name) == 0) {
-                fprintf(stderr, "gpudiff-agent submit: two files are named %s (%s and %s): "
-                                "each lies beside the model under its name\n",
-                        o->files[i].name, o->files[k].path, o->files[i].path);
-                return -1;
-            }
-    }
+    if (check_names(o) != 0)
+        return -1;
     if (agt_upload_opts_check(&o->up, &err) != 0) {
         fprintf(stderr, "gpudiff-agent submit: %s\n", err.msg);
         return -1;
@@ -406,14 +510,72 @@ print_table(FILE *out, json_t *job)
     }
 }
 
+/* A time the daemon wrote (srv_time_format: "2026-01-02T03:04:05Z") in seconds; -1 if not. */
+static int64_t
+daemon_time(json_t *v)
+{
+    const char *s = json_string_value(v);
+    struct tm tm = {0};
+    if (s == NULL)
+        return -1;
+    const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (end == NULL || (*end != 'Z' && *end != '.'))
+        return -1;
+    return (int64_t)timegm(&tm);
+}
+
+/*
+ * How long --wait waits without --timeout, from the job's own terms: its deadline (after
+ * which a device that has not taken its task is never_answered), one lease more (a device
+ * that took it at the last moment and died is expired after lease_seconds) and 10 s for the
+ * daemon's expiry pass. Devices that stop answering before that leave sooner: the daemon
+ * ends their tasks after its device-stale-seconds. 0 when the document lacks the terms.
+ */
+static double
+default_timeout(json_t *job)
+{
+    int64_t created = daemon_time(json_object_get(job, "created"));
+    int64_t deadline = daemon_time(json_object_get(job, "deadline"));
+    json_int_t lease = json_integer_value(json_object_get(job, "lease_seconds"));
+    if (created < 0 || deadline < created || lease <= 0)
+        return 0;
+    return (double)(deadline - created) + (double)lease + 10.0;
+}
+
+/* ", waiting on KEY (state), ..." of the tasks still pending or leased, the first four. */
+static void
+waiting_on(json_t *job, char *out, size_t size)
+{
+    size_t i, n = 0, used = 0;
+    json_t *t;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(job, "tasks"), i, t)
+    {
+        const char *state = str_or(t, "state", "");
+        if (strcmp(state, "pending") != 0 && strcmp(state, "leased") != 0)
+            continue;
+        if (n++ < 4 && used < size)
+            used += (size_t)snprintf(out + used, size - used, "%s%s (%s)",
+                                     n == 1 ? "; waiting on " : ", ",
+                                     str_or(json_object_get(t, "device"), "key", "?"), state);
+    }
+    if (n > 4 && used < size)
+        snprintf(out + used, size - used, " and %zu more", n - 4);
+}
+
 /* Follows the job until it is done; *last is the final document. An exit code. */
 static int
 wait_job(struct agt_http *c, const struct submit_opts *o, const char *id, json_t **last,
          struct gd_err *err)
 {
-    char path[200], seen[200] = "";
+    char path[200], seen[2400] = "";
     snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
-    double t0 = mono_now();
+    double t0 = mono_now(), timeout = o->timeout;
+    if (timeout <= 0 && (timeout = default_timeout(*last)) > 0)
+        fprintf(stderr,
+                "gpudiff-agent submit: waiting at most %.0f s (the job's deadline and one "
+                "lease; --timeout S to change)\n",
+                timeout);
     for (;;) {
         struct agt_http_req r = {.method = "GET", .path = path};
         long status;
@@ -432,13 +594,14 @@ wait_job(struct agt_http *c, const struct submit_opts *o, const char *id, json_t
             gd_err_set(err, GD_EFORMAT, "GET %s: not a job document", path);
             return AGT_EXIT_UPLOAD;
         }
-        char line[200];
+        char line[2400], devices[2000];
+        waiting_on(job, devices, sizeof devices);
         snprintf(line, sizeof line,
                  "%" JSON_INTEGER_FORMAT " finished, %" JSON_INTEGER_FORMAT
                  " failed, %" JSON_INTEGER_FORMAT " pending, %" JSON_INTEGER_FORMAT
-                 " leased, %" JSON_INTEGER_FORMAT " never answered",
+                 " leased, %" JSON_INTEGER_FORMAT " never answered%s",
                  count_of(job, "finished"), count_of(job, "failed"), count_of(job, "pending"),
-                 count_of(job, "leased"), count_of(job, "never_answered"));
+                 count_of(job, "leased"), count_of(job, "never_answered"), devices);
         if (strcmp(line, seen) != 0) {
             fprintf(stderr, "gpudiff-agent submit: job %s: %s\n", id, line);
             snprintf(seen, sizeof seen, "%s", line);
@@ -449,9 +612,11 @@ wait_job(struct agt_http *c, const struct submit_opts *o, const char *id, json_t
             return count_of(job, "failed") + count_of(job, "never_answered") > 0
                        ? AGT_EXIT_JOB
                        : AGT_EXIT_OK;
-        if (o->timeout > 0 && mono_now() - t0 >= o->timeout) {
-            gd_err_set(err, GD_ECANCELED, "job %s is still running after --timeout %.0f s",
-                       id, o->timeout);
+        if (timeout > 0 && mono_now() - t0 >= timeout) {
+            char devs[200];
+            waiting_on(job, devs, sizeof devs);
+            gd_err_set(err, GD_ECANCELED, "job %s is still running after %s%.0f s%s", id,
+                       o->timeout > 0 ? "--timeout " : "", timeout, devs);
             return AGT_EXIT_TIMEOUT;
         }
         agt_sleep(1.0, NULL);
@@ -463,6 +628,8 @@ agt_cmd_submit(int argc, char **argv)
 {
     struct submit_opts o;
     memset(&o, 0, sizeof o);
+    struct gd_model_files mf;
+    gd_model_files_init(&mf);
     agt_upload_opts_init(&o.up);
     o.up.who = "submit";
     o.knobs = json_object();
@@ -472,12 +639,19 @@ agt_cmd_submit(int argc, char **argv)
     char *name = NULL, *text = NULL;
     struct gd_err err = {0};
     int code = AGT_EXIT_OK;
+    o.files = calloc(SUBMIT_MAX_FILES, sizeof *o.files);
+    if (o.files == NULL) {
+        code = AGT_EXIT_INTERNAL;
+        goto done;
+    }
     int prc = submit_parse(argc, argv, &o);
     if (prc != 0) {
         code = prc > 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
         goto done;
     }
     agt_log_init(0);
+    if ((code = add_model_files(&o, &mf)) != AGT_EXIT_OK)
+        goto done;
     for (int i = 0; i < o.n_files; i++)
         if (gd_sha256_file(o.files[i].path, o.files[i].sha256, &err) != 0) {
             fprintf(stderr, "gpudiff-agent submit: %s\n", err.msg);
@@ -527,6 +701,8 @@ done:
     json_decref(body);
     json_decref(o.knobs);
     json_decref(o.match);
+    gd_model_files_fini(&mf);
+    free(o.files);
     free(name);
     free(text);
     return code;

@@ -30,6 +30,17 @@ int agt_basename_valid(const char *s);
  * A-Z a-z, the digits and . _ - + @ (the jobs contract, amendment 6). */
 int agt_job_name_valid(const char *s);
 
+/* A job's data or weights file may lie in folders: at most this long and deep. */
+#define AGT_JOB_PATH_MAX   1024
+#define AGT_JOB_PATH_DEPTH 16
+
+/* 1 when s may name a job's data or weights file: names agt_job_name_valid() takes, joined
+ * by '/' (no empty part, not absolute), within AGT_JOB_PATH_MAX and AGT_JOB_PATH_DEPTH. */
+int agt_job_path_valid(const char *s);
+
+/* 1 when two paths in a job's folder cannot both be made: equal, or one a folder of the other. */
+int agt_job_paths_clash(const char *a, const char *b);
+
 /*
  * The cache's name for the file of hash sha256 under dir: DIR/files/SHA256 into out. The
  * temporary name a download is written to before it is checked and renamed is
@@ -62,6 +73,17 @@ int agt_match_kv(const char *arg, json_t *match, struct gd_err *err);
  * what serve reports to the daemon.
  */
 int agt_knob_args(json_t *knobs, char **argv, int *argc, int max, struct gd_err *err);
+
+/*
+ * The key a serve registers a device under (docs/AGENT.md, "serve"), into out: device_id
+ * when given (device_id/BACKEND when serve has several backends), else HOST/BACKEND, then
+ * for cuda ":" and the GPU's UUID (env.gpu_uuid; ":0" without one), then each label as
+ * " label.K=V", sorted by K (as the daemon's device key of runs writes them). GD_EINVAL
+ * when it would be longer than max bytes (a --device-id is then needed) or out is short.
+ */
+int agt_device_key(const char *device_id, int n_backends, const char *host, const char *backend,
+                   json_t *env, json_t *labels, size_t max, char *out, size_t size,
+                   struct gd_err *err);
 
 /* The knob names agt_knob_args() knows, comma separated ("emulate, tf32, ..."). */
 const char *agt_knob_names(void);

@@ -91,6 +91,36 @@ agt_job_name_valid(const char *s)
 }
 
 int
+agt_job_path_valid(const char *s)
+{
+    if (s == NULL || s[0] == '\0' || strlen(s) > AGT_JOB_PATH_MAX)
+        return 0;
+    int depth = 0;
+    for (const char *p = s;; depth++) {
+        size_t n = strcspn(p, "/");
+        char part[256];
+        if (n == 0 || n >= sizeof part || depth >= AGT_JOB_PATH_DEPTH)
+            return 0;
+        memcpy(part, p, n);
+        part[n] = '\0';
+        if (!agt_job_name_valid(part))
+            return 0;
+        if (p[n] == '\0')
+            return 1;
+        p += n + 1;
+    }
+}
+
+int
+agt_job_paths_clash(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), n = na < nb ? na : nb;
+    if (strncmp(a, b, n) != 0)
+        return 0;
+    return na == nb || (na < nb ? b[na] == '/' : a[nb] == '/');
+}
+
+int
 agt_cache_path(const char *dir, const char *sha256, long pid, char *out, size_t size, char *tmp,
                size_t tmp_size, struct gd_err *err)
 {
@@ -272,4 +302,50 @@ agt_last_line(const char *text, size_t len, char *out, size_t size)
         out[i] = ch < 0x20 && ch != '\t' ? '?' : (char)ch;
     }
     out[n] = '\0';
+}
+
+static int
+by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int
+agt_device_key(const char *device_id, int n_backends, const char *host, const char *backend,
+               json_t *env, json_t *labels, size_t max, char *out, size_t size, struct gd_err *err)
+{
+    char key[2048];
+    size_t n = 0;
+    if (device_id != NULL) {
+        n = (size_t)snprintf(key, sizeof key, n_backends > 1 ? "%s/%s" : "%s", device_id, backend);
+    } else {
+        const char *uuid = json_string_value(json_object_get(env, "gpu_uuid"));
+        n = (size_t)snprintf(key, sizeof key, "%s/%s", host, backend);
+        if (strcmp(backend, "cuda") == 0 && n < sizeof key)
+            n += (size_t)snprintf(key + n, sizeof key - n, ":%s",
+                                  uuid != NULL && uuid[0] != '\0' ? uuid : "0");
+        size_t count = json_is_object(labels) ? json_object_size(labels) : 0;
+        const char *names[64];
+        size_t k = 0;
+        const char *name;
+        json_t *v;
+        json_object_foreach(labels, name, v)
+        {
+            if (k < 64)
+                names[k++] = name;
+        }
+        if (count > 64)
+            return gd_err_set(err, GD_EINVAL, "more than 64 labels: give --device-id");
+        qsort(names, k, sizeof *names, by_name);
+        for (size_t i = 0; i < k && n < sizeof key; i++)
+            n += (size_t)snprintf(key + n, sizeof key - n, " label.%s=%s", names[i],
+                                  json_string_value(json_object_get(labels, names[i])));
+    }
+    if (n >= sizeof key || n > max || n >= size)
+        return gd_err_set(err, GD_EINVAL,
+                          "the device key of %s would be %zu bytes, over the daemon's %zu: give "
+                          "a shorter --device-id (or fewer labels)",
+                          backend, n, max);
+    memcpy(out, key, n + 1);
+    return 0;
 }

@@ -11,6 +11,7 @@
 #include "jobs.h"
 
 #define SERVE_MAX_DEVICES 8
+#define SERVE_KEY_MAX     512 /* the daemon's limit of a device key */
 
 struct agt_serve {
     struct agt_upload_opts up;
@@ -19,7 +20,12 @@ struct agt_serve {
     int64_t max_download_rate; /* --max-download-rate, bytes per second; 0: no limit */
     const char *backends[SERVE_MAX_DEVICES];
     int n_backends;
-    char keys[SERVE_MAX_DEVICES][320]; /* HOST/BACKEND */
+    /* each device's key (docs/AGENT.md, "serve"): --device-id, else HOST/BACKEND[:GPU]
+       and the labels as " label.K=V", sorted */
+    char keys[SERVE_MAX_DEVICES][SERVE_KEY_MAX + 1];
+    const char *device_id;             /* --device-id, or NULL */
+    char serve_id[40];                 /* this serve's identity, kept in CACHE/serve-id */
+    int serve_id_fd;                   /* that file, locked while serve runs (-1: none) */
     json_t *labels;                    /* --label, string to string */
     char host[256];
     char cache[PATH_MAX];
@@ -34,6 +40,9 @@ struct agt_serve {
 
 /* The backend of the device key (NULL when the lease names none of this agent's). */
 const char *agt_serve_backend_of(const struct agt_serve *s, const char *key);
+
+/* Gives the lease back (POST .../release): the task is pending again for this device. */
+int agt_serve_release(struct agt_serve *s, const char *lease_id, const char *why);
 
 /*
  * Runs one lease (the daemon's poll answer): the files into the cache, `run` in a child

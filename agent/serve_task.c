@@ -1,8 +1,10 @@
 /*
- * serve_task.c: one lease of `gpudiff-agent serve` (serve.h): the job's files into the cache
- * by hash (checked, renamed into place: never a half file), `run` in a child process (this
- * program again, so a crash of the engine ends only the child), heartbeats while it goes
- * on, then `done` with the run id or `fail` with the child's last stderr line.
+ * serve_task.c: one lease of `gpudiff-agent serve` (serve.h): a heartbeat at once, which
+ * confirms the lease to the daemon (an offer no heartbeat confirms is withdrawn), the job's
+ * files into the cache by hash (checked, renamed into place: never a half file), `run` in a
+ * child process (this program again, so a crash of the engine ends only the child),
+ * heartbeats while it goes on, then `done` with the run id or `fail` with the child's last
+ * stderr line; stopped by SIGINT (or a second SIGTERM), the lease is given back instead.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,7 +25,9 @@
 #include "serve.h"
 
 #define TASK_MAX_ARGS 160
-#define TASK_MAX_FILES 64
+/* The longest wait between two heartbeats, whatever lease_seconds: each is also the device's
+ * sign of life, which the daemon's --device-stale-seconds (120 s by default) watches. */
+#define TASK_BEAT_MAX 30.0
 
 struct task {
     struct agt_serve *s;
@@ -112,6 +116,43 @@ fail(struct task *t, int exit_code, const char *fmt, ...)
     return finish(t, "fail", body);
 }
 
+int
+agt_serve_release(struct agt_serve *s, const char *lease_id, const char *why)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/api/v1/leases/%s/release", lease_id);
+    struct agt_http_req r = {.method = "POST", .path = path, .json = "{}", .timeout = 10};
+    long status = 0;
+    struct gd_err err = {0};
+    s->http.stop = NULL;
+    /* a few tries only: serve is stopping, and an offer it leaves is withdrawn anyway */
+    int code = agt_http_call(&s->http, &r, 2, &status, &err);
+    if (code == 0 && status == 200)
+        fprintf(stderr,
+                "gpudiff-agent serve: gave lease %s back (%s): its task is pending "
+                "again\n",
+                lease_id, why);
+    else if (code == 0) {
+        char msg[400];
+        agt_http_error(&s->http, msg, sizeof msg);
+        fprintf(stderr,
+                "gpudiff-agent serve: giving lease %s back: the daemon answered %ld "
+                "%s\n",
+                lease_id, status, msg);
+    } else {
+        fprintf(stderr, "gpudiff-agent serve: giving lease %s back: %s\n", lease_id, err.msg);
+    }
+    return code == AGT_EXIT_TOKEN ? code : 0;
+}
+
+/* The seconds between two heartbeats of the task. */
+static double
+beat_every(const struct task *t)
+{
+    double every = t->lease_seconds / 3.0;
+    return every < 1 ? 1 : every > TASK_BEAT_MAX ? TASK_BEAT_MAX : every;
+}
+
 /* One heartbeat when it is due; sets t->lost on 409. Never blocks long. */
 static void
 heartbeat(struct task *t)
@@ -123,7 +164,7 @@ heartbeat(struct task *t)
     struct agt_http_req r = {.method = "POST", .path = path, .json = "{}", .timeout = 10};
     long status;
     struct gd_err err = {0};
-    double every = t->lease_seconds / 3.0 < 1 ? 1 : t->lease_seconds / 3.0;
+    double every = beat_every(t);
     struct agt_http *c = &t->s->beat;
     c->stop = t->s->hard_stop;
     CURLcode cc = agt_http_once(c, &r, &status, &err);
@@ -158,10 +199,42 @@ download_tick(void *user)
 {
     struct task *t = user;
     heartbeat(t);
-    return t->lost;
+    return t->lost || *t->s->hard_stop;
 }
 
-/* The file of hash sha in the cache, downloaded when it is not there; path gets its name. */
+/* The SHA-256 of a file, the heartbeats that fall due sent between its pieces (a model of
+ * many gigabytes takes seconds to hash). */
+static int
+hash_file(struct task *t, const char *path, char hex[GD_SHA256_HEX_LEN + 1], struct gd_err *err)
+{
+    enum { PIECE = 8 << 20 };
+    struct gd_sha256 h = {0};
+    char *buf = malloc(PIECE);
+    FILE *f = fopen(path, "rb");
+    int rc = buf == NULL ? gd_err_set(err, GD_ENOMEM, "out of memory")
+             : f == NULL ? gd_err_set(err, GD_EIO, "%s: %s", path, strerror(errno))
+                         : gd_sha256_init(&h, err);
+    size_t n;
+    while (rc == 0 && (n = fread(buf, 1, PIECE, f)) > 0) {
+        rc = gd_sha256_update(&h, buf, n, err);
+        heartbeat(t);
+    }
+    if (rc == 0 && ferror(f))
+        rc = gd_err_set(err, GD_EIO, "%s: read error", path);
+    if (rc == 0)
+        rc = gd_sha256_final(&h, hex, err);
+    gd_sha256_fini(&h);
+    if (f != NULL)
+        fclose(f);
+    free(buf);
+    return rc;
+}
+
+/*
+ * The file of hash sha in the cache, downloaded when it is not there; path gets its name. A
+ * file found there is hashed again first (what a run reads is checked before every run): one
+ * whose bytes are no longer those of its name is dropped and fetched again.
+ */
 static int
 cache_file(struct task *t, const char *sha, const char *name, char *path, size_t size,
            struct gd_err *err)
@@ -169,8 +242,18 @@ cache_file(struct task *t, const char *sha, const char *name, char *path, size_t
     char tmp[PATH_MAX + 100];
     if (agt_cache_path(t->s->cache, sha, (long)getpid(), path, size, tmp, sizeof tmp, err) != 0)
         return err->code;
-    if (access(path, R_OK) == 0)
-        return 0;
+    if (access(path, R_OK) == 0) {
+        char have[GD_SHA256_HEX_LEN + 1];
+        struct gd_err herr = {0};
+        if (hash_file(t, path, have, &herr) == 0 && strcmp(have, sha) == 0)
+            return 0;
+        fprintf(stderr,
+                "gpudiff-agent serve: job %s: the cached %s (%s) %s: fetching it "
+                "again\n",
+                t->job_id, name, sha,
+                herr.code != 0 ? herr.msg : "no longer has the bytes of its hash");
+        unlink(path);
+    }
     char url[128];
     snprintf(url, sizeof url, "/api/v1/files/%s", sha);
     struct agt_http_req r = {.method = "GET", .path = url, .out = tmp,
@@ -186,10 +269,11 @@ cache_file(struct task *t, const char *sha, const char *name, char *path, size_t
                    why);
     }
     char got[GD_SHA256_HEX_LEN + 1];
-    if (err->code == 0 && gd_sha256_file(tmp, got, err) == 0 && strcmp(got, sha) != 0)
+    if (err->code == 0 && hash_file(t, tmp, got, err) == 0 && strcmp(got, sha) != 0)
         gd_err_set(err, GD_EFORMAT, "%s: the daemon sent bytes of SHA-256 %s, not %s", name,
                    got, sha);
-    if (err->code == 0 && rename(tmp, path) != 0)
+    /* read-only: nothing a job runs writes into the cache through its link */
+    if (err->code == 0 && (chmod(tmp, 0440) != 0 || rename(tmp, path) != 0))
         gd_err_set(err, GD_EIO, "rename %s: %s", tmp, strerror(errno));
     if (err->code != 0) {
         unlink(tmp);
@@ -200,13 +284,67 @@ cache_file(struct task *t, const char *sha, const char *name, char *path, size_t
     return 0;
 }
 
-/* The files into t->dir under their names; the run's --model and --input arguments. */
+/*
+ * The cached file at dest in the job's folder: a hard link (the ONNX loader refuses external
+ * data that resolves outside the model's folder, which a symbolic link into the cache
+ * would), or a copy when the cache lies on another file system, heartbeats sent meanwhile.
+ */
+static int
+place_link(struct task *t, const char *cached, const char *dest, struct gd_err *err)
+{
+    if (link(cached, dest) == 0)
+        return 0;
+    if (errno != EXDEV && errno != EPERM && errno != EMLINK)
+        return gd_err_set(err, GD_EIO, "link %s: %s", dest, strerror(errno));
+    enum { PIECE = 8 << 20 };
+    char *buf = malloc(PIECE);
+    int in = open(cached, O_RDONLY | O_CLOEXEC);
+    int out = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0440);
+    int rc = buf == NULL         ? gd_err_set(err, GD_ENOMEM, "out of memory")
+             : in < 0 || out < 0 ? gd_err_set(err, GD_EIO, "copy to %s: %s", dest, strerror(errno))
+                                 : 0;
+    ssize_t n;
+    while (rc == 0 && (n = read(in, buf, PIECE)) != 0) {
+        if (n < 0 || write(out, buf, (size_t)n) != n)
+            rc = gd_err_set(err, GD_EIO, "copy to %s: %s", dest, strerror(errno));
+        heartbeat(t);
+    }
+    if (in >= 0)
+        close(in);
+    if (out >= 0 && close(out) != 0 && rc == 0)
+        rc = gd_err_set(err, GD_EIO, "copy to %s: %s", dest, strerror(errno));
+    free(buf);
+    return rc;
+}
+
+/* Makes the folders of rel (a path checked by agt_job_path_valid) under dir. */
+static int
+make_parents(const char *dir, const char *rel, struct gd_err *err)
+{
+    char path[PATH_MAX + AGT_JOB_PATH_MAX + 16];
+    int n = snprintf(path, sizeof path, "%s/%s", dir, rel);
+    if (n < 0 || n >= (int)sizeof path)
+        return gd_err_set(err, GD_EINVAL, "%s/%s: path too long", dir, rel);
+    for (char *p = path + strlen(dir) + 1; (p = strchr(p, '/')) != NULL; p++) {
+        *p = '\0';
+        if (mkdir(path, 0750) != 0 && errno != EEXIST)
+            return gd_err_set(err, GD_EIO, "mkdir %s: %s", path, strerror(errno));
+        *p = '/';
+    }
+    return 0;
+}
+
+/*
+ * The files into t->dir under their names, hard links to the cache (weights under weights/,
+ * data and weights in folders as their paths say); the run's --model, --input and
+ * --weights-dir arguments.
+ */
 static int
 place_files(struct task *t, char **argv, int *argc, struct gd_err *err)
 {
-    size_t i, n_inputs = 0;
-    json_t *f;
-    int models = 0;
+    size_t i, j, n_inputs = 0;
+    json_t *f, *g;
+    int models = 0, weights = 0;
     json_array_foreach(t->files, i, f) {
         const char *role = json_string_value(json_object_get(f, "role"));
         n_inputs += role != NULL && strcmp(role, "input") == 0;
@@ -215,16 +353,34 @@ place_files(struct task *t, char **argv, int *argc, struct gd_err *err)
         const char *role = json_string_value(json_object_get(f, "role"));
         const char *name = json_string_value(json_object_get(f, "name"));
         const char *sha = json_string_value(json_object_get(f, "sha256"));
-        if (role == NULL || !agt_basename_valid(name) || !agt_sha256_valid(sha))
-            return gd_err_set(err, GD_EINVAL, "file %zu of the job is not {role, name, sha256} "
-                                              "with a plain name", i);
-        if (strcmp(role, "model") != 0 && strcmp(role, "input") != 0 &&
-            strcmp(role, "data") != 0)
-            return gd_err_set(err, GD_EINVAL, "file %s has role %.40s (model, input, data)",
-                              name, role);
-        char cached[PATH_MAX + 100], link[PATH_MAX + 300];
+        int nested = role != NULL && (strcmp(role, "data") == 0 || strcmp(role, "weights") == 0);
+        if (role == NULL || !agt_sha256_valid(sha) ||
+            !(nested ? agt_job_path_valid(name) : agt_basename_valid(name)))
+            return gd_err_set(err, GD_EINVAL,
+                              "file %zu of the job is not {role, name, sha256} "
+                              "with a name that stays in its folder",
+                              i);
+        if (strcmp(role, "model") != 0 && strcmp(role, "input") != 0 && !nested)
+            return gd_err_set(err, GD_EINVAL,
+                              "file %s has role %.40s (model, input, data, weights)", name, role);
+        char where[AGT_JOB_PATH_MAX + 16], other[AGT_JOB_PATH_MAX + 16];
+        snprintf(where, sizeof where, "%s%s", strcmp(role, "weights") == 0 ? "weights/" : "", name);
+        json_array_foreach(t->files, j, g)
+        {
+            if (j >= i)
+                break;
+            const char *grole = json_string_value(json_object_get(g, "role"));
+            snprintf(other, sizeof other, "%s%s",
+                     grole != NULL && strcmp(grole, "weights") == 0 ? "weights/" : "",
+                     json_string_value(json_object_get(g, "name")));
+            if (agt_job_paths_clash(where, other))
+                return gd_err_set(err, GD_EINVAL, "files %s and %s of the job lie at one place",
+                                  other, where);
+        }
+        weights += strcmp(role, "weights") == 0;
+        char cached[PATH_MAX + 100], link[PATH_MAX + AGT_JOB_PATH_MAX + 32];
         if (cache_file(t, sha, name, cached, sizeof cached, err) != 0) {
-            if (t->lost) { /* the 409 said it; the lease is no longer ours to report */
+            if (t->lost || *t->s->hard_stop) { /* the 409 said it, or serve stops: no report */
                 gd_err_clear(err);
                 return 0;
             }
@@ -233,9 +389,11 @@ place_files(struct task *t, char **argv, int *argc, struct gd_err *err)
         heartbeat(t);
         if (t->lost)
             return 0;
-        snprintf(link, sizeof link, "%s/%s", t->dir, name);
-        if (symlink(cached, link) != 0)
-            return gd_err_set(err, GD_EIO, "symlink %s: %s", link, strerror(errno));
+        if (make_parents(t->dir, where, err) != 0)
+            return err->code;
+        snprintf(link, sizeof link, "%s/%s", t->dir, where);
+        if (place_link(t, cached, link, err) != 0)
+            return err->code;
         if (*argc + 2 > TASK_MAX_ARGS)
             return gd_err_set(err, GD_EINVAL, "the job has too many files");
         if (strcmp(role, "model") == 0) {
@@ -257,6 +415,12 @@ place_files(struct task *t, char **argv, int *argc, struct gd_err *err)
     }
     if (models == 0 || n_inputs == 0)
         return gd_err_set(err, GD_EINVAL, "the job has no model or no input file");
+    if (weights > 0) { /* a JSON model's weights folder, carried by the job */
+        if (*argc + 2 > TASK_MAX_ARGS)
+            return gd_err_set(err, GD_EINVAL, "the job has too many files");
+        argv[(*argc)++] = strdup("--weights-dir");
+        argv[(*argc)++] = strdup("weights");
+    }
     return 0;
 }
 
@@ -401,9 +565,8 @@ run_child(struct task *t, char **argv)
         agt_sleep(0.1, NULL);
     }
     relay_stderr(t);
-    if (stopped)
-        return fail(t, 128 + SIGTERM, "serve on %s was stopped while the run went on",
-                    t->s->host);
+    if (stopped) /* the run did not end by itself: the task is not this device's failure */
+        return agt_serve_release(t->s, t->lease_id, "serve was stopped while the run went on");
     char line[900];
     if (WIFSIGNALED(wstatus)) {
         int sig = WTERMSIG(wstatus);
@@ -459,10 +622,14 @@ agt_serve_lease(struct agt_serve *s, json_t *lease)
         t.job_id = "?";
     if (t.key == NULL)
         t.key = "?";
-    t.next_beat = now() + (t.lease_seconds / 3.0 < 1 ? 1 : t.lease_seconds / 3.0);
     fprintf(stderr, "gpudiff-agent serve: job %s on %s: leased (%s, attempt %" JSON_INTEGER_FORMAT
                     ")\n", t.job_id, t.key, t.lease_id,
             json_integer_value(json_object_get(lease, "attempt")));
+    /* the first heartbeat at once: it confirms the lease, which is an offer until then */
+    t.next_beat = now();
+    heartbeat(&t);
+    if (t.lost)
+        return 0;
     if ((t.backend = agt_serve_backend_of(s, t.key)) == NULL)
         return fail(&t, AGT_EXIT_USAGE, "the lease is for device %s, which this agent (%s) "
                                         "does not serve", t.key, s->host);
@@ -497,6 +664,10 @@ agt_serve_lease(struct agt_serve *s, json_t *lease)
     }
     if (t.lost)
         goto done;
+    if (*s->hard_stop) {
+        code = agt_serve_release(s, t.lease_id, "serve was stopped while the files came");
+        goto done;
+    }
     add_arg(argv, &argc, "--out", "bundle");
     add_arg(argv, &argc, "--backend", t.backend);
     add_arg(argv, &argc, "--model-name", t.model);

@@ -26,7 +26,7 @@ agt_grid_default(const char *backend)
 {
     if (strcmp(backend, "cuda") == 0)
         return "conv_algo=heuristic,autotune,deterministic;tf32=off,on | math_mode=pedantic | "
-               "workspace_limit=0";
+               "workspace_limit=0 | repro=bitwise";
     if (strcmp(backend, "cpu") == 0)
         return "emulate=none,tf32,tf32:conv+gemm,bf16,bf16:conv+gemm,fp16,fp16:conv+gemm";
     return "threads=auto";
@@ -177,7 +177,8 @@ choice_text(const char *v)
 }
 
 /* Applies one value of an axis to k: the knob's own values, and conv_algo's each and
- * NODE@CHOICE. */
+ * NODE@CHOICE. Bitwise mode (repro=bitwise) unsets the knobs it has no use for, whichever
+ * axis comes first: the settings of a product that differ only in those are one. */
 static int
 apply(enum gd_knob knob, const char *v, struct gd_knobs *k, struct gd_err *err)
 {
@@ -214,6 +215,13 @@ apply(enum gd_knob knob, const char *v, struct gd_knobs *k, struct gd_err *err)
                               "fixed:CHOICE, each or NODE@CHOICE, not %s",
                               v);
         return err != NULL ? err->code : GD_EINVAL;
+    }
+    if (gd_knobs_bitwise(k)) {
+        /* gpudiff's own kernels: no cuDNN algorithm, pin or API to choose, no TF32 */
+        gd_knob_unset(k, GD_KNOB_CONV_ALGO);
+        gd_knob_unset(k, GD_KNOB_CONV_PINS);
+        gd_knob_unset(k, GD_KNOB_CONV_API);
+        gd_knob_unset(k, GD_KNOB_TF32);
     }
     return 0;
 }

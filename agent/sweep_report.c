@@ -473,10 +473,33 @@ prevent(FILE *out, json_t *doc)
     }
     pick_line(out, json_object_get(ans, "cheapest_deterministic_and_batch_invariant"),
               "The cheapest that is both", "none measured");
-    /* what-ifs: what a reduced format would do, never a fix */
     json_t *settings = json_object_get(doc, "settings");
     size_t i;
     json_t *s;
+    /* bitwise mode: the prevention that also holds across GPUs, measured like the others */
+    json_array_foreach(settings, i, s)
+    {
+        if (strcmp(get_str(s, "name"), "repro=bitwise") != 0)
+            continue;
+        if (!is_ok(s)) {
+            item(out, "Bitwise mode (--repro bitwise) could not run: %s.", get_str(s, "error"));
+            continue;
+        }
+        char t[96], x[48];
+        fmt_time(get_num(s, "time.forward_ms"), get_num(s, "time.forward_min_ms"),
+                 get_num(s, "time.forward_max_ms"), t, sizeof t);
+        if (json_is_true(get(s, "time.within_noise_of_fastest")))
+            snprintf(x, sizeof x, "within timing noise of the fastest setting");
+        else
+            snprintf(x, sizeof x, "%.2fx the fastest setting", get_num(s, "time.x_fastest"));
+        item(out,
+             "Bitwise mode (--repro bitwise: gpudiff's own kernels, every layer the cpu "
+             "backend's bits on any GPU and at any batch size): run to run %s, batch-invariant "
+             "%s here, %s a forward, %s.",
+             tristate(json_object_get(s, "deterministic"), "identical", "differs"),
+             tristate(json_object_get(s, "batch_invariant"), "yes", "no"), t, x);
+    }
+    /* what-ifs: what a reduced format would do, never a fix */
     int header = 0;
     json_array_foreach(settings, i, s)
     {

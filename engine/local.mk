@@ -22,6 +22,7 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/hash.h \
 	engine/include/gpudiff/diff.h \
 	engine/include/gpudiff/graph_replay.h \
+	engine/include/gpudiff/noise.h \
 	engine/compare/diff_internal.h \
 	engine/compare/boundary.c \
 	engine/compare/diff.c \
@@ -31,6 +32,11 @@ libgpudiff_la_SOURCES = \
 	engine/compare/facts.c \
 	engine/compare/match.c \
 	engine/compare/measure.c \
+	engine/compare/noise_internal.h \
+	engine/compare/noise_gains.c \
+	engine/compare/noise_node.c \
+	engine/compare/noise_probe.c \
+	engine/compare/noise_record.c \
 	engine/compare/own_error.c \
 	engine/compare/truth.c \
 	engine/compare/verdict.c \
@@ -38,6 +44,8 @@ libgpudiff_la_SOURCES = \
 	engine/core/index_rules.h \
 	engine/core/elt_rules.h \
 	engine/core/norm_rules.h \
+	engine/core/math_rules.h \
+	engine/core/act_rules.h \
 	engine/core/attr.c \
 	engine/core/backend.c \
 	engine/core/error.c \
@@ -74,6 +82,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/pool.c \
 	engine/core/session.c \
 	engine/core/half_call.c \
+	engine/core/view.c \
 	engine/core/graph_dtype.c \
 	engine/core/graph_weights.c \
 	engine/core/tensor.c \
@@ -160,6 +169,25 @@ noinst_LTLIBRARIES += libgd_cuda.la
 libgd_cuda_la_SOURCES = engine/cuda/cuda.h engine/cuda/backend_cuda.c engine/cuda/conv_graph.c
 libgd_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
 libgpudiff_la_LIBADD += libgd_cuda.la
+# --repro bitwise: kernels whose every output is the cpu backend's bits (repro.cuh). nvcc
+# fuses a multiply feeding an add into one FMA unless told not to; cpu never does
+# (-ffp-contract=off), and these files' arithmetic, math_rules.h's included, must round
+# every step as cpu does.
+REPRO_CUDA_SOURCES = \
+	engine/cuda/repro_act.cu \
+	engine/cuda/repro_conv.cu \
+	engine/cuda/repro_gemm.cu \
+	engine/cuda/repro_loss.cu \
+	engine/cuda/repro_norm.cu \
+	engine/cuda/repro_reduce.cu
+libgd_cuda_kernels_a_SOURCES += $(REPRO_CUDA_SOURCES) engine/cuda/repro.cuh engine/cuda/repro.h
+libgd_cuda_la_SOURCES += engine/cuda/repro.h engine/cuda/repro_table.c
+$(REPRO_CUDA_SOURCES:.cu=.o): NVCCFLAGS += -fmad=false
+$(REPRO_CUDA_SOURCES:.cu=.o): engine/cuda/repro.cuh engine/cuda/repro.h engine/cuda/kernels.cuh \
+	engine/cuda/cuda.h engine/cuda/index.cuh engine/core/internal.h engine/core/math_rules.h \
+	engine/core/act_rules.h engine/core/norm_rules.h engine/core/index_rules.h \
+	engine/core/ops.def engine/core/move.h
+EXTRA_DIST += $(REPRO_CUDA_SOURCES)
 endif
 
 # What a program links to use the engine. libtool does not fold a plain archive of nvcc
@@ -196,7 +224,8 @@ libgpudiff_la_CPPFLAGS += $(PROTOBUF_C_CFLAGS) -I$(top_builddir)/engine/io
 # BUILT_SOURCES makes the header first only for all and check: a build of the library alone
 # (`make fuzz-targets`, tests/fuzz/run.sh) needs the objects that include it to say so.
 engine/io/libgpudiff_la-onnx.lo engine/io/libgpudiff_la-onnx_opset.lo \
-engine/io/libgpudiff_la-onnx_tensor.lo engine/io/libgpudiff_la-onnx_wire.lo: engine/io/onnx.pb-c.h
+engine/io/libgpudiff_la-onnx_tensor.lo engine/io/libgpudiff_la-onnx_wire.lo \
+engine/io/libgpudiff_la-model_files.lo: engine/io/onnx.pb-c.h
 # On the programs' link line rather than in libgpudiff's LIBADD: it may be the static archive
 # (configure.ac), which libtool warns about inside a library.
 GD_ENGINE_LIBS += $(PROTOBUF_C_LIBS)
@@ -214,3 +243,6 @@ libgd_cuda_la_SOURCES += engine/cuda/capture_fp.c engine/cuda/fingerprint.h
 $(FP_CUDA_SOURCES:.cu=.o): engine/core/fp_rules.h engine/cuda/fingerprint.h engine/cuda/cuda.h
 EXTRA_DIST += $(FP_CUDA_SOURCES)
 endif
+
+# ---- fleet (issue 24): the files a model reads besides itself, for jobs to carry them ----
+libgpudiff_la_SOURCES += engine/include/gpudiff/model_files.h engine/io/model_files.c

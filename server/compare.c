@@ -59,7 +59,7 @@
  * Nice values: the worker's diffs, which nobody waits for, below everything else; the
  * pool's, which a client waits for, as the threads serving connections.
  */
-#define POOL_NICE   0
+#define POOL_NICE   5
 #define WORKER_NICE 10
 
 /* A key being computed; waiters block on done_cv until it leaves the list. */
@@ -130,12 +130,16 @@ layer_from_record(json_t *rec, int i, struct gd_bundle_layer *l, struct gd_err *
     json_t *t = json_object_get(rec, "time_us"), *red = json_object_get(rec, "reduction_len");
     json_t *disc = json_object_get(rec, "discontinuous"), *ins = json_object_get(rec, "inputs");
     l->op = op != NULL ? op : "";
+    const char *node = json_string_value(json_object_get(rec, "node"));
+    l->node = node != NULL ? node : "";
     l->algo = algo != NULL ? algo : "";
     l->math = math != NULL ? math : "";
     l->time_us = json_is_number(t) ? json_number_value(t) : -1.0;
     l->reduction_len = json_is_integer(red) ? json_integer_value(red) : 0;
     l->discontinuous = json_is_boolean(disc) ? json_is_true(disc) : -1;
     l->inputs = json_is_array(ins) ? ins : NULL;
+    json_t *noise = json_object_get(rec, "noise");
+    l->noise = json_is_object(noise) ? noise : NULL; /* run_doc.c checked its form */
     return 0;
 }
 

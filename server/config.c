@@ -26,7 +26,8 @@ const struct srv_setting srv_settings[] = {
      "folder whose files (the dashboard) are served at /; empty serves none", FIELD(web_root),
      NULL},
     {"spill-dir", SRV_SET_STRING, 0, 0, "",
-     "folder for uploads being compressed before their commit; empty: the SQLite database's folder, $TMPDIR or /var/tmp on PostgreSQL",
+     "folder for uploads being compressed before their commit; empty: the SQLite database's "
+     "folder, $TMPDIR or /var/tmp on PostgreSQL",
      FIELD(spill_dir), NULL},
     {"max-body", SRV_SET_BYTES, 1024, 900LL << 20, "512M",
      "largest request body accepted, i.e. the largest layer (.npy) that can be uploaded",
@@ -34,8 +35,17 @@ const struct srv_setting srv_settings[] = {
     {"max-json", SRV_SET_BYTES, 1024, 256LL << 20, "16M",
      "largest run.json accepted (it is held in memory while it is parsed)", FIELD(max_json), NULL},
     {"threads", SRV_SET_INT, 1, 256, "4",
-     "worker threads of the HTTP server (a pool; connections never get a thread each)",
+     "worker threads of the HTTP server that serve writes, bodies, downloads and long polls "
+     "(a pool; connections never get a thread each); over TLS every request",
      FIELD(threads), NULL},
+    {"read-threads", SRV_SET_INT, 0, 256, "2",
+     "worker threads of a second pool that serves the light reads (GET and HEAD but "
+     "downloads: /healthz, a run, a cached diff) at normal priority; 0: the one pool serves all",
+     FIELD(read_threads), NULL},
+    {"write-nice", SRV_SET_INT, 0, 19, "5",
+     "nice value of the threads that serve writes and of the write pool, below the reads' "
+     "threads, so that an upload storm does not delay a read; 0: the same priority",
+     FIELD(write_nice), NULL},
     {"max-connections", SRV_SET_INT, 16, 65536, "2048",
      "open connections at most (each serves one request); more are refused with 503",
      FIELD(max_connections), NULL},
@@ -123,6 +133,16 @@ const struct srv_setting srv_settings[] = {
      "agents' long polls that may wait at once (each holds a thread of their own pool, no "
      "database connection); more are answered 503 with Retry-After",
      FIELD(max_polls), NULL},
+    /* issue 24: devices told apart, leases only to live agents */
+    {"device-stale-seconds", SRV_SET_INT, 10, 86400, "120",
+     "seconds a device may go unseen (no poll, heartbeat or report) while it holds no lease "
+     "before it leaves every job's targets: its pending tasks end (never_answered) and new "
+     "jobs skip it; a long poll waits at most half of it",
+     FIELD(device_stale_seconds), NULL},
+    {"lease-confirm-seconds", SRV_SET_INT, 2, 600, "10",
+     "seconds an agent has to confirm a lease it was handed (its first heartbeat) before the "
+     "offer is withdrawn and the task is pending again, the attempt not counted",
+     FIELD(lease_confirm_seconds), NULL},
     /* TLS (issue 15): gpudiffd's own, through libmicrohttpd's GnuTLS (tls.h) */
     {"tls-cert", SRV_SET_STRING, 0, 0, "",
      "PEM certificate file to serve HTTPS with (the server's certificate first, then its "

@@ -17,6 +17,7 @@ struct srv_db {
     const struct srv_sql_backend *be;
     struct srv_sql_conn *conn;
     int busy_ms;
+    int64_t fleet_stale, fleet_confirm; /* seconds (issue 24) */
     int n_stmts;
     struct {
         const char *sql;
@@ -43,6 +44,10 @@ srv_db_open(const char *path, const struct srv_db_opts *opts, struct srv_db **ou
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     db->be = srv_sql_backend_for(path);
     db->busy_ms = opts->busy_timeout_ms;
+    db->fleet_stale =
+        opts->fleet_stale_seconds > 0 ? opts->fleet_stale_seconds : SRV_FLEET_STALE_DEFAULT;
+    db->fleet_confirm =
+        opts->fleet_confirm_seconds > 0 ? opts->fleet_confirm_seconds : SRV_FLEET_CONFIRM_DEFAULT;
     int rc = db->be->open(path, opts, &db->conn, err);
     if (rc != 0) {
         free(db);
@@ -248,6 +253,18 @@ srv_db_migrate(struct srv_db *db, int *from, int *to, struct gd_err *err)
     if (to != NULL)
         *to = v;
     return 0;
+}
+
+int64_t
+srv_db_fleet_stale_seconds(const struct srv_db *db)
+{
+    return db->fleet_stale;
+}
+
+int64_t
+srv_db_fleet_confirm_seconds(const struct srv_db *db)
+{
+    return db->fleet_confirm;
 }
 
 /* ---- backups ---- */

@@ -28,6 +28,10 @@ struct srv_db_opts {
     int64_t cache_size; /* SQLite: bytes of page cache per connection; 0: SQLite's 2 MiB */
     int64_t mmap_size;  /* SQLite: bytes of the file mapped per connection; 0: 256 MiB, < 0:
                            none */
+    /* issue 24: the fleet's times (--device-stale-seconds, --lease-confirm-seconds); 0: the
+       settings' defaults */
+    int64_t fleet_stale_seconds;
+    int64_t fleet_confirm_seconds;
 };
 
 /*
@@ -530,8 +534,15 @@ int srv_db_replay_finished(struct srv_db *db, const char *id, struct gd_err *err
 /* A JSON object stored by db_devices.c or db_fleet_jobs.c, parsed; {} if it cannot be. */
 json_t *srv__fleet_json(const char *text);
 
-/* Devices seen this long ago or less are targets of a new job. */
-#define SRV_FLEET_SEEN_SECONDS 600
+/*
+ * The fleet's times (issue 24), from the connection's srv_db_opts: a device not seen for
+ * stale_seconds (no poll, no heartbeat) and holding no lease leaves every job's targets; a
+ * lease not confirmed by the agent's first heartbeat within confirm_seconds is withdrawn.
+ */
+#define SRV_FLEET_STALE_DEFAULT   120
+#define SRV_FLEET_CONFIRM_DEFAULT 10
+int64_t srv_db_fleet_stale_seconds(const struct srv_db *db);
+int64_t srv_db_fleet_confirm_seconds(const struct srv_db *db);
 
 /* Files (db_fleet_files.c). *is_file: a job may name it; *blob_stored: its bytes are here. */
 int srv_db_fleet_file_state(struct srv_db *db, const char *sha256, int *is_file,
@@ -562,18 +573,53 @@ struct srv_fleet_device_in {
     json_t *env, *labels; /* borrowed objects */
 };
 
-/*
- * Records a registration of `serve` on host with its devices, in one transaction: a new
- * agent id; a key seen before keeps its device id and gets the new env, labels, agent and
- * last_seen. *out: {"agent_id", "devices": [{"key", "id"}]}.
- */
-int srv_db_agent_register(struct srv_db *db, const char *host, const char *version,
-                          const struct srv_fleet_device_in *devices, int n, int64_t now,
-                          json_t **out, struct gd_err *err);
+/* The registering serve: its host, version and serve_id (NULL: an agent that sends none). */
+struct srv_fleet_agent_in {
+    const char *host, *version, *serve_id;
+};
 
-/* {"devices": [{"id", "key", "host", "backend", "labels", "env", "registered",
- * "last_seen"}]} newest registration first. */
-int srv_db_devices_list(struct srv_db *db, json_t **out, struct gd_err *err);
+/*
+ * Records a registration of `serve` with its devices, in one transaction: a new agent id; a
+ * key seen before keeps its device id and gets the new env, labels, agent and last_seen (a
+ * removed device comes back). A key held by a live device (seen within the stale time, or
+ * leased) of another serve_id is SRV_ECONFLICT, the message naming both hosts and serves,
+ * *held_by (when not NULL) a new object of the holder ({"device_id", "key", "agent_id",
+ * "serve_id", "host", "seen_seconds_ago"}), and nothing is recorded; the same serve_id is a
+ * restart, whose devices' leases are lost (withdrawn, pending again, or failed on their last
+ * attempt). *out: {"agent_id", "devices": [{"key", "id"}]}.
+ */
+int srv_db_agent_register(struct srv_db *db, const struct srv_fleet_agent_in *agent,
+                          const struct srv_fleet_device_in *devices, int n, int64_t now,
+                          json_t **out, json_t **held_by, struct gd_err *err);
+
+/*
+ * {"devices": [{"id", "key", "host", "backend", "labels", "env", "registered", "last_seen",
+ * "seen_seconds_ago", "state" (busy: holds a lease; live: seen within the stale time;
+ * stale), "leases", "agent": {"id", "host", "agent_version", "serve_id", "registered",
+ * "last_seen"}}], "stale_seconds"}: the devices not removed, newest registration first.
+ */
+int srv_db_devices_list(struct srv_db *db, int64_t now, json_t **out, struct gd_err *err);
+
+/*
+ * DELETE /api/v1/devices/{id}: marks the device removed, ends its leases (the agent's next
+ * heartbeat is 409) and its open tasks (never_answered, or failed after an attempt), in one
+ * transaction. key gets its key; *ended the tasks ended. SRV_ENOTFOUND for an unknown or
+ * removed device.
+ */
+int srv_db_device_remove(struct srv_db *db, const char *id, int64_t now, char key[512],
+                         int64_t *ended, struct gd_err *err);
+
+/* In the caller's write transaction (db_leases.c): the device's leases end. An offer not
+ * confirmed is withdrawn; a confirmed lease, with outcome "removed", fails its task with
+ * why; with "expired", it is lost as an expiry is (pending again or failed, "lease lost: "
+ * why). */
+int srv__fleet_device_leases_end(struct srv_db *db, const char *device_id, int64_t now,
+                                 const char *outcome, const char *why, struct gd_err *err);
+
+/* In the caller's write transaction: the device's pending tasks end with why
+ * (never_answered, failed when an attempt was used); *ended += their count. */
+int srv__fleet_device_tasks_end(struct srv_db *db, const char *device_id, int64_t now,
+                                const char *why, int64_t *ended, struct gd_err *err);
 
 /* Jobs (db_fleet_jobs.c). A checked submission. */
 struct srv_fleet_job_in {
@@ -593,8 +639,8 @@ int srv_fleet_match(json_t *match, const char *key, const char *host, const char
 
 /*
  * In one write transaction: the files must all be recorded (SRV_EMISSING, *missing a JSON
- * array of the sha256s lacking), the targets (devices that match and were seen in the last
- * SRV_FLEET_SEEN_SECONDS) not none (SRV_ENODEVICE); then the job and one pending task per
+ * array of the sha256s lacking), the targets (devices that match, are not removed and were
+ * seen within the stale time) not none (SRV_ENODEVICE); then the job and one pending task per
  * target. *out: the job document.
  */
 int srv_db_fleet_job_create(struct srv_db *db, const struct srv_fleet_job_in *in, int64_t now,
@@ -614,6 +660,8 @@ struct srv_fleet_expired {
     int64_t failed;         /* leases expired on the last attempt: failed */
     int64_t late;           /* pending again after an expiry, past the deadline: failed */
     int64_t never_answered; /* pending past the deadline, never leased */
+    int64_t withdrawn;      /* offers not confirmed in time: pending again, not counted */
+    int64_t stale;          /* pending tasks of devices unseen for the stale time: ended */
 };
 
 /*
@@ -637,15 +685,22 @@ int srv_db_lease_ready(struct srv_db *db, const char *agent_id, int64_t now, int
 
 /*
  * One write transaction: expiry, the heartbeat of the agent's devices, and the take of the
- * oldest job's pending task of theirs. *lease: the lease document, or NULL when there was
- * none. SRV_ENOTFOUND for an unknown agent.
+ * oldest job's pending task of theirs (of a device not removed). *lease: the lease document,
+ * or NULL when there was none; it is an offer live for the confirm time (its lease_until),
+ * which the agent's first heartbeat confirms. SRV_ENOTFOUND for an unknown agent.
  */
 int srv_db_lease_take(struct srv_db *db, const char *agent_id, int64_t now, json_t **lease,
                       struct srv_fleet_expired *expired, struct gd_err *err);
 
-/* Extends a live lease to now + its job's lease_seconds; SRV_ELEASE when it is not live. */
+/*
+ * Extends a live lease to now + its job's lease_seconds; SRV_ELEASE when it is not live. The
+ * first heartbeat of a lease confirms the offer (*confirmed = 1 then; may be NULL).
+ */
 int srv_db_lease_heartbeat(struct srv_db *db, const char *lease_id, int64_t now, int64_t *until,
-                           struct gd_err *err);
+                           int *confirmed, struct gd_err *err);
+
+/* A live lease given back by its agent: the task pending again, the attempt not counted. */
+int srv_db_lease_release(struct srv_db *db, const char *lease_id, int64_t now, struct gd_err *err);
 
 /* The task of a live lease finished with run_id (a complete run, else SRV_EBADREQ). */
 int srv_db_lease_done(struct srv_db *db, const char *lease_id, const char *run_id, int64_t now,
@@ -655,7 +710,7 @@ int srv_db_lease_done(struct srv_db *db, const char *lease_id, const char *run_i
 int srv_db_lease_fail(struct srv_db *db, const char *lease_id, const char *error,
                       int64_t exit_code, int64_t now, struct gd_err *err);
 
-/* Devices seen in the last SRV_FLEET_SEEN_SECONDS, and tasks by state (pending, leased,
+/* Devices seen within the stale time, and tasks by state (pending, leased,
  * finished, failed, never_answered), for /metrics. */
 int srv_db_fleet_counts(struct srv_db *db, int64_t now, int64_t *devices_seen, int64_t tasks[5],
                         struct gd_err *err);

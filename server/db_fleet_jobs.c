@@ -12,8 +12,9 @@
 
 static const char SQL_FILE_KNOWN[] = "SELECT 1 FROM fleet_files WHERE sha256 = ?1";
 static const char SQL_TARGETS[] =
-    "SELECT id, key, host, backend, env, labels FROM fleet_devices WHERE last_seen >= ?1 "
-    "ORDER BY key";
+    "SELECT id, key, host, backend, env, labels FROM fleet_devices d WHERE removed_at IS NULL "
+    "AND (last_seen >= ?1 OR EXISTS (SELECT 1 FROM fleet_tasks t WHERE t.device_id = d.id "
+    "AND t.state = 'leased')) ORDER BY key";
 static const char SQL_JOB_ADD[] =
     "INSERT INTO fleet_jobs(id, created_at, model, files, knobs, match_json, lease_seconds, "
     "attempts, deadline, token_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
@@ -133,7 +134,7 @@ targets(struct srv_db *db, json_t *match, int64_t now, json_t **out, struct gd_e
     int rc = srv_db_prepare(db, SQL_TARGETS, &st, err);
     if (rc != 0)
         return rc;
-    srv_stmt_bind_int64(st, 1, now - SRV_FLEET_SEEN_SECONDS);
+    srv_stmt_bind_int64(st, 1, now - srv_db_fleet_stale_seconds(db));
     json_t *ids = json_array();
     int s;
     while ((s = srv_stmt_step(st, "devices lookup", err)) == SRV_SQL_ROW) {
@@ -207,8 +208,9 @@ srv_db_fleet_job_create(struct srv_db *db, const struct srv_fleet_job_in *in, in
         rc = targets(db, in->match, now, &ids, err);
     if (rc == 0 && json_array_size(ids) == 0)
         rc = gd_err_set(err, SRV_ENODEVICE,
-                        "no registered device seen in the last %d s matches the job's match",
-                        SRV_FLEET_SEEN_SECONDS);
+                        "no registered device seen in the last %lld s (device-stale-seconds) "
+                        "matches the job's match",
+                        (long long)srv_db_fleet_stale_seconds(db));
     if (rc == 0)
         rc = job_insert(db, in, id, now, err);
     size_t i;

@@ -99,6 +99,7 @@ struct srv_gate {
     struct ip_count *ips[IP_BUCKETS];
     char *peek; /* max_header + 1 bytes */
     int tls;    /* libmicrohttpd speaks TLS: heads are not peeked (see above) */
+    int health_route; /* GET /healthz's index in srv_routes, for /metrics; -1 until found */
 };
 
 static void
@@ -179,6 +180,8 @@ static const char *
 reason(unsigned status)
 {
     switch (status) {
+    case 200:
+        return "OK";
     case 400:
         return "Bad Request";
     case 408:
@@ -199,22 +202,12 @@ reason(unsigned status)
 }
 
 /*
- * Sends the JSON error for code (best effort: a few hundred bytes into an empty socket
- * buffer never block) and logs the access line. The connection is then closed or lingers.
+ * Sends body (a JSON object the gate made; taken) with status (best effort: a few hundred
+ * bytes into an empty socket buffer never block). The connection is then closed or lingers.
  */
 static void
-send_error(struct srv_gate *g, int fd, int code, const char *msg, const char *what)
+send_json(int fd, unsigned status, json_t *body, const char *id)
 {
-    char id[48];
-    srv_request_id_new(g->srv, NULL, id, sizeof id);
-    unsigned status = srv_err_status(code);
-    char clean[256];
-    snprintf(clean, sizeof clean, "%s", msg);
-    for (char *p = clean; *p; p++)
-        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
-            *p = '?';
-    json_t *body = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", srv_err_code(code), "message",
-                             clean, "request_id", id);
     char *text = body != NULL ? json_dumps(body, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     char head[512];
@@ -227,9 +220,32 @@ send_error(struct srv_gate *g, int fd, int code, const char *msg, const char *wh
     struct iovec iov[3] = {{head, (size_t)n}, {text, tlen ? tlen - 1 : 0}, {"\n", tlen ? 1 : 0}};
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
     if (sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-        SRV_LOG(GD_LOG_DEBUG, NULL, "[%s] the refusal could not be sent: %s", id, strerror(errno));
+        SRV_LOG(GD_LOG_DEBUG, NULL, "[%s] the answer could not be sent: %s", id, strerror(errno));
     free(text);
-    SRV_LOG(GD_LOG_INFO, NULL, "[%s] %s refused: %u %s", id, what, status, clean);
+}
+
+/* The JSON error of code as requests get it. */
+static json_t *
+error_json(int code, const char *msg, const char *id)
+{
+    char clean[256];
+    snprintf(clean, sizeof clean, "%s", msg);
+    for (char *p = clean; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+            *p = '?';
+    return json_pack("{s:{s:s,s:s,s:s}}", "error", "code", srv_err_code(code), "message", clean,
+                     "request_id", id);
+}
+
+/* Sends the JSON error for code and logs the access line. */
+static void
+send_error(struct srv_gate *g, int fd, int code, const char *msg, const char *what)
+{
+    char id[48];
+    srv_request_id_new(g->srv, NULL, id, sizeof id);
+    unsigned status = srv_err_status(code);
+    send_json(fd, status, error_json(code, msg, id), id);
+    SRV_LOG(GD_LOG_INFO, NULL, "[%s] %s refused: %u %s", id, what, status, msg);
     srv_metrics_request(SRV_METRICS_REFUSED, status, 0);
 }
 
@@ -248,11 +264,10 @@ conn_close(struct srv_gate *g, struct srv_conn *c, struct list *from)
     free(c);
 }
 
-/* Answers c with code and lets it linger (reading what it still sends) before closing. */
+/* After the gate's answer: c lingers (reading what it still sends) before it is closed. */
 static void
-refuse(struct srv_gate *g, struct srv_conn *c, int code, const char *msg, const char *what)
+linger(struct srv_gate *g, struct srv_conn *c)
 {
-    send_error(g, c->fd, code, msg, what);
     shutdown(c->fd, SHUT_WR);
     list_del(&g->waiting, c);
     c->state = CONN_LINGER;
@@ -260,6 +275,59 @@ refuse(struct srv_gate *g, struct srv_conn *c, int code, const char *msg, const 
     int lowat = 1;
     setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
     list_add(&g->lingering, c);
+}
+
+/* Answers c with code and lets it linger. */
+static void
+refuse(struct srv_gate *g, struct srv_conn *c, int code, const char *msg, const char *what)
+{
+    send_error(g, c->fd, code, msg, what);
+    linger(g, c);
+}
+
+/*
+ * GET /healthz, answered here (issue 24): its answer is the health thread's last check,
+ * in memory (health.c), so the probe a balancer sends every few hundred milliseconds never
+ * waits for a thread of libmicrohttpd, which an upload storm keeps busy, nor for the hand-
+ * over's wake-up of one: the same body and headers as route_health.c's, the same access
+ * line and /metrics counts. Its head is read (it was only peeked) so that the close sends no
+ * reset. 1 when answered.
+ */
+static int
+answer_health(struct srv_gate *g, struct srv_conn *c, struct srv_head *head)
+{
+    if (g->srv->health == NULL || strcmp(head->method, "GET") != 0 ||
+        strcmp(head->path, "/healthz") != 0 || (head->has_length && head->content_length > 0))
+        return 0;
+    if (g->health_route < 0)
+        for (int i = 0; i < srv_route_count && g->health_route < 0; i++)
+            if (strcmp(srv_routes[i].method, "GET") == 0 &&
+                strcmp(srv_routes[i].pattern, "/healthz") == 0)
+                g->health_route = i;
+    char id[48];
+    srv_request_id_new(g->srv, srv_head_field(head, "X-Request-Id"), id, sizeof id);
+    char drain[4096];
+    size_t left = head->head_len;
+    while (left > 0) {
+        ssize_t n = recv(c->fd, drain, left < sizeof drain ? left : sizeof drain, MSG_DONTWAIT);
+        if (n <= 0)
+            break;
+        left -= (size_t)n;
+    }
+    int version = 0;
+    double age = 0;
+    char why[300];
+    int ok = srv_health_get(g->srv->health, &version, &age, why, sizeof why);
+    unsigned status = ok ? 200 : srv_err_status(SRV_EBUSY);
+    send_json(c->fd, status,
+              ok ? srv_health_ok_json(g->srv, version) : error_json(SRV_EBUSY, why, id), id);
+    double secs = srv_clock() - c->t_accept;
+    srv_metrics_request(g->health_route, status, secs);
+    SRV_LOG(GD_LOG_INFO, NULL, "[%s] GET /healthz %u 0 bytes in %.1f ms (the gate's)%s%s", id,
+            status, secs * 1e3, ok ? "" : ": ", why);
+    srv_head_fini(head);
+    linger(g, c);
+    return 1;
 }
 
 /* A first look at the request line, for log lines about a refused head. */
@@ -285,8 +353,10 @@ hand_over(struct srv_gate *g, struct srv_conn *c)
     list_add(&g->served, c);
     /* libmicrohttpd may report the connection (NOTIFY_STARTED) before this returns. */
     pthread_mutex_unlock(&g->mu);
+    /* the light reads to their own pool (http.c), the head sorted while the gate has it */
+    struct MHD_Daemon *d = srv_http_daemon_for(g->srv, g->tls ? NULL : &c->head);
     enum MHD_Result r =
-        MHD_add_connection(g->srv->mhd, c->fd, (const struct sockaddr *)&c->addr, c->addr_len);
+        MHD_add_connection(d, c->fd, (const struct sockaddr *)&c->addr, c->addr_len);
     pthread_mutex_lock(&g->mu);
     if (r != MHD_YES) {
         /* libmicrohttpd closed the descriptor itself. */
@@ -299,14 +369,40 @@ hand_over(struct srv_gate *g, struct srv_conn *c)
     }
 }
 
-/* c's socket has something: look at its head again. */
+static void head_data(struct srv_gate *g, struct srv_conn *c, uint32_t events);
+
+/*
+ * c's socket has something: look at its head again. A connection waiting for its head is
+ * the gate's alone (libmicrohttpd does not know it yet), so it is read and parsed without
+ * the lock, which is taken only to change the lists: the threads of libmicrohttpd, which
+ * take it at each connection's start and end, never wait for a whole batch of heads.
+ */
 static void
 on_head_data(struct srv_gate *g, struct srv_conn *c, uint32_t events)
 {
+    pthread_mutex_lock(&g->mu);
+    head_data(g, c, events);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* on_head_data's work; called with the lock held, it lets go of it while it reads. */
+static void
+head_data(struct srv_gate *g, struct srv_conn *c, uint32_t events)
+{
     size_t max = (size_t)g->srv->cfg.max_header;
+    pthread_mutex_unlock(&g->mu);
     ssize_t n = recv(c->fd, g->peek, max + 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    int again = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+    size_t end = n > 0 && !g->tls ? srv_head_end(g->peek, (size_t)n) : 0;
+    struct srv_head head;
+    struct gd_err err;
+    int parsed = end > 0 && end <= max ? srv_head_parse(g->peek, end, &head, &err) : 1;
+    pthread_mutex_lock(&g->mu);
+    if (again) {
+        if (parsed == 0)
+            srv_head_fini(&head);
         return;
+    }
     if (n <= 0) {
         conn_close(g, c, &g->waiting); /* the client left, or its connection broke */
         return;
@@ -324,7 +420,6 @@ on_head_data(struct srv_gate *g, struct srv_conn *c, uint32_t events)
         hand_over(g, c);
         return;
     }
-    size_t end = srv_head_end(g->peek, (size_t)n);
     if (end == 0 || end > max) {
         if ((size_t)n > max) {
             int in_line = memchr(g->peek, '\n', max) == NULL;
@@ -349,11 +444,8 @@ on_head_data(struct srv_gate *g, struct srv_conn *c, uint32_t events)
         }
         return;
     }
-    struct gd_err err;
-    struct srv_head head;
-    int rc = srv_head_parse(g->peek, end, &head, &err);
-    if (rc != 0) {
-        refuse(g, c, rc, err.msg, what);
+    if (parsed != 0) {
+        refuse(g, c, parsed, err.msg, what);
         return;
     }
     if (head.chunked) {
@@ -361,6 +453,8 @@ on_head_data(struct srv_gate *g, struct srv_conn *c, uint32_t events)
         refuse(g, c, SRV_ELENGTH, "send a Content-Length (no chunked bodies)", what);
         return;
     }
+    if (answer_health(g, c, &head))
+        return;
     c->head = head;
     hand_over(g, c);
 }
@@ -378,99 +472,115 @@ on_linger_data(struct srv_gate *g, struct srv_conn *c)
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
             return;
         }
+        pthread_mutex_lock(&g->mu);
         conn_close(g, c, &g->lingering);
+        pthread_mutex_unlock(&g->mu);
         return;
     }
 }
 
+static void accept_one(struct srv_gate *g, int fd, const struct sockaddr_storage *ssp,
+                       socklen_t len);
+
+/* Accepts what is waiting, the lock held for each connection's records only. */
 static void
 accept_all(struct srv_gate *g)
 {
-    const struct srv_config *cfg = &g->srv->cfg;
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         int fd = accept4(g->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE)
-                SRV_LOG(GD_LOG_WARN, NULL, "accept: %s (raise the descriptor limit, ulimit -n)",
-                        strerror(errno));
-            else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                     errno != ECONNABORTED)
-                SRV_LOG(GD_LOG_WARN, NULL, "accept: %s", strerror(errno));
+        if (fd >= 0) {
+            pthread_mutex_lock(&g->mu);
+            accept_one(g, fd, &ss, len);
+            pthread_mutex_unlock(&g->mu);
+            continue;
+        }
+        if (errno == EMFILE || errno == ENFILE)
+            SRV_LOG(GD_LOG_WARN, NULL, "accept: %s (raise the descriptor limit, ulimit -n)",
+                    strerror(errno));
+        else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+            SRV_LOG(GD_LOG_WARN, NULL, "accept: %s", strerror(errno));
+        return;
+    }
+}
+
+/* One connection accepted: the caps, then its record; the lock held. */
+static void
+accept_one(struct srv_gate *g, int fd, const struct sockaddr_storage *ssp, socklen_t len)
+{
+    const struct srv_config *cfg = &g->srv->cfg;
+    struct sockaddr_storage ss = *ssp;
+    if (fd >= g->table_size) {
+        close(fd);
+        srv_metrics_add(SRV_M_CONN_REFUSED_LIMIT, 1);
+        return;
+    }
+    struct srv_conn *stale = g->by_fd[fd];
+    if (stale != NULL) {
+        /*
+         * The descriptor is back, so libmicrohttpd closed it without reporting it (it
+         * does so when a connection it took fails before it starts): forget the record.
+         */
+        list_del(&g->served, stale);
+        g->by_fd[fd] = NULL;
+        ip_release(g, stale->ip);
+        srv_head_fini(&stale->head);
+        free(stale);
+    }
+    int64_t open_now = g->waiting.n + g->lingering.n + g->served.n;
+    unsigned char key[16];
+    addr_key(&ss, key);
+    struct ip_count **slot = ip_find(g, key);
+    char who[64];
+    if (open_now >= cfg->max_connections) {
+        addr_text(&ss, len, who, sizeof who);
+        send_error(g, fd, SRV_ECONNLIMIT, "the server is at its connection limit: retry", who);
+        close(fd);
+        srv_metrics_add(SRV_M_CONN_REFUSED_LIMIT, 1);
+        return;
+    }
+    if (*slot != NULL && (*slot)->count >= cfg->max_connections_per_ip) {
+        addr_text(&ss, len, who, sizeof who);
+        send_error(g, fd, SRV_ECONNLIMIT,
+                   "this address has as many connections open as it may: retry", who);
+        close(fd);
+        srv_metrics_add(SRV_M_CONN_REFUSED_PER_IP, 1);
+        return;
+    }
+    struct srv_conn *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        close(fd);
+        return;
+    }
+    if (*slot == NULL) {
+        *slot = calloc(1, sizeof **slot);
+        if (*slot == NULL) {
+            free(c);
+            close(fd);
             return;
         }
-        if (fd >= g->table_size) {
-            close(fd);
-            srv_metrics_add(SRV_M_CONN_REFUSED_LIMIT, 1);
-            continue;
-        }
-        struct srv_conn *stale = g->by_fd[fd];
-        if (stale != NULL) {
-            /*
-             * The descriptor is back, so libmicrohttpd closed it without reporting it (it
-             * does so when a connection it took fails before it starts): forget the record.
-             */
-            list_del(&g->served, stale);
-            g->by_fd[fd] = NULL;
-            ip_release(g, stale->ip);
-            srv_head_fini(&stale->head);
-            free(stale);
-        }
-        int64_t open_now = g->waiting.n + g->lingering.n + g->served.n;
-        unsigned char key[16];
-        addr_key(&ss, key);
-        struct ip_count **slot = ip_find(g, key);
-        char who[64];
-        if (open_now >= cfg->max_connections) {
-            addr_text(&ss, len, who, sizeof who);
-            send_error(g, fd, SRV_ECONNLIMIT, "the server is at its connection limit: retry", who);
-            close(fd);
-            srv_metrics_add(SRV_M_CONN_REFUSED_LIMIT, 1);
-            continue;
-        }
-        if (*slot != NULL && (*slot)->count >= cfg->max_connections_per_ip) {
-            addr_text(&ss, len, who, sizeof who);
-            send_error(g, fd, SRV_ECONNLIMIT,
-                       "this address has as many connections open as it may: retry", who);
-            close(fd);
-            srv_metrics_add(SRV_M_CONN_REFUSED_PER_IP, 1);
-            continue;
-        }
-        struct srv_conn *c = calloc(1, sizeof *c);
-        if (c == NULL) {
-            close(fd);
-            continue;
-        }
-        if (*slot == NULL) {
-            *slot = calloc(1, sizeof **slot);
-            if (*slot == NULL) {
-                free(c);
-                close(fd);
-                continue;
-            }
-            memcpy((*slot)->addr, key, 16);
-        }
-        (*slot)->count++;
-        c->gate = g;
-        c->fd = fd;
-        c->state = CONN_HEAD;
-        c->addr = ss;
-        c->addr_len = len;
-        c->ip = *slot;
-        c->t_accept = srv_clock();
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
-        if (epoll_ctl(g->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            ip_release(g, c->ip);
-            close(fd);
-            free(c);
-            continue;
-        }
-        g->by_fd[fd] = c;
-        list_add(&g->waiting, c);
+        memcpy((*slot)->addr, key, 16);
     }
+    (*slot)->count++;
+    c->gate = g;
+    c->fd = fd;
+    c->state = CONN_HEAD;
+    c->addr = ss;
+    c->addr_len = len;
+    c->ip = *slot;
+    c->t_accept = srv_clock();
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
+    if (epoll_ctl(g->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        ip_release(g, c->ip);
+        close(fd);
+        free(c);
+        return;
+    }
+    g->by_fd[fd] = c;
+    list_add(&g->waiting, c);
 }
 
 /* Deadlines: heads that take too long, lingering that is over, bodies that crawl. */
@@ -535,7 +645,6 @@ gate_loop(void *arg)
     double last_expire = 0;
     while (!atomic_load(&g->stop)) {
         int n = epoll_wait(g->epoll_fd, events, EVENTS, TICK_MS);
-        pthread_mutex_lock(&g->mu);
         for (int i = 0; i < n; i++) {
             void *p = events[i].data.ptr;
             if (p == g) {
@@ -552,10 +661,11 @@ gate_loop(void *arg)
         }
         double now = srv_clock();
         if (now - last_expire >= TICK_MS / 1000.0) {
+            pthread_mutex_lock(&g->mu);
             expire(g);
+            pthread_mutex_unlock(&g->mu);
             last_expire = now;
         }
-        pthread_mutex_unlock(&g->mu);
     }
     return NULL;
 }
@@ -697,6 +807,7 @@ srv_gate_open(struct srv_server *srv, struct srv_gate **out, struct gd_err *err)
     g->srv = srv;
     g->tls = srv->tls != NULL;
     g->listen_fd = g->epoll_fd = -1;
+    g->health_route = -1;
     g->wake_fd[0] = g->wake_fd[1] = -1;
     pthread_mutex_init(&g->mu, NULL);
     struct rlimit rl;

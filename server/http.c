@@ -1,18 +1,24 @@
 /*
- * http.c: libmicrohttpd set-up (a pool of polling threads, epoll on Linux; no thread per
+ * http.c: libmicrohttpd set-up (pools of polling threads, epoll on Linux; no thread per
  * connection; connections come from the gate, gate.c) and the life of a request: its
  * struct srv_req made at the first callback with the head the gate parsed, routing, auth
  * and size checks on the headers, the body streamed to its handler piece by piece, work
  * that may take long moved to the compare pool (the connection suspended meanwhile), the
  * answer, and the clean-up in the completion callback, whatever happened.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <poll.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "compare.h"
 #include "db.h"
@@ -25,6 +31,48 @@
 #define NO_BODY_MAX 65536
 
 static _Atomic uint64_t request_counter;
+
+/*
+ * Two libmicrohttpd daemons, two pools of threads (issue 24): the light reads (GET and HEAD
+ * of everything but downloads) on --read-threads at normal priority, everything else
+ * (bodies, downloads, long polls) on --threads at nice --write-nice, as the write pool's
+ * commits. A /healthz or a cached diff then never waits for a thread busy with an upload,
+ * nor for the CPU an upload storm takes: docs/PERFORMANCE.md, "Latency under 64 uploaders".
+ * Over TLS the gate sees no head to sort by: one daemon serves all, at normal priority.
+ */
+int
+srv_http_is_light(const char *method, const char *path)
+{
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return 0;
+    size_t n = strlen(path);
+    return strncmp(path, "/api/v1/files/", 14) != 0 &&
+           !(n >= 4 && strcmp(path + n - 4, ".npy") == 0);
+}
+
+struct MHD_Daemon *
+srv_http_daemon_for(const struct srv_server *srv, const struct srv_head *head)
+{
+    if (srv->mhd_reads != NULL && head != NULL && head->method != NULL && head->path != NULL &&
+        srv_http_is_light(head->method, head->path))
+        return srv->mhd_reads;
+    return srv->mhd;
+}
+
+/* The first call on each thread of the daemon that serves writes: its nice value. */
+static void
+thread_priority(struct srv_server *srv, struct MHD_Connection *conn)
+{
+    static __thread int done;
+    if (done)
+        return;
+    done = 1;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+    if (srv->mhd_reads == NULL || srv->cfg.write_nice == 0 || ci == NULL || ci->daemon != srv->mhd)
+        return;
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), (int)srv->cfg.write_nice) != 0)
+        SRV_LOG(GD_LOG_DEBUG, NULL, "setpriority: %s", strerror(errno));
+}
 
 /* A client's X-Request-Id is kept when it is short and plain, so logs can be joined. */
 static int
@@ -215,6 +263,19 @@ void
 srv_req_db_release(struct srv_req *req, struct srv_db *db)
 {
     srv_store_release(req->srv->store, db);
+}
+
+int
+srv_req_client_gone(struct srv_req *req)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci == NULL)
+        return 0;
+    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) < 0)
+        return 0;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 /* ---- answers ---- */
@@ -471,6 +532,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 {
     struct srv_server *srv = cls;
     struct srv_req *req = *con_cls;
+    thread_priority(srv, conn);
     if (req == NULL || !req->begun) {
         if (req == NULL)
             req = req_alloc(srv, conn);
@@ -551,8 +613,9 @@ srv_http_start(struct srv_server *srv, struct gd_err *err)
 {
     if (srv->tls != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
         return gd_err_set(err, GD_ENOTSUP, "--tls-cert: this libmicrohttpd was built without TLS");
-    int rc = srv_pool_start("write", (int)srv->cfg.write_threads, (int)srv->cfg.write_queue, 0,
-                            &srv->writes, err);
+    int split = srv->tls == NULL && srv->cfg.read_threads > 0;
+    int rc = srv_pool_start("write", (int)srv->cfg.write_threads, (int)srv->cfg.write_queue,
+                            split ? (int)srv->cfg.write_nice : 0, &srv->writes, err);
     /* jobsrv: a thread per long poll that may wait (route_leases.c takes a place first) */
     if (rc == 0)
         rc = srv_pool_start("poll", (int)srv->cfg.max_polls, (int)srv->cfg.max_polls, 0,
@@ -585,19 +648,22 @@ srv_http_start(struct srv_server *srv, struct gd_err *err)
     size_t pool = (size_t)128 * 1024;
     if (pool < (size_t)srv->cfg.max_header * 4)
         pool = (size_t)srv->cfg.max_header * 4;
-    srv->mhd =
-        MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
-                         /* The logger first, so that the other options' messages reach it too. */
-                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_THREAD_POOL_SIZE,
-                         (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)srv->cfg.max_connections + 64, MHD_OPTION_CONNECTION_TIMEOUT,
-                         (unsigned)srv->cfg.timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-                         MHD_OPTION_NOTIFY_CONNECTION, srv_gate_notify, srv->gate,
-                         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_ARRAY, tls_opts,
-                         MHD_OPTION_END);
-    if (srv->mhd == NULL)
-        rc = gd_err_set(err, GD_EIO, "cannot start libmicrohttpd");
+    for (int k = split ? 0 : 1; k < 2 && rc == 0; k++) {
+        /* k 0: the light reads' daemon; 1: the one of everything else */
+        struct MHD_Daemon *d = MHD_start_daemon(
+            flags, 0, NULL, NULL, on_request, srv,
+            /* The logger first, so that the other options' messages reach it too. */
+            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv, MHD_OPTION_THREAD_POOL_SIZE,
+            (unsigned)(k == 0 ? srv->cfg.read_threads : srv->cfg.threads),
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->cfg.max_connections + 64,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.timeout,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+            srv, MHD_OPTION_NOTIFY_CONNECTION, srv_gate_notify, srv->gate,
+            MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        if (d == NULL)
+            rc = gd_err_set(err, GD_EIO, "cannot start libmicrohttpd");
+        *(k == 0 ? &srv->mhd_reads : &srv->mhd) = d;
+    }
     if (rc == 0)
         rc = srv_gate_start(srv->gate, err);
     if (rc != 0)
@@ -620,6 +686,9 @@ srv_http_stop(struct srv_server *srv)
     if (srv->mhd != NULL)
         MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
+    if (srv->mhd_reads != NULL)
+        MHD_stop_daemon(srv->mhd_reads);
+    srv->mhd_reads = NULL;
     srv_gate_free(srv->gate);
     srv->gate = NULL;
     srv_pool_stop(srv->writes);

@@ -109,6 +109,10 @@ SERVER_PG_SQL += schema/pg/023_device_keys.sql
 # ---- jobsrv: jobs run by agents as a service (issue 15 item 1), migration 011 ----
 SERVER_SQL += schema/sql/011_jobs.sql
 SERVER_PG_SQL += schema/pg/011_jobs.sql
+# ---- fleet liveness (issue 24): device identity, lease offers, removed devices ----
+SERVER_SQL += schema/sql/012_fleet_liveness.sql
+SERVER_PG_SQL += schema/pg/012_fleet_liveness.sql
+libsrv_la_SOURCES += server/health.c
 libsrv_la_SOURCES += server/blob_get.c
 libsrv_la_SOURCES += server/fleet.h server/fleet_check.c server/fleet_sweep.c server/spill.c \
 	server/db_fleet_files.c server/db_devices.c server/db_fleet_jobs.c server/db_leases.c \

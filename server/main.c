@@ -59,8 +59,12 @@ usage(FILE *out)
 static int
 open_db(const struct srv_config *cfg, int migrate, struct srv_db **out)
 {
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
-                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms,
+                               (int)cfg->db_sync,
+                               cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1,
+                               0,
+                               0};
     struct gd_err err;
     int from = 0, to = 0;
     int rc = srv_db_open(cfg->db, &opts, out, &err);
@@ -82,8 +86,12 @@ cmd_migrate(const struct srv_config *cfg, int argc, char **argv)
         fprintf(stderr, "gpudiffd: migrate takes no argument (%s)\n", argv[0]);
         return EXIT_USAGE;
     }
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
-                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms,
+                               (int)cfg->db_sync,
+                               cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1,
+                               0,
+                               0};
     struct srv_db *db = NULL;
     struct gd_err err;
     int from = 0, to = 0;
@@ -137,8 +145,12 @@ cmd_backup(const struct srv_config *cfg, int argc, char **argv)
         fprintf(stderr, "gpudiffd: backup: %s exists; give a new file\n", to);
         return EXIT_USAGE;
     }
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
-                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms,
+                               (int)cfg->db_sync,
+                               cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1,
+                               0,
+                               0};
     struct gd_err err;
     char where[512];
     srv_db_describe(cfg->db, where, sizeof where);
@@ -160,8 +172,12 @@ cmd_restore(const struct srv_config *cfg, int argc, char **argv)
     int rc = file_arg("restore", "--from", argc, argv, &from);
     if (rc != 0)
         return rc;
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
-                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms,
+                               (int)cfg->db_sync,
+                               cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1,
+                               0,
+                               0};
     struct gd_err err;
     char where[512];
     srv_db_describe(cfg->db, where, sizeof where);
@@ -414,8 +430,12 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms, (int)cfg->db_sync, cfg->db_cache,
-                               cfg->db_mmap > 0 ? cfg->db_mmap : -1};
+    struct srv_db_opts opts = {(int)cfg->busy_timeout_ms,
+                               (int)cfg->db_sync,
+                               cfg->db_cache,
+                               cfg->db_mmap > 0 ? cfg->db_mmap : -1,
+                               cfg->device_stale_seconds,
+                               cfg->lease_confirm_seconds};
     if (srv_store_open(cfg->db, &opts, &srv.store, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
         srv_tls_free(srv.tls);
@@ -455,7 +475,7 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
     if (srv_retention_start(srv.store, cfg->retention_days, &retention, &err) != 0 ||
         srv_compare_start(srv.store, &copts, &srv.compare, &err) != 0 ||
         srv_fleet_sweep_start(srv.store, 5, &fleet_sweep, &err) != 0 ||
-        srv_http_start(&srv, &err) != 0) {
+        srv_health_start(srv.store, &srv.health, &err) != 0 || srv_http_start(&srv, &err) != 0) {
         SRV_LOG(GD_LOG_ERROR, NULL, "%s", err.msg);
         goto done;
     }
@@ -478,6 +498,7 @@ done:
     srv_compare_stop(srv.compare);
     srv_retention_stop(retention);
     srv_fleet_sweep_stop(fleet_sweep);
+    srv_health_stop(srv.health);
     srv_store_close(srv.store);
     srv_tls_free(srv.tls);
     SRV_LOG(GD_LOG_INFO, NULL, "stopped");

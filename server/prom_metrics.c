@@ -73,12 +73,21 @@ static const struct {
     /* jobsrv */
     [SRV_M_FLEET_JOBS] = {"gpudiffd_fleet_jobs_submitted_total", "Jobs submitted."},
     [SRV_M_TASKS_LEASED] = {"gpudiffd_fleet_leases_total", "Leases handed out to agents."},
-    [SRV_M_TASKS_FINISHED] = {"gpudiffd_fleet_tasks_finished_total",
-                              "Tasks finished with a run."},
-    [SRV_M_TASKS_FAILED] = {"gpudiffd_fleet_tasks_failed_total",
-                            "Tasks failed by their agent."},
+    [SRV_M_TASKS_FINISHED] = {"gpudiffd_fleet_tasks_finished_total", "Tasks finished with a run."},
+    [SRV_M_TASKS_FAILED] = {"gpudiffd_fleet_tasks_failed_total", "Tasks failed by their agent."},
     [SRV_M_TASKS_EXPIRED] = {"gpudiffd_fleet_leases_expired_total",
                              "Leases that expired without a heartbeat (by this daemon)."},
+    /* issue 24 */
+    [SRV_M_LEASES_WITHDRAWN] = {"gpudiffd_fleet_leases_withdrawn_total",
+                                "Lease offers no heartbeat confirmed in time, withdrawn "
+                                "(by this daemon)."},
+    [SRV_M_LEASES_RELEASED] = {"gpudiffd_fleet_leases_released_total",
+                               "Leases given back by their agent (a serve that stopped)."},
+    [SRV_M_TASKS_STALE] = {"gpudiffd_fleet_tasks_left_total",
+                           "Pending tasks ended because their device was not seen for "
+                           "--device-stale-seconds, or was removed (by this daemon)."},
+    [SRV_M_POLLS_GONE] = {"gpudiffd_fleet_polls_gone_total",
+                          "Long polls whose client had gone: answered with no lease."},
 };
 
 static void
@@ -233,7 +242,7 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
         return rc;
     rc = srv_buf_printf(out,
                         "# HELP gpudiffd_fleet_devices_seen Registered devices seen in the last "
-                        "%d s (the targets of a new job).\n"
+                        "%lld s (--device-stale-seconds: the targets of a new job).\n"
                         "# TYPE gpudiffd_fleet_devices_seen gauge\n"
                         "gpudiffd_fleet_devices_seen %lld\n"
                         "# HELP gpudiffd_fleet_tasks Tasks of jobs, by state.\n"
@@ -243,9 +252,9 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
                         "gpudiffd_fleet_tasks{state=\"finished\"} %lld\n"
                         "gpudiffd_fleet_tasks{state=\"failed\"} %lld\n"
                         "gpudiffd_fleet_tasks{state=\"never_answered\"} %lld\n",
-                        SRV_FLEET_SEEN_SECONDS, (long long)seen, (long long)tasks[0],
-                        (long long)tasks[1], (long long)tasks[2], (long long)tasks[3],
-                        (long long)tasks[4]);
+                        (long long)srv_db_fleet_stale_seconds(db), (long long)seen,
+                        (long long)tasks[0], (long long)tasks[1], (long long)tasks[2],
+                        (long long)tasks[3], (long long)tasks[4]);
     return rc == 0 ? 0 : gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
 }
 

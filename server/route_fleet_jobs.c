@@ -6,15 +6,19 @@
  * shows is what a poll would find.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "db.h"
 #include "fleet.h"
 #include "server.h"
 
-#define MAX_FILES 64
+#define MAX_FILES 4096
 #define MAX_MATCH 32
 #define MAX_KNOBS 64
+/* A relative path of a data or weights file: at most this long, this many folders deep. */
+#define MAX_REL_PATH  1024
+#define MAX_REL_DEPTH 16
 
 /* A file's name: a plain basename of the safe alphabet, not "." or "..". */
 static int
@@ -22,6 +26,50 @@ plain_name(const char *s)
 {
     return s != NULL && srv_is_name(s, 255, "._-+@") && strcmp(s, ".") != 0 &&
            strcmp(s, "..") != 0;
+}
+
+/*
+ * A data or weights file's name: a relative path of plain names joined by '/' (an ONNX
+ * model's external data location, a JSON model's weight file under its weights folder),
+ * never absolute, never "." or "..", no empty part.
+ */
+static int
+relative_name(const char *s)
+{
+    if (s == NULL || s[0] == '\0' || strlen(s) > MAX_REL_PATH)
+        return 0;
+    int depth = 0;
+    for (const char *p = s;; depth++) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash != NULL ? (size_t)(slash - p) : strlen(p);
+        char part[256];
+        if (n == 0 || n >= sizeof part || depth >= MAX_REL_DEPTH)
+            return 0;
+        memcpy(part, p, n);
+        part[n] = '\0';
+        if (!plain_name(part))
+            return 0;
+        if (slash == NULL)
+            return 1;
+        p = slash + 1;
+    }
+}
+
+/* Where a file lies in the agent's job folder: weights under weights/, the rest as named. */
+static void
+placed_path(const char *role, const char *name, char *out, size_t size)
+{
+    snprintf(out, size, "%s%s", strcmp(role, "weights") == 0 ? "weights/" : "", name);
+}
+
+/* 1 when the placed paths a and b cannot both be made: equal, or one a folder of the other. */
+static int
+paths_clash(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), n = na < nb ? na : nb;
+    if (strncmp(a, b, n) != 0)
+        return 0;
+    return na == nb || (na < nb ? b[na] == '/' : a[nb] == '/');
 }
 
 static int
@@ -32,45 +80,70 @@ check_files(struct srv_req *req, json_t *files)
         json_array_size(files) > MAX_FILES)
         return srv_req_fail(req, SRV_EBADREQ,
                             "files must be an array of 2 to %d files: a model, an input, and "
-                            "0 or more data files",
+                            "0 or more data and weights files",
                             MAX_FILES);
     int models = 0, inputs = 0;
-    size_t i, j;
-    json_t *f, *g;
+    size_t i, n = json_array_size(files);
+    json_t *f;
+    char(*placed)[MAX_REL_PATH + 16] = calloc(n, sizeof *placed);
+    if (placed == NULL)
+        return srv_req_fail(req, GD_ENOMEM, "out of memory");
     json_array_foreach(files, i, f) {
         char what[32];
         snprintf(what, sizeof what, "files[%zu]", i);
-        if (!json_is_object(f))
-            return srv_req_fail(req, SRV_EBADREQ, "%s must be an object", what);
+        if (!json_is_object(f)) {
+            srv_req_fail(req, SRV_EBADREQ, "%s must be an object", what);
+            goto done;
+        }
         if (srv_fleet_keys(req, f, known, what) != 0)
-            return req->err.code;
+            goto done;
         const char *role = json_string_value(json_object_get(f, "role"));
         const char *name = json_string_value(json_object_get(f, "name"));
         const char *sha = json_string_value(json_object_get(f, "sha256"));
         if (role == NULL || (strcmp(role, "model") != 0 && strcmp(role, "input") != 0 &&
-                             strcmp(role, "data") != 0))
-            return srv_req_fail(req, SRV_EBADREQ, "%s.role must be model, input or data", what);
-        if (!plain_name(name))
-            return srv_req_fail(req, SRV_EBADREQ,
-                                "%s.name must be a plain file name: 1 to 255 of A-Z a-z 0-9 "
-                                ". _ - + @, no folders",
-                                what);
-        if (sha == NULL || !srv_is_sha256(sha))
-            return srv_req_fail(req, SRV_EBADREQ, "%s.sha256 must be 64 lowercase hex digits",
-                                what);
+                             strcmp(role, "data") != 0 && strcmp(role, "weights") != 0)) {
+            srv_req_fail(req, SRV_EBADREQ, "%s.role must be model, input, data or weights", what);
+            goto done;
+        }
+        int nested = strcmp(role, "data") == 0 || strcmp(role, "weights") == 0;
+        if (!nested && !plain_name(name)) {
+            srv_req_fail(req, SRV_EBADREQ,
+                         "%s.name must be a plain file name: 1 to 255 of A-Z a-z 0-9 . _ - + "
+                         "@, no folders",
+                         what);
+            goto done;
+        }
+        if (nested && !relative_name(name)) {
+            srv_req_fail(req, SRV_EBADREQ,
+                         "%s.name must be a relative path: plain names (1 to 255 of A-Z a-z "
+                         "0-9 . _ - + @, not . or ..) joined by /, at most %d deep and %d bytes",
+                         what, MAX_REL_DEPTH, MAX_REL_PATH);
+            goto done;
+        }
+        if (sha == NULL || !srv_is_sha256(sha)) {
+            srv_req_fail(req, SRV_EBADREQ, "%s.sha256 must be 64 lowercase hex digits", what);
+            goto done;
+        }
         models += strcmp(role, "model") == 0;
         inputs += strcmp(role, "input") == 0;
-        json_array_foreach(files, j, g) {
-            if (j < i && strcmp(json_string_value(json_object_get(g, "name")), name) == 0)
-                return srv_req_fail(req, SRV_EBADREQ, "files[%zu] and %s have one name", j, what);
-        }
+        placed_path(role, name, placed[i], sizeof placed[i]);
+        for (size_t j = 0; j < i; j++)
+            if (paths_clash(placed[j], placed[i])) {
+                srv_req_fail(req, SRV_EBADREQ,
+                             "files[%zu] and %s lie at one place in the job's folder (%s and "
+                             "%s; weights go under weights/)",
+                             j, what, placed[j], placed[i]);
+                goto done;
+            }
     }
     if (models != 1 || inputs < 1)
-        return srv_req_fail(req, SRV_EBADREQ,
-                            "files need exactly one of role model and at least one of role "
-                            "input (%d and %d here)",
-                            models, inputs);
-    return 0;
+        srv_req_fail(req, SRV_EBADREQ,
+                     "files need exactly one of role model and at least one of role input (%d "
+                     "and %d here)",
+                     models, inputs);
+done:
+    free(placed);
+    return req->err.code;
 }
 
 static int

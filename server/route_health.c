@@ -1,4 +1,8 @@
-/* route_health.c: GET /healthz (the database answers) and GET /metrics (Prometheus). */
+/*
+ * route_health.c: GET /healthz (the database answers: its last answer to the health thread,
+ * health.c, read from memory; over plain HTTP the gate answers it itself, gate.c, with the
+ * same body) and GET /metrics (Prometheus).
+ */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -6,25 +10,36 @@
 #include "db.h"
 #include "server.h"
 
-int
-srv_health_get(struct srv_req *req)
+json_t *
+srv_health_ok_json(const struct srv_server *srv, int schema_version)
 {
-    struct srv_db *db = srv_req_db(req);
-    if (db == NULL)
-        return req->err.code;
-    int version = 0;
-    struct gd_err err;
-    int rc = srv_db_version(db, &version, &err);
-    srv_req_db_release(req, db);
-    if (rc != 0)
-        return srv_req_fail_err(req, &err);
     /* The instance: random per start, in the start-up log too, so a client can tell which
      * daemon answers (another one may hold the port). */
     char instance[16];
-    snprintf(instance, sizeof instance, "%08x", req->srv->boot_id);
-    return srv_reply_json(req, 200,
-                          json_pack("{s:s,s:s,s:i,s:s}", "status", "ok", "version", gd_version(),
-                                    "schema_version", version, "instance", instance));
+    snprintf(instance, sizeof instance, "%08x", srv->boot_id);
+    return json_pack("{s:s,s:s,s:i,s:s}", "status", "ok", "version", gd_version(), "schema_version",
+                     schema_version, "instance", instance);
+}
+
+int
+srv_health_route(struct srv_req *req)
+{
+    int version = 0;
+    double age = 0;
+    char why[300];
+    if (req->srv->health == NULL) { /* a server without the thread (the fuzzer's): ask */
+        struct srv_db *db = srv_req_db(req);
+        if (db == NULL)
+            return req->err.code;
+        struct gd_err err;
+        int rc = srv_db_version(db, &version, &err);
+        srv_req_db_release(req, db);
+        if (rc != 0)
+            return srv_req_fail_err(req, &err);
+    } else if (!srv_health_get(req->srv->health, &version, &age, why, sizeof why)) {
+        return srv_req_fail(req, SRV_EBUSY, "%s", why);
+    }
+    return srv_reply_json(req, 200, srv_health_ok_json(req->srv, version));
 }
 
 int

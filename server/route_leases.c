@@ -1,14 +1,20 @@
 /*
  * route_leases.c: how `gpudiff-agent serve` takes and ends work (docs/SERVER.md, "Jobs,
  * devices and leases"): POST /api/v1/agents/{agent_id}/poll?wait=S, a heartbeat of the
- * agent's devices and a long poll for a lease; POST /api/v1/leases/{id}/heartbeat, done and
- * fail.
+ * agent's devices and a long poll for a lease; POST /api/v1/leases/{id}/heartbeat (the first
+ * confirms the lease), done, fail and release (the agent gives it back).
  *
  * A long poll waits on a pool of its own (--max-polls threads), never on a thread serving
  * connections nor holding a database connection: it tries to take a task at once, then
  * every 0.5 s reads whether one is pending for its devices (the connection released between
- * reads) and only then takes it in a write transaction. A poll beyond --max-polls is
- * answered 503 with Retry-After at once; a stopping daemon answers the waiting ones 204.
+ * reads) and only then takes it in a write transaction. Before each take it checks that its
+ * client is still there (srv_req_client_gone: the agent's end of the connection not closed);
+ * a poll whose client has gone ends at once with no lease. A client can still vanish between
+ * the take and the answer (or sit behind a proxy that keeps its side open): the lease is
+ * then an offer no heartbeat confirms, withdrawn after --lease-confirm-seconds, its attempt
+ * not counted. A poll waits at most half of --device-stale-seconds, so a live agent is never
+ * taken for a stale one. A poll beyond --max-polls is answered 503 with Retry-After at once;
+ * a stopping daemon answers the waiting ones 204.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -46,10 +52,17 @@ reply_204(struct srv_req *req)
     return srv_reply(req, 204, resp);
 }
 
-/* One try: a read first when `read_first`, then the take. *lease or NULL. */
+/*
+ * One try: a read first when `read_first`, then the take. *lease or NULL. Nothing is taken
+ * for a client that has gone (*gone = 1).
+ */
 static int
-try_take(struct srv_req *req, const char *agent_id, int read_first, json_t **lease)
+try_take(struct srv_req *req, const char *agent_id, int read_first, json_t **lease, int *gone)
 {
+    if (srv_req_client_gone(req)) {
+        *gone = 1;
+        return 0;
+    }
     struct srv_db *db = srv_req_db(req);
     if (db == NULL)
         return req->err.code;
@@ -58,7 +71,10 @@ try_take(struct srv_req *req, const char *agent_id, int read_first, json_t **lea
     int ready = 1;
     int rc = read_first ? srv_db_lease_ready(db, agent_id, now, &ready, &err) : 0;
     struct srv_fleet_expired ex;
-    if (rc == 0 && ready)
+    /* the last look at the connection before the take: the read may have taken a while */
+    if (rc == 0 && ready && srv_req_client_gone(req))
+        *gone = 1;
+    else if (rc == 0 && ready)
         rc = srv_db_lease_take(db, agent_id, now, lease, &ex, &err);
     srv_req_db_release(req, db);
     return rc == 0 ? 0 : srv_req_fail_err(req, &err);
@@ -94,26 +110,37 @@ srv_leases_poll(struct srv_req *req)
         req->ctx_free = poll_ctx_free;
         return SRV_EDEFERPOLL;
     }
+    /* a live agent polls again at least twice in the stale time */
+    if (wait > srv->cfg.device_stale_seconds / 2)
+        wait = srv->cfg.device_stale_seconds / 2;
     double until = srv_clock() + (double)wait;
     json_t *lease = NULL;
-    if (try_take(req, agent_id, 0, &lease) != 0)
+    int gone = 0;
+    if (try_take(req, agent_id, 0, &lease, &gone) != 0)
         return req->err.code;
-    while (lease == NULL && !atomic_load(&srv->polls_stop) && srv_clock() < until) {
+    while (lease == NULL && !gone && !atomic_load(&srv->polls_stop) && srv_clock() < until) {
         double left = until - srv_clock();
         double step = left < POLL_STEP_MS / 1000.0 ? left : POLL_STEP_MS / 1000.0;
         struct timespec ts = {(time_t)step, (long)((step - (double)(time_t)step) * 1e9)};
         nanosleep(&ts, NULL);
-        if (try_take(req, agent_id, 1, &lease) != 0)
+        if (try_take(req, agent_id, 1, &lease, &gone) != 0)
             return req->err.code;
+    }
+    if (gone) {
+        srv_metrics_add(SRV_M_POLLS_GONE, 1);
+        SRV_LOG(GD_LOG_INFO, req, "poll of agent %s: its client has gone; no lease handed out",
+                agent_id);
     }
     if (lease == NULL)
         return reply_204(req);
     srv_metrics_add(SRV_M_TASKS_LEASED, 1);
-    SRV_LOG(GD_LOG_INFO, req, "lease %s of job %s to %s (attempt %lld)",
+    SRV_LOG(GD_LOG_INFO, req,
+            "lease %s of job %s offered to %s (attempt %lld; confirm within %lld s)",
             json_string_value(json_object_get(lease, "lease_id")),
             json_string_value(json_object_get(lease, "job_id")),
             json_string_value(json_object_get(lease, "device_key")),
-            (long long)json_integer_value(json_object_get(lease, "attempt")));
+            (long long)json_integer_value(json_object_get(lease, "attempt")),
+            (long long)json_integer_value(json_object_get(lease, "confirm_seconds")));
     return srv_reply_json(req, 200, lease);
 }
 
@@ -138,10 +165,13 @@ srv_leases_heartbeat(struct srv_req *req)
         return req->err.code;
     struct gd_err err;
     int64_t until = 0;
-    int rc = srv_db_lease_heartbeat(db, req->params[0], srv_now(), &until, &err);
+    int confirmed = 0;
+    int rc = srv_db_lease_heartbeat(db, req->params[0], srv_now(), &until, &confirmed, &err);
     srv_req_db_release(req, db);
     if (rc != 0)
         return srv_req_fail_err(req, &err);
+    if (confirmed)
+        SRV_LOG(GD_LOG_INFO, req, "lease %s confirmed by its agent", req->params[0]);
     char t[32];
     srv_time_format(until, t);
     return srv_reply_json(req, 200, json_pack("{s:s}", "lease_until", t));
@@ -226,4 +256,27 @@ srv_leases_fail(struct srv_req *req)
 done:
     json_decref(body);
     return req->err.code;
+}
+
+int
+srv_leases_release(struct srv_req *req)
+{
+    static const char *const known[] = {NULL};
+    if (srv_req_query_check(req, known) != 0 || lease_param(req) != 0)
+        return req->err.code;
+    if (!req->on_pool)
+        return SRV_EDEFERWRITE;
+    struct srv_db *db = srv_req_db(req);
+    if (db == NULL)
+        return req->err.code;
+    struct gd_err err;
+    int rc = srv_db_lease_release(db, req->params[0], srv_now(), &err);
+    srv_req_db_release(req, db);
+    if (rc != 0)
+        return srv_req_fail_err(req, &err);
+    srv_metrics_add(SRV_M_LEASES_RELEASED, 1);
+    SRV_LOG(GD_LOG_INFO, req, "lease %s given back by its agent: the task is pending again",
+            req->params[0]);
+    return srv_reply_json(req, 200,
+                          json_pack("{s:s,s:s}", "lease_id", req->params[0], "state", "pending"));
 }

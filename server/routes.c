@@ -9,7 +9,7 @@
 #include "server.h"
 
 const struct srv_route srv_routes[] = {
-    {"GET", "/healthz", SRV_ROLE_NONE, SRV_BODY_NONE, NULL, NULL, srv_health_get},
+    {"GET", "/healthz", SRV_ROLE_NONE, SRV_BODY_NONE, NULL, NULL, srv_health_route},
     {"GET", "/metrics", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_metrics_get},
     {"GET", "/api/v1/models", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_models_list},
     {"POST", "/api/v1/models/{model}/baseline", SRV_ROLE_ADMIN, SRV_BODY_JSON, NULL, NULL,
@@ -53,6 +53,8 @@ const struct srv_route srv_routes[] = {
     {"GET", "/api/v1/files/{sha256}", SRV_ROLE_AGENT, SRV_BODY_NONE, NULL, NULL, srv_files_get},
     {"POST", "/api/v1/agents", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL, srv_agents_register},
     {"GET", "/api/v1/agents", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_agents_list},
+    {"DELETE", "/api/v1/devices/{id}", SRV_ROLE_ADMIN, SRV_BODY_NONE, NULL, NULL,
+     srv_devices_delete},
     {"POST", "/api/v1/agents/{agent_id}/poll", SRV_ROLE_AGENT, SRV_BODY_NONE, NULL, NULL,
      srv_leases_poll},
     {"POST", "/api/v1/jobs", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL, srv_fleet_jobs_create},
@@ -64,6 +66,8 @@ const struct srv_route srv_routes[] = {
      srv_leases_done},
     {"POST", "/api/v1/leases/{lease_id}/fail", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL,
      srv_leases_fail},
+    {"POST", "/api/v1/leases/{lease_id}/release", SRV_ROLE_AGENT, SRV_BODY_NONE, NULL, NULL,
+     srv_leases_release},
 };
 
 const int srv_route_count = (int)(sizeof srv_routes / sizeof srv_routes[0]);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gpudiff/fingerprint.h"
+#include "gpudiff/noise.h"
 #include "gpudiff/hash.h"
 #include "compare.h"
 #include "run_doc.h"
@@ -25,6 +26,7 @@ static const char *const known_keys[] = {
     "format",  "version", "id",    "created_at", "duration_us", "model", "input",
     "backend", "env",     "knobs", "labels",     "layers",
     "capture", "rerun", /* fp */
+    "noise_probes",
     NULL};
 
 static int
@@ -242,6 +244,19 @@ check_fingerprint(json_t *rec, const struct srv_layer_doc *l, const char *path, 
     return rc == 0 ? 0 : gd_err_set(err, SRV_EBADREQ, "%s.fingerprint: %s", path, e.msg);
 }
 
+/* A "noise" record (gpudiff/noise.h): the comparison reads it as the layer's float32 noise. */
+static int
+check_noise(json_t *rec, const char *path, struct gd_err *err)
+{
+    json_t *j = json_object_get(rec, "noise");
+    if (j == NULL)
+        return 0;
+    struct gd_noise_probe probe;
+    struct gd_err e;
+    int rc = gd_noise_probe_from_json(j, &probe, &e);
+    return rc == 0 ? 0 : gd_err_set(err, SRV_EBADREQ, "%s.noise: %s", path, e.msg);
+}
+
 static int
 check_layer(json_t *rec, int i, uint64_t max_bytes, struct srv_layer_doc *l, struct gd_err *err)
 {
@@ -315,6 +330,8 @@ check_layer(json_t *rec, int i, uint64_t max_bytes, struct srv_layer_doc *l, str
 
     /* fp: a layer captured as a fingerprint has neither file nor sha256 until it is fetched */
     rc = check_fingerprint(rec, l, path, err);
+    if (rc == 0)
+        rc = check_noise(rec, path, err);
     int fp_only = rc == 0 && json_object_get(rec, "fingerprint") != NULL &&
                   json_object_get(rec, "file") == NULL;
     if (rc == 0 && fp_only) {

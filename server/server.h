@@ -140,6 +140,10 @@ struct srv_config {
     int64_t log_level;                    /* enum gd_log_level */
     int64_t max_file_bytes;               /* jobsrv: largest PUT /api/v1/files body */
     int64_t max_polls;                    /* jobsrv: long polls waiting at once */
+    int64_t read_threads;                 /* issue 24: the light reads' own threads */
+    int64_t write_nice;                   /* issue 24: nice of the threads serving writes */
+    int64_t device_stale_seconds;         /* issue 24: a device unseen this long leaves */
+    int64_t lease_confirm_seconds;        /* issue 24: an offer not confirmed is withdrawn */
     unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
 };
 
@@ -290,7 +294,9 @@ struct srv_server {
     struct srv_compare *compare; /* the comparison service (compare.h) */
     struct srv_gate *gate;       /* the front door: accepts, reads heads (gate.h) */
     struct srv_pool *writes;     /* runs the handlers that write (pool.h) */
-    struct MHD_Daemon *mhd;
+    struct srv_health *health;   /* the database's last answer, for /healthz (health.c) */
+    struct MHD_Daemon *mhd;      /* serves writes, bodies, downloads, polls (and all, over TLS) */
+    struct MHD_Daemon *mhd_reads; /* serves the light reads; NULL over TLS (http.c) */
     struct srv_tls *tls;      /* the certificate served (tls.h); NULL: plain HTTP */
     char web_root[PATH_MAX];  /* realpath of cfg.web_root; "" serves no files */
     char spill_dir[PATH_MAX]; /* where uploads are compressed before their commit */
@@ -305,6 +311,13 @@ struct srv_server {
 /* Starts libmicrohttpd behind the gate, which listens on cfg.listen. */
 int srv_http_start(struct srv_server *srv, struct gd_err *err);
 void srv_http_stop(struct srv_server *srv);
+
+/* 1 for a light read: GET or HEAD, but not a download (a layer's .npy, a job's file). */
+int srv_http_is_light(const char *method, const char *path);
+
+/* The daemon a connection whose head is head goes to (NULL: not known, over TLS). */
+struct srv_head;
+struct MHD_Daemon *srv_http_daemon_for(const struct srv_server *srv, const struct srv_head *head);
 
 /*
  * A request id: client_id when it is 1 to 40 characters of A-Z a-z 0-9 . _ - (so logs can
@@ -435,7 +448,7 @@ void srv_req_db_release(struct srv_req *req, struct srv_db *db);
 
 /* ---- handlers ---- */
 
-int srv_health_get(struct srv_req *req);
+int srv_health_route(struct srv_req *req);
 int srv_metrics_get(struct srv_req *req);
 int srv_models_list(struct srv_req *req);
 int srv_models_baseline(struct srv_req *req);
@@ -479,6 +492,18 @@ int srv_leases_poll(struct srv_req *req);
 int srv_leases_heartbeat(struct srv_req *req);
 int srv_leases_done(struct srv_req *req);
 int srv_leases_fail(struct srv_req *req);
+/* issue 24: a serve gives a lease back (route_leases.c); an admin removes a device
+   (route_agents.c) */
+int srv_leases_release(struct srv_req *req);
+int srv_devices_delete(struct srv_req *req);
+
+/*
+ * 1 when the client of req's connection has gone: its end of the socket is closed or
+ * reset (poll() shows POLLRDHUP, POLLHUP or POLLERR). For a request whose connection is
+ * suspended (a long poll), before it is answered: each connection serves one request, so
+ * nothing more is read from it, and a peer that closed its side has left.
+ */
+int srv_req_client_gone(struct srv_req *req);
 
 /* Serves a file under --web-root (GET and HEAD of paths outside /api/). */
 int srv_static_serve(struct srv_req *req);
@@ -501,11 +526,15 @@ enum srv_counter {
     SRV_M_TIMEOUT_HEAD,        /* connections closed: no whole head in --header-timeout */
     SRV_M_TIMEOUT_BODY,        /* connections cut: a body slower than --body-min-rate */
     /* jobsrv */
-    SRV_M_FLEET_JOBS,     /* jobs submitted */
-    SRV_M_TASKS_LEASED,   /* leases handed out */
-    SRV_M_TASKS_FINISHED, /* tasks finished (done with a run) */
-    SRV_M_TASKS_FAILED,   /* tasks failed by their agent */
-    SRV_M_TASKS_EXPIRED,  /* leases that expired without a heartbeat */
+    SRV_M_FLEET_JOBS,       /* jobs submitted */
+    SRV_M_TASKS_LEASED,     /* leases handed out */
+    SRV_M_TASKS_FINISHED,   /* tasks finished (done with a run) */
+    SRV_M_TASKS_FAILED,     /* tasks failed by their agent */
+    SRV_M_TASKS_EXPIRED,    /* leases that expired without a heartbeat */
+    SRV_M_LEASES_WITHDRAWN, /* issue 24: offers no heartbeat confirmed in time */
+    SRV_M_LEASES_RELEASED,  /* leases given back by their agent */
+    SRV_M_TASKS_STALE,      /* pending tasks of devices that left (stale or removed) */
+    SRV_M_POLLS_GONE,       /* long polls whose client had gone */
     SRV_M_COUNTER_COUNT
 };
 
@@ -565,6 +594,26 @@ struct srv_retention;
 int srv_retention_start(struct srv_store *store, int64_t days, struct srv_retention **out,
                         struct gd_err *err);
 void srv_retention_stop(struct srv_retention *r);
+
+/* ---- health (health.c): whether the database answers, for GET /healthz ---- */
+
+/* A thread asks the database every SRV_HEALTH_EVERY_S; an answer older than
+   SRV_HEALTH_STALE_S, or a failure, makes /healthz 503. */
+#define SRV_HEALTH_EVERY_S 1
+#define SRV_HEALTH_STALE_S 5.0
+
+struct srv_health;
+
+/* Checks the database once, then starts the thread. */
+int srv_health_start(struct srv_store *store, struct srv_health **out, struct gd_err *err);
+void srv_health_stop(struct srv_health *h); /* accepts NULL */
+
+/* 1 when the last check succeeded and is recent; its schema version, its age in seconds,
+   and else why not (msg). Never waits for the database. */
+int srv_health_get(struct srv_health *h, int *version, double *age, char *msg, size_t size);
+
+/* /healthz's body when the database answers (route_health.c): a new object. */
+json_t *srv_health_ok_json(const struct srv_server *srv, int schema_version);
 
 /* ---- jobsrv: periodic lease expiry (fleet_sweep.c) ---- */
 

@@ -51,6 +51,11 @@ OP_TESTS = tests/engine/check_op_conv \
 	tests/engine/check_gemm_kernel
 check_PROGRAMS += $(OP_TESTS)
 TESTS += $(OP_TESTS)
+# cuda --repro bitwise against cpu, bit for bit: run by tests/engine/repro_cuda.sh (CK_FORK=no)
+check_PROGRAMS += tests/engine/check_repro
+tests_engine_check_repro_SOURCES = tests/engine/check_repro.c $(OP_TEST_SOURCES)
+tests_engine_check_repro_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_repro_LDADD = $(TEST_LIBS)
 tests_engine_check_op_conv_SOURCES = tests/engine/check_op_conv.c $(OP_TEST_SOURCES)
 tests_engine_check_op_conv_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_op_conv_LDADD = $(TEST_LIBS)
@@ -169,16 +174,18 @@ endif
 # ---- integration (shell scripts sharing tests/integration/env.sh) ----
 INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh \
 	tests/integration/seed_threads.sh \
-	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh \
+	tests/integration/seed_cuda.sh tests/engine/backend_ops_cuda.sh tests/engine/repro_cuda.sh \
 	tests/engine/backend_cases_elt.sh \
 	tests/integration/agent_bad_input.sh
 # ops-spatial
 INTEGRATION_TESTS += tests/integration/batch_mixing.sh
 # front (issue 23): every knob of knobs.def through run, run.json and its rerun record
 INTEGRATION_TESTS += tests/integration/knobs_rerun.sh tests/integration/agent_bundle.sh
+# the verdict's calibration corpus, a slice (the whole: tests/bench/calibration.sh)
+INTEGRATION_TESTS += tests/engine/calibration.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/integration/env.sh.in tests/integration/lenet_reference.py \
-	$(INTEGRATION_TESTS)
+	$(INTEGRATION_TESTS) tests/engine/calibration.py tests/bench/calibration.sh
 
 # libFuzzer targets: every tests/fuzz/fuzz_*.c, linked against libsrv and the engine of a
 # build configured with CC=clang and -fsanitize=fuzzer-no-link (tests/fuzz/run.sh makes that
@@ -294,6 +301,15 @@ endif
 EXTRA_DIST += tests/bench/gpu_session.sh tests/bench/gpu_ops-spatial.sh
 EXTRA_DIST += tests/bench/gpu_ops-elt.sh
 
+# ---- views: node outputs that are their input's bytes (engine/core/view.c) ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_view
+TESTS += tests/engine/check_view
+tests_engine_check_view_SOURCES = tests/engine/check_view.c
+tests_engine_check_view_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_view_LDADD = $(TEST_LIBS)
+endif
+
 # ---- sweep: the session calls it times and slices with, its grid, its reports ----
 if HAVE_CHECK
 check_PROGRAMS += tests/engine/check_session
@@ -391,10 +407,13 @@ onnx-pass-list: tests/onnx/onnx_conformance$(EXEEXT)
 if HAVE_CHECK
 DIFF_CHECKS = tests/engine/check_verdict tests/engine/check_boundary tests/engine/check_truth \
 	tests/engine/check_env_diff tests/engine/check_explain tests/engine/check_diff \
-	tests/engine/check_knobs tests/engine/check_graph_replay
+	tests/engine/check_knobs tests/engine/check_graph_replay tests/engine/check_noise_probe
 check_PROGRAMS += $(DIFF_CHECKS)
 TESTS += $(DIFF_CHECKS)
 DIFF_FIXTURE = tests/engine/diff_fixture.c tests/engine/diff_fixture.h
+tests_engine_check_noise_probe_SOURCES = tests/engine/check_noise_probe.c
+tests_engine_check_noise_probe_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_noise_probe_LDADD = $(TEST_LIBS)
 tests_engine_check_verdict_SOURCES = tests/engine/check_verdict.c $(DIFF_FIXTURE)
 tests_engine_check_verdict_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_verdict_LDADD = $(TEST_LIBS)
@@ -419,6 +438,14 @@ tests_engine_check_knobs_LDADD = $(TEST_LIBS)
 tests_engine_check_graph_replay_SOURCES = tests/engine/check_graph_replay.c
 tests_engine_check_graph_replay_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_graph_replay_LDADD = $(TEST_LIBS)
+endif
+# ---- the float32 functions of engine/core/math_rules.h against long double libm ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_math_rules
+TESTS += tests/engine/check_math_rules
+tests_engine_check_math_rules_SOURCES = tests/engine/check_math_rules.c
+tests_engine_check_math_rules_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_math_rules_LDADD = $(TEST_LIBS)
 endif
 DIFF_INTEGRATION = tests/integration/seed_replay.sh
 TESTS += $(DIFF_INTEGRATION)
@@ -450,6 +477,12 @@ EXTRA_PROGRAMS += tests/bench/bench_half
 tests_bench_bench_half_SOURCES = tests/bench/bench_half.c
 tests_bench_bench_half_LDADD = $(GD_ENGINE_LIBS)
 bench: tests/bench/bench_half$(EXEEXT)
+# cuda --repro bitwise against cpu on whole models, and its cost (tests/bench/gpu_bitwise.sh)
+EXTRA_PROGRAMS += tests/bench/bench_bitwise
+tests_bench_bench_bitwise_SOURCES = tests/bench/bench_bitwise.c
+tests_bench_bench_bitwise_LDADD = $(GD_ENGINE_LIBS)
+bench: tests/bench/bench_bitwise$(EXEEXT)
+EXTRA_DIST += tests/bench/gpu_bitwise.sh tests/bench/gpu_bitwise.py
 # ---- fp: fingerprints (hash against BLAKE3's vectors, statistics, sample, JSON) ----
 check_PROGRAMS += tests/engine/check_fingerprint
 TESTS += tests/engine/check_fingerprint
@@ -462,7 +495,7 @@ EXTRA_PROGRAMS += tests/bench/fp_verify
 tests_bench_fp_verify_SOURCES = tests/bench/fp_verify.c tests/bench/fp_same.h
 tests_bench_fp_verify_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
 tests_bench_fp_verify_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS)
-EXTRA_DIST += tests/bench/gpu_fp.sh
+EXTRA_DIST += tests/bench/gpu_fp.sh tests/bench/gpu_speed.sh
 # fp2: the fingerprint kernels against a device-to-device copy, 1 MiB to 4 GiB, and their
 # result against the host's bit for bit (exits 77 without a GPU; gpu_fp.sh runs it).
 if HAVE_CUDA
@@ -500,10 +533,10 @@ FLEET_INTEGRATION = tests/integration/server_pg.sh tests/integration/server_flee
 TESTS += $(FLEET_INTEGRATION)
 EXTRA_DIST += $(FLEET_INTEGRATION) tests/integration/pg.sh deploy/systemd/gpudiffd.service \
 	deploy/systemd/gpudiff-agent.service deploy/systemd/gpudiff-agent.path deploy/grafana/gpudiff.json \
-	tests/bench/bench_pg.sh
+	tests/bench/bench_pg.sh tests/bench/bench_latency.sh
 
 # ---- jobsrv: jobs, devices and leases (issue 15 item 1) ----
-JOBSRV_INTEGRATION = tests/integration/server_jobs.sh
+JOBSRV_INTEGRATION = tests/integration/server_jobs.sh tests/integration/server_diff_text.sh
 TESTS += $(JOBSRV_INTEGRATION)
 EXTRA_DIST += $(JOBSRV_INTEGRATION)
 JOBSRV_SERVER_CHECKS = tests/server/check_db_leases tests/server/check_db_fleet_jobs \
@@ -528,7 +561,7 @@ tests_server_check_db_fleet_files_LDADD = $(SERVER_TEST_LIBS)
 
 # ---- jobagt: gpudiff-agent submit and serve (issue 15 item 1, the agent's half) ----
 JOBAGT_INTEGRATION = tests/integration/agent_jobs.sh tests/integration/agent_jobs_download.sh \
-	tests/integration/fleet_netns.sh
+	tests/integration/fleet_netns.sh tests/integration/agent_jobs_files.sh
 TESTS += $(JOBAGT_INTEGRATION)
 EXTRA_DIST += $(JOBAGT_INTEGRATION) deploy/systemd/gpudiff-agent-serve.service
 check_PROGRAMS += tests/agent/check_jobs_args
@@ -554,4 +587,13 @@ TESTS += $(AUDIT_CHECKS)
 tests_engine_check_fold_SOURCES = tests/engine/check_fold.c
 tests_engine_check_fold_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_fold_LDADD = $(TEST_LIBS)
+endif
+
+# ---- fleet (issue 24): the files a model reads besides itself ----
+if HAVE_CHECK
+check_PROGRAMS += tests/engine/check_model_files
+TESTS += tests/engine/check_model_files
+tests_engine_check_model_files_SOURCES = tests/engine/check_model_files.c
+tests_engine_check_model_files_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_engine_check_model_files_LDADD = $(TEST_LIBS)
 endif

@@ -122,6 +122,7 @@ layer_json(const struct gd_diff *d, const struct gd_diff_layer *l)
                                                                     ? INT64_MAX
                                                                     : m->ulp_max)));
     json_object_set_new(o, "ulp_hist", ulp_hist(m));
+    json_object_set_new(o, "ulp_scaled", num(l->ulp_scaled));
     json_object_set_new(o, "mismatches", json_integer(m->n_mismatch));
     json_object_set_new(o, "cosine", num(m->cosine));
     json_object_set_new(o, "sqnr_db", num(m->sqnr_db));
@@ -130,6 +131,7 @@ layer_json(const struct gd_diff *d, const struct gd_diff_layer *l)
     json_object_set_new(o, "scale", num(l->scale));
     json_object_set_new(o, "err", num(l->err));
     json_object_set_new(o, "err_median", num(l->err_median));
+    json_object_set_new(o, "mean_diff", num(l->mean_diff));
     json_object_set_new(o, "bound", num(l->bound));
     json_object_set_new(o, "bound_median", num(l->bound_median));
     json_object_set_new(o, "bound_declared", num(l->bound_declared));
@@ -137,6 +139,11 @@ layer_json(const struct gd_diff *d, const struct gd_diff_layer *l)
     json_object_set_new(o, "envelope", num(l->envelope));
     json_object_set_new(o, "envelope_median", num(l->envelope_median));
     json_object_set_new(o, "growth", num(l->growth));
+    json_object_set_new(o, "ratio", num(l->ratio));
+    json_object_set_new(o, "decided_by", str_or_null(l->decided_by));
+    json_object_set_new(o, "ratio_max", num(l->ratio_max));
+    json_object_set_new(o, "ratio_median", num(l->ratio_median));
+    json_object_set_new(o, "noise_from", str_or_null(l->noise_from));
     json_object_set_new(o, "bits", num(l->bits));
     json_object_set_new(o, "arithmetic", str_or_null(l->arithmetic));
     json_object_set_new(o, "explained_by_arithmetic", json_boolean(l->explained_by_arith));
@@ -158,10 +165,14 @@ layer_json(const struct gd_diff *d, const struct gd_diff_layer *l)
     json_object_set_new(o, "rows", rows);
     if (d->has_truth)
         json_object_set_new(o, "truth",
-                            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I}", "err_a",
-                                      num(l->truth_err_a), "err_b", num(l->truth_err_b),
+                            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, "
+                                      "s:I}",
+                                      "err_a", num(l->truth_err_a), "err_b", num(l->truth_err_b),
                                       "bound_a", num(l->truth_bound_a), "bound_b",
-                                      num(l->truth_bound_b), "right", side_char(l->right),
+                                      num(l->truth_bound_b), "median_a", num(l->truth_median_a),
+                                      "median_b", num(l->truth_median_b), "bound_median_a",
+                                      num(l->truth_bound_median_a), "bound_median_b",
+                                      num(l->truth_bound_median_b), "right", side_char(l->right),
                                       "closer", side_char(l->closer), "rows_a",
                                       (json_int_t)l->truth_rows_a, "rows_b",
                                       (json_int_t)l->truth_rows_b));
@@ -227,7 +238,11 @@ gd_diff_to_json(const struct gd_diff *d, const struct gd_run_view *a, const stru
                                                         : json_null(),
                           "amplifiers", amps, "explanation", d->explanation, "env_diff",
                           d->env_diff, "layers", layers);
-    if (j != NULL)
+    if (j != NULL) {
         json_object_set_new(j, "sampled_layers", json_integer(d->n_sampled));
+        json_object_set_new(j, "tolerance_given", json_boolean(d->tolerance_given));
+        json_object_set_new(j, "truth_float64",
+                            d->has_truth ? json_boolean(d->truth_float64) : json_null());
+    }
     return j;
 }

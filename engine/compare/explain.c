@@ -210,6 +210,13 @@ arith_upper(enum gd_arith a)
     }
 }
 
+/* The unit roundoff of the operands an arithmetic rounds to (BF16 2^-8, TF32 and FP16 2^-11). */
+static double
+arith_roundoff(enum gd_arith a)
+{
+    return a == GD_ARITH_BF16 ? 0x1p-8 : a == GD_ARITH_TF32 || a == GD_ARITH_FP16 ? 0x1p-11 : 0;
+}
+
 static int
 declared(const char *from)
 {
@@ -223,7 +230,11 @@ arithmetic_facts(struct gd_diff *d, const struct gd_diff_layer *f)
     int da = declared(f->arith_from_a), db = declared(f->arith_from_b);
     int reduced_a = f->arith_a >= GD_ARITH_TF32, reduced_b = f->arith_b >= GD_ARITH_TF32;
     if (f->arith_a != f->arith_b && (reduced_a || reduced_b)) {
-        int s = reduced_a ? 0 : 1; /* the side with the reduced format */
+        /* the side with the reduced format; of two, the coarser (BF16 before FP16 and TF32),
+         * whose rounding is the difference's size */
+        int s = reduced_a && reduced_b ? (arith_roundoff(f->arith_b) > arith_roundoff(f->arith_a))
+                : reduced_a            ? 0
+                                       : 1;
         enum gd_arith ar = s == 0 ? f->arith_a : f->arith_b, other = s == 0 ? f->arith_b
                                                                            : f->arith_a;
         int other_declared = s == 0 ? db : da;
@@ -291,26 +302,31 @@ precision_facts(struct gd_diff *d, const struct gd_diff_layer *f)
         say(d, " %s of %s %s %s; those carry %.1f bits, %s %s", n1, n2, values_word(f), verb,
             f->bits, precision_verb(f->arithmetic), f->arithmetic);
     int reduced = f->arith_a >= GD_ARITH_TF32 || f->arith_b >= GD_ARITH_TF32;
-    if (f->bits < 13 && !reduced)
+    if (f->bits < 13 && !reduced && strstr(f->arithmetic, "FP32") == NULL)
         say(d, ", though neither run records such arithmetic.");
     else
         say(d, ".");
 }
 
-/* "2.3 times what its rounding and its inputs allow": the ratio that is over 1. */
+/* "2.3 times what its rounding and its inputs allow": the ratio of the test that decided. */
 static void
 say_excess(struct gd_diff *d, const struct gd_diff_layer *f)
 {
     if (f->verdict == GD_VERDICT_NONFINITE) {
         say(d, "; it has %lld NaN and %lld infinity disagreements.",
             (long long)f->m.nan_disagree, (long long)f->m.inf_disagree);
-    } else if (f->envelope > 0 && f->err > f->envelope) {
-        say(d, ", %.3g times what %s allow%s.", f->err / f->envelope,
-            f->inherited > 0 ? "its rounding and its inputs" : "its rounding",
-            f->inherited > 0 ? "" : "s");
-    } else if (f->envelope_median > 0 && f->err_median > f->envelope_median) {
-        say(d, "; its median error is %.3g times the median its rounding allows.",
-            f->err_median / f->envelope_median);
+    } else if (f->decided_by != NULL && f->ratio > 1) {
+        const char *what = f->inherited > 0 ? "its rounding and its inputs allow"
+                                            : "its rounding allows";
+        if (f->ratio_max > 1 && f->ratio_median > 1)
+            say(d, ", %.3g times what %s (its median error %.3g times the median).",
+                f->ratio_max, what, f->ratio_median);
+        else if (f->ratio_max > 1)
+            say(d, ", %.3g times what %s.", f->ratio_max, what);
+        else
+            say(d, "; its largest error is within its bound, but its median error is %.3g "
+                   "times the median %s.",
+                f->ratio_median, what);
     } else {
         say(d, ".");
     }
@@ -330,9 +346,11 @@ amplifiers(struct gd_diff *d)
 static void
 truth_facts(struct gd_diff *d)
 {
-    int any = 0, first_bad = -1, last = -1;
+    int any = 0, first_bad = -1, last = -1, n_quiet = 0, first_quiet = -1;
     for (int i = 0; i < d->n_layers; i++) {
         const struct gd_diff_layer *l = &d->layers[i];
+        if (l->truth_quiet && n_quiet++ == 0)
+            first_quiet = i;
         if (l->right == 0)
             continue;
         any = 1;
@@ -341,32 +359,40 @@ truth_facts(struct gd_diff *d)
             l->verdict != GD_VERDICT_NOISE)
             first_bad = i;
     }
+    const char *ref = d->truth_desc[0] ? d->truth_desc : "the reference";
+    if (!d->truth_float64)
+        say(d, " The reference run is not a float64 run: \"right\" below means within rounding "
+               "of it, not of the exact values.");
     if (!any) {
         say(d, " The reference run has none of these layers, or none it can bound.");
         return;
     }
+    if (n_quiet > 0)
+        say(d, " At %s%s the runs differ by more than the noise band of a pair, yet each is "
+               "within its own rounding bound of %s there: that is rounding, and %s counted as "
+               "noise.",
+            d->layers[first_quiet].name, n_quiet > 1 ? " and later layers" : "", ref,
+            n_quiet > 1 ? "they are" : "it is");
     const struct gd_diff_layer *l = &d->layers[first_bad >= 0 ? first_bad : last];
     switch (d->truth_outcome) {
     case '2':
-        say(d, " Against the float64 reference both runs are right: within their rounding "
-               "bounds.");
+        say(d, " Against %s both runs are right: within their rounding bounds.", ref);
         break;
     case 'a':
     case 'b': {
         char s = d->truth_outcome, o = s == 'a' ? 'b' : 'a';
         double e = o == 'a' ? l->truth_err_a : l->truth_err_b;
         double b = o == 'a' ? l->truth_bound_a : l->truth_bound_b;
-        say(d, " Run %c is right against the float64 reference, within its rounding bound "
-               "wherever the runs differ; run %c is not: at %s its error is %.3g, %.3g times "
-               "its bound.",
-            s, o, l->name, e, b > 0 ? e / b : INFINITY);
+        say(d, " Run %c is right against %s, within its rounding bound wherever the runs "
+               "differ; run %c is not: at %s its error is %.3g, %.3g times its bound.",
+            s, ref, o, l->name, e, b > 0 ? e / b : INFINITY);
         break;
     }
     default:
-        say(d, " Neither run is right against the float64 reference: at %s run a is %.3g of "
-               "the layer's scale away (%.3g times its bound, %lld rows off) and run b %.3g "
-               "(%.3g times, %lld rows off)",
-            l->name, l->truth_err_a,
+        say(d, " Neither run is right against %s: at %s run a is %.3g of the layer's scale "
+               "away (%.3g times its bound, %lld rows off) and run b %.3g (%.3g times, %lld rows "
+               "off)",
+            ref, l->name, l->truth_err_a,
             l->truth_bound_a > 0 ? l->truth_err_a / l->truth_bound_a : INFINITY,
             (long long)l->truth_rows_a, l->truth_err_b,
             l->truth_bound_b > 0 ? l->truth_err_b / l->truth_bound_b : INFINITY,
@@ -413,6 +439,14 @@ replay_facts(struct gd_diff *d)
             d->layers[d->cause].name);
 }
 
+/* The run ran in bitwise mode (run.json's knobs.repro): cuda computing the cpu backend's bits. */
+static int
+bitwise_mode(json_t *run)
+{
+    const char *r = json_string_value(json_object_get(json_object_get(run, "knobs"), "repro"));
+    return r != NULL && strcmp(r, "bitwise") == 0;
+}
+
 static int
 quiet(enum gd_verdict v)
 {
@@ -427,8 +461,10 @@ gd__explain(struct gd__work *w)
     const char *ba = json_string_value(json_object_get(w->a->run, "backend"));
     const char *bb = json_string_value(json_object_get(w->b->run, "backend"));
     char la[96], lb[96];
-    snprintf(la, sizeof la, "Run a (%s)", ba ? ba : "backend not recorded");
-    snprintf(lb, sizeof lb, "run b (%s)", bb ? bb : "backend not recorded");
+    snprintf(la, sizeof la, "Run a (%s%s)", ba ? ba : "backend not recorded",
+             bitwise_mode(w->a->run) ? ", bitwise mode" : "");
+    snprintf(lb, sizeof lb, "run b (%s%s)", bb ? bb : "backend not recorded",
+             bitwise_mode(w->b->run) ? ", bitwise mode" : "");
     if (d->inputs_differ == 1) {
         const char *ia = json_string_value(json_object_get(json_object_get(w->a->run, "input"),
                                                            "sha256"));
@@ -552,7 +588,14 @@ gd__explain(struct gd__work *w)
         setup_facts(w);
     amplifiers(d);
     const struct gd_diff_layer *l = &d->layers[last];
-    if (!quiet(l->verdict) && l != f) {
+    if (!quiet(l->verdict) && l != f && !d->tolerance_given) {
+        char n1[32], n2[32];
+        say(d, " At the last compared layer, %s, the runs differ by %s %.3g; %s of %s %s "
+               "differ.",
+            l->name, l->sampled ? "at least" : "up to", l->m.abs_max,
+            count_text(l->n_differ, n1, sizeof n1), count_text(of_count(l), n2, sizeof n2),
+            values_word(l));
+    } else if (!quiet(l->verdict) && l != f) {
         char n1[32], n2[32];
         say(d, " At the last compared layer, %s, the runs differ by %s %.3g; %s of %s "
                "%s %s outside atol %g + rtol %g",
@@ -564,8 +607,7 @@ gd__explain(struct gd__work *w)
         else
             say(d, ", in %lld row%s.", (long long)l->rows_mismatch,
                 l->rows_mismatch == 1 ? "" : "s");
-    }
-    else if (l == f && l->m.n_mismatch > 0) {
+    } else if (l == f && l->m.n_mismatch > 0 && d->tolerance_given) {
         char n1[32], n2[32];
         say(d, " %s of its %s %s %s outside atol %g + rtol %g",
             count_text(l->m.n_mismatch, n1, sizeof n1), count_text(of_count(l), n2, sizeof n2),

@@ -49,6 +49,54 @@ gd__unit_roundoff(enum gd_dtype dtype)
     }
 }
 
+double
+gd__subnormal_half(enum gd_dtype dtype)
+{
+    switch (dtype) {
+    case GD_F64:
+        return 0x1p-1074; /* the smallest itself: half of it is no double */
+    case GD_F32:
+        return 0x1p-150;
+    case GD_F16:
+        return 0x1p-25;
+    case GD_BF16:
+        return 0x1p-134;
+    default:
+        return 0.0;
+    }
+}
+
+double
+gd__ulps_at(double abs_diff, double scale, enum gd_dtype dtype)
+{
+    /* significand bits after the point, and the smallest normal exponent */
+    int frac, emin;
+    switch (dtype) {
+    case GD_F64:
+        frac = 52, emin = -1022;
+        break;
+    case GD_F32:
+        frac = 23, emin = -126;
+        break;
+    case GD_F16:
+        frac = 10, emin = -14;
+        break;
+    case GD_BF16:
+        frac = 7, emin = -126;
+        break;
+    default:
+        return abs_diff;
+    }
+    if (!(scale > 0) || !isfinite(scale) || !isfinite(abs_diff))
+        return abs_diff > 0 ? INFINITY : 0.0;
+    int e;
+    frexp(scale, &e); /* scale in [2^(e-1), 2^e) */
+    e -= 1;
+    if (e < emin)
+        e = emin;
+    return abs_diff / ldexp(1.0, e - frac);
+}
+
 const struct gd_op_info *
 gd__op_of(const char *name)
 {
@@ -87,12 +135,14 @@ gd__side_init(struct gd__side *s, const struct gd_run_view *v)
     /* the knobs as knobs.def reads them (older runs' spellings too); a run whose knobs do
      * not read declares no emulation */
     struct gd_knobs k;
+    s->emulate_nodes[0] = '\0';
     json_t *emulate = json_pack("{s:O?}", "emulate", json_object_get(knobs, "emulate"));
     if (gd_knobs_from_json(emulate, &k, NULL) == 0 && k.emulate != GD_EMULATE_NONE) {
         s->emulate = k.emulate == GD_EMULATE_TF32   ? GD_ARITH_TF32
                      : k.emulate == GD_EMULATE_BF16 ? GD_ARITH_BF16
                                                     : GD_ARITH_FP16;
         s->emulate_classes = k.emulate_classes;
+        memcpy(s->emulate_nodes, k.emulate_nodes, sizeof s->emulate_nodes);
     }
     json_decref(emulate);
     s->tf32 = switch_value(json_object_get(knobs, "tf32"));
@@ -145,7 +195,12 @@ gd__arith_of(const struct gd__side *s, const struct gd_bundle_layer *l, const ch
     if (strcmp(math, "fp64") == 0)
         return GD_ARITH_FP64;
     unsigned cls = op_class(gd__op_of(l->op));
-    if (cls != 0 && s->emulate != GD_ARITH_UNKNOWN && (s->emulate_classes & cls)) {
+    struct gd_knobs k;
+    gd_knobs_init(&k);
+    k.emulate = s->emulate == GD_ARITH_UNKNOWN ? GD_EMULATE_NONE : GD_EMULATE_TF32;
+    k.emulate_classes = s->emulate_classes;
+    memcpy(k.emulate_nodes, s->emulate_nodes, sizeof k.emulate_nodes);
+    if (cls != 0 && gd_knobs_emulates(&k, l->node && l->node[0] ? l->node : l->name, cls)) {
         *from = "knobs.emulate";
         return s->emulate;
     }
@@ -255,6 +310,136 @@ reduction_from_shapes(const struct gd_op_info *info, const struct gd_shape *out,
     }
 }
 
+/* The probe entry an arithmetic is measured by; -1 for float64 (its own error is ~0). */
+static int
+probe_entry(enum gd_arith a)
+{
+    switch (a) {
+    case GD_ARITH_TF32:
+        return GD_NOISE_TF32;
+    case GD_ARITH_BF16:
+        return GD_NOISE_BF16;
+    case GD_ARITH_FP16:
+        return GD_NOISE_FP16;
+    case GD_ARITH_FP64:
+        return -1;
+    default:
+        return GD_NOISE_FP32;
+    }
+}
+
+static const char *const probe_source[3] = {"probe a", "probe b", "probe truth"};
+
+/*
+ * The noise probe for side s's own rounding, entry e: its own run's, else the other run's,
+ * else the truth's (they measured the same layer on data within noise of each other). A probe
+ * of a run that stores the layer in a half format holds that format's rounding too: for a
+ * noise bound (noise set) between runs that store different formats it is not taken.
+ */
+static const struct gd_noise_probe *
+probe_for(const struct gd__work *w, int i, int s, int e, int noise, enum gd_dtype cmp,
+          const char **from)
+{
+    const struct gd__extra *x = &w->extra[i];
+    const struct gd_diff_layer *dl = &w->d->layers[i];
+    int order[3] = {s, 1 - s, 2};
+    for (int k = 0; k < 3; k++) {
+        const struct gd_noise_probe *p = &x->probe[order[k]];
+        if (p->outputs == 0 || e < 0 || !p->has[e])
+            continue;
+        enum gd_dtype st = order[k] == 0   ? w->a->layers[dl->index_a].dtype
+                           : order[k] == 1 ? w->b->layers[dl->index_b].dtype
+                                           : GD_F64;
+        if (noise && (st == GD_F16 || st == GD_BF16) && st != cmp)
+            continue;
+        *from = probe_source[order[k]];
+        return p;
+    }
+    return NULL;
+}
+
+const struct gd_noise_gain *
+gd__input_gain(const struct gd__work *w, int i, const char *name)
+{
+    for (int k = 0; k < 3; k++) {
+        const struct gd_noise_probe *p = &w->extra[i].probe[k];
+        for (int q = 0; p->outputs > 0 && q < p->n_gains; q++)
+            if (strcmp(p->gains[q].input, name) == 0)
+                return &p->gains[q];
+    }
+    return NULL;
+}
+
+/* Reads the layer's noise probes: a's, b's and the truth's (a damaged record counts as none). */
+static void
+read_probes(struct gd__work *w, int i, const struct gd_bundle_layer *la,
+            const struct gd_bundle_layer *lb, const struct gd_bundle_layer *lt)
+{
+    const struct gd_bundle_layer *l[3] = {la, lb, lt};
+    for (int k = 0; k < 3; k++)
+        if (l[k] == NULL || l[k]->noise == NULL ||
+            gd_noise_probe_from_json(l[k]->noise, &w->extra[i].probe[k], NULL) != 0)
+            memset(&w->extra[i].probe[k], 0, sizeof w->extra[i].probe[k]);
+}
+
+/*
+ * What the probes make of side s's own bounds. The median bound becomes the probe's median
+ * error times its factor (and one rounding, for an order whose sums the probe computed
+ * exactly): data whose rounding errors add up coherently (equal terms: like n, not sqrt(n))
+ * widens it, and data whose errors cancel (sums of positive terms in float32 stay far below
+ * sqrt(n) u) narrows it, so a reduced format that the random-rounding model would hide shows.
+ * The largest error stays held to the rigorous bound, or to the probe's largest times its
+ * factor where that is more (a sum with more cancellation than the bound allows for).
+ */
+/* A probe's figures, relative to its sample's scale, in units of the layer's scale. */
+static double
+rescale(const struct gd_noise_probe *p, double layer_scale)
+{
+    return p->scale > 0 && layer_scale > 0 ? p->scale / layer_scale : 1.0;
+}
+
+static void
+probe_bounds(struct gd__work *w, int i, int s)
+{
+    struct gd__extra *x = &w->extra[i];
+    struct gd_diff_layer *dl = &w->d->layers[i];
+    enum gd_arith ar = s == 0 ? dl->arith_a : dl->arith_b;
+    if (ar == GD_ARITH_FP64 || (s == 0 ? dl->index_a : dl->index_b) < 0 ||
+        !isfinite(x->own_same[s]))
+        return;
+    const char *from = NULL;
+    int e_same = probe_entry(x->same_arith ? ar : GD_ARITH_FP32), e_decl = probe_entry(ar);
+    const struct gd_noise_probe *p = probe_for(w, i, s, e_same, 1, x->cmp, &from);
+    double floor = 2 * gd__unit_roundoff(x->cmp);
+    if (p != NULL) {
+        double f = rescale(p, dl->scale);
+        x->own_same[s] = fmax(x->own_base[s], GD__PROBE_MAX * f * p->max[e_same]);
+        x->own_median_same[s] = GD__PROBE_MEDIAN * f * p->median_hi[e_same] + floor;
+        x->own_truth[s] = fmax(x->own_truth_base[s], GD__PROBE_MAX * f * p->max[e_same]);
+        x->own_truth_median[s] = GD__PROBE_MEDIAN * f * p->median_hi[e_same] + floor;
+        if (dl->noise_from == NULL || strcmp(dl->noise_from, "model") == 0)
+            dl->noise_from = from;
+    }
+    if ((p = probe_for(w, i, s, e_decl, 0, x->cmp, &from)) != NULL) {
+        double f = rescale(p, dl->scale);
+        x->own[s] = fmax(x->own_decl_base[s], GD__PROBE_MAX * f * p->max[e_decl]);
+        x->own_median[s] = GD__PROBE_MEDIAN * f * p->median_hi[e_decl] + floor;
+    }
+}
+
+void
+gd__probe_bounds(struct gd__work *w, int i)
+{
+    for (int s = 0; s < 2; s++)
+        probe_bounds(w, i, s);
+}
+
+double
+gd__probe_median(const struct gd__work *w, int i, const struct gd_noise_probe *p, int entry)
+{
+    return p->median[entry] * rescale(p, w->d->layers[i].scale);
+}
+
 static void
 layer_facts(struct gd__work *w, int i)
 {
@@ -336,6 +521,39 @@ layer_facts(struct gd__work *w, int i)
          * rounding (u of the format) and this side's own storage rounding both count */
         x->own_truth[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, st[s], same, 1, 0) +
                           (st[s] != GD_F64 ? gd__unit_roundoff(st[s]) : 0.0);
+        x->own_truth_median[s] = gd__own_bound(info[s], n_side[s], ar[s], cmp, st[s], same, 1,
+                                               1) +
+                                 (st[s] != GD_F64 ? gd__unit_roundoff(st[s]) : 0.0);
+    }
+    /* A run in a half format rounded its graph inputs and weights to it at load, which no
+     * layer records: where it is set against a run of another format, a layer that reads
+     * them (fewer recorded layer inputs than the op takes) carries that rounding too, as
+     * what the format explains (the declared bound), not as noise. */
+    x->same_store = same_store;
+    for (int s = 0; s < 2; s++) {
+        const struct gd_bundle_layer *l = s == 0 ? la : lb;
+        if (l != NULL && info[s] != NULL &&
+            (l->inputs == NULL || (int)json_array_size(l->inputs) < info[s]->min_inputs))
+            x->reads_non_layers = 1;
+    }
+    for (int s = 0; s < 2 && !same_store; s++) {
+        const struct gd_bundle_layer *l = s == 0 ? la : lb;
+        if (l == NULL || (st[s] != GD_F16 && st[s] != GD_BF16) || info[s] == NULL)
+            continue;
+        if (l->inputs == NULL || (int)json_array_size(l->inputs) < info[s]->min_inputs) {
+            x->own[s] += GD__CARRY * gd__unit_roundoff(st[s]);
+            x->own_median[s] += GD__CARRY * gd__unit_roundoff(st[s]);
+        }
+    }
+    read_probes(w, i, la, lb, lt);
+    dl->noise_from = "model";
+    /* the probes are applied once the layer's scale is measured (gd__probe_bounds) */
+    x->same_arith = same;
+    x->cmp = cmp;
+    for (int s = 0; s < 2; s++) {
+        x->own_base[s] = x->own_same[s];
+        x->own_truth_base[s] = x->own_truth[s];
+        x->own_decl_base[s] = x->own[s];
     }
 }
 

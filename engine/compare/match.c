@@ -129,6 +129,8 @@ gd__match(struct gd__work *w, struct gd_err *err)
         dl->verdict = GD_VERDICT_INCOMPARABLE;
         dl->truth_err_a = dl->truth_err_b = NAN;
         dl->truth_bound_a = dl->truth_bound_b = NAN;
+        dl->truth_median_a = dl->truth_median_b = NAN;
+        dl->truth_bound_median_a = dl->truth_bound_median_b = NAN;
         dl->bound = dl->bound_median = dl->bound_declared = NAN;
         dl->envelope = dl->envelope_median = dl->envelope_declared = NAN;
         dl->inherited = NAN;
@@ -313,16 +315,14 @@ gd__edges(struct gd__work *w, struct gd_err *err)
         } else if (truth_edges(w, dl)) {
             /* Neither run records edges; the reference run's graph does. */
         } else {
-            /* Neither run records edges (framework dumps): the layer before it, taken as its
-             * input only where it is the layer before it in both runs. */
+            /* Neither run records edges (framework dumps): the layer compared before it is
+             * presumed to be its input, for what it carries in, but never known to be: a dump
+             * does not say which layers it left out, so where a difference starts is not
+             * known either (only where it is first observed). */
             int p = previous_matched(d, i);
-            if (p >= 0) {
+            if (p >= 0)
                 dl->inputs[dl->n_inputs++] = p;
-                dl->inputs_known = d->layers[p].index_a == idx[0] - 1 &&
-                                   d->layers[p].index_b == idx[1] - 1;
-            } else {
-                dl->inputs_known = idx[0] == 0 && idx[1] == 0;
-            }
+            dl->inputs_known = 0;
         }
     }
     return 0;

@@ -62,15 +62,18 @@ gd__abs_max(const struct gd_tensor *t)
     return m;
 }
 
-/* ---- a log2 histogram of relative errors, for medians within a factor of 2 ---- */
+/* ---- a log-linear histogram of relative errors, for medians within 1/16 of a binade ---- */
 
 #define REL_EXP_MIN (-110)
 #define REL_EXP_MAX 20
-#define REL_BINS (2 + REL_EXP_MAX - REL_EXP_MIN)
+#define REL_SUB 16 /* bins per binade: the top 4 bits of the significand */
+#define REL_BINS (1 + (1 + REL_EXP_MAX - REL_EXP_MIN) * REL_SUB)
 
 struct rel_hist {
-    int64_t bins[REL_BINS]; /* 0: rel == 0; 1 + e - REL_EXP_MIN: rel in [2^e, 2^(e+1)) */
+    /* 0: rel == 0; 1 + (e - REL_EXP_MIN) * REL_SUB + k: rel in [2^e (1 + k/16), 2^e (1 + (k+1)/16)) */
+    int64_t bins[REL_BINS];
     int64_t n;
+    double max; /* the largest rel added: no median estimate exceeds it */
 };
 
 static inline void
@@ -81,24 +84,34 @@ hist_add(struct rel_hist *h, double rel)
         uint64_t bits;
         memcpy(&bits, &rel, sizeof bits);
         int e = (int)((bits >> 52) & 0x7ff) - 1023; /* rel in [2^e, 2^(e+1)) when normal */
-        if (e == -1023) {                           /* subnormal */
-            frexp(rel, &e);
-            e -= 1;
+        int k = (int)((bits >> 48) & 0xf);
+        if (e == -1023) { /* subnormal: below every bin, counted in the lowest */
+            e = REL_EXP_MIN;
+            k = 0;
         }
-        e = e < REL_EXP_MIN ? REL_EXP_MIN : e > REL_EXP_MAX ? REL_EXP_MAX : e;
-        bin = 1 + e - REL_EXP_MIN;
+        if (e < REL_EXP_MIN) {
+            e = REL_EXP_MIN;
+            k = 0;
+        } else if (e > REL_EXP_MAX) {
+            e = REL_EXP_MAX;
+            k = REL_SUB - 1;
+        }
+        bin = 1 + (e - REL_EXP_MIN) * REL_SUB + k;
+        if (rel > h->max)
+            h->max = rel;
     }
     h->bins[bin]++;
     h->n++;
 }
 
-/* The median, interpolated inside its bin as gd_metrics_rel_quantile() does; NAN if empty. */
+/* The q-quantile (the median for q = 1/2), interpolated inside its bin and never above the
+ * largest value; NAN if empty. */
 static double
-hist_median(const struct rel_hist *h)
+hist_quantile(const struct rel_hist *h, double q)
 {
     if (h->n == 0)
         return NAN;
-    double target = 0.5 * (double)h->n;
+    double target = q * (double)h->n;
     int64_t cum = 0;
     for (int i = 0; i < REL_BINS; i++) {
         int64_t c = h->bins[i];
@@ -108,28 +121,49 @@ hist_median(const struct rel_hist *h)
         }
         if (i == 0)
             return 0.0;
-        double lo = ldexp(1.0, i - 1 + REL_EXP_MIN);
+        int e = (i - 1) / REL_SUB + REL_EXP_MIN, k = (i - 1) % REL_SUB;
+        double lo = ldexp(1.0 + (double)k / REL_SUB, e), width = ldexp(1.0 / REL_SUB, e);
         double frac = (target - (double)cum) / (double)c;
-        return lo + (frac < 0 ? 0 : frac) * lo;
+        double v = lo + (frac < 0 ? 0 : frac) * width;
+        return v < h->max ? v : h->max;
     }
-    return NAN;
+    return h->max;
+}
+
+static double
+hist_median(const struct rel_hist *h)
+{
+    return hist_quantile(h, 0.5);
 }
 
 struct sym_stats {
-    double max_a, max_b;
+    double scale;           /* max(|a|, |b|) over finite values: the first pass's */
+    double inv_scale;
+    double max_abs;
+    double sum_diff;        /* of a - b over finite pairs */
+    int64_t n_finite;
     int64_t n_differ;
-    struct rel_hist all, differing;
+    struct rel_hist all;    /* |a - b| / scale over all values */
+    struct rel_hist differing; /* |a - b| / max(|a|, |b|) over the values that differ */
 };
+
+static inline void
+scale_pair(double *m, double x, double y)
+{
+    double ax = fabs(x), ay = fabs(y);
+    if (ax <= DBL_MAX && ax > *m)
+        *m = ax;
+    if (ay <= DBL_MAX && ay > *m)
+        *m = ay;
+}
 
 static inline void
 sym_pair(struct sym_stats *s, double x, double y)
 {
     if (x == y && fabs(x) <= DBL_MAX) { /* the common case: equal finite values */
-        double ax = fabs(x);
-        s->max_a = ax > s->max_a ? ax : s->max_a;
-        s->max_b = ax > s->max_b ? ax : s->max_b;
         s->all.bins[0]++;
         s->all.n++;
+        s->n_finite++;
         return;
     }
     if (isnan(x) || isnan(y)) {
@@ -140,26 +174,42 @@ sym_pair(struct sym_stats *s, double x, double y)
         s->n_differ += x != y;
         return;
     }
-    double ax = fabs(x), ay = fabs(y);
-    s->max_a = ax > s->max_a ? ax : s->max_a;
-    s->max_b = ay > s->max_b ? ay : s->max_b;
-    double m = ax > ay ? ax : ay;
-    if (x == y) {
+    s->n_finite++;
+    if (x == y) { /* -0 against +0 */
         hist_add(&s->all, 0.0);
         return;
     }
-    double rel = fabs(x - y) / m;
+    s->sum_diff += x - y;
+    double ax = fabs(x), ay = fabs(y), m = ax > ay ? ax : ay;
+    double d = fabs(x - y);
+    s->max_abs = d > s->max_abs ? d : s->max_abs;
     s->n_differ++;
-    hist_add(&s->all, rel);
-    hist_add(&s->differing, rel);
+    hist_add(&s->all, d * s->inv_scale);
+    hist_add(&s->differing, d / m);
 }
 
-/* Both tensors have one dtype and one element count. */
+/* Both tensors have one dtype and one element count. Two passes: the scale, then the rest in
+ * its units. */
 static void
 sym_measure(struct sym_stats *s, const struct gd_tensor *a, const struct gd_tensor *b)
 {
     memset(s, 0, sizeof *s);
     int64_t n = gd_tensor_numel(a);
+    double m = 0;
+    if (a->dtype == GD_F32) {
+        const float *x = a->data, *y = b->data;
+        for (int64_t i = 0; i < n; i++)
+            scale_pair(&m, x[i], y[i]);
+    } else if (a->dtype == GD_F64) {
+        const double *x = a->data, *y = b->data;
+        for (int64_t i = 0; i < n; i++)
+            scale_pair(&m, x[i], y[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            scale_pair(&m, gd_tensor_get_f64(a, i), gd_tensor_get_f64(b, i));
+    }
+    s->scale = m > 0 ? m : 1.0;
+    s->inv_scale = 1.0 / s->scale;
     if (a->dtype == GD_F32) {
         const float *x = a->data, *y = b->data;
         for (int64_t i = 0; i < n; i++)
@@ -205,6 +255,33 @@ significand_bits(enum gd_dtype dtype)
     return u > 0 ? -log2(u) : 0;
 }
 
+int
+gd__pair_stats(const struct gd_tensor *a, const struct gd_tensor *b, struct gd__pair_stats *out,
+               struct gd_err *err)
+{
+    struct sym_stats *s = malloc(sizeof *s);
+    if (s == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    sym_measure(s, a, b);
+    memset(out, 0, sizeof *out);
+    out->scale = s->scale;
+    out->err_median = s->all.n > 0 ? hist_median(&s->all) : 0.0;
+    /* the order statistic above which the population's median lies with 1% chance (normal
+     * approximation of the binomial: rank n/2 + 2.33 sqrt(n) / 2) */
+    double q_hi = s->all.n > 0 ? fmin(1.0, 0.5 + 1.165 / sqrt((double)s->all.n)) : 0.5;
+    out->err_median_hi = s->all.n > 0 ? hist_quantile(&s->all, q_hi) : 0.0;
+    out->abs_max = s->max_abs;
+    out->mean_diff = s->n_finite > 0 ? s->sum_diff / (double)s->n_finite : 0.0;
+    out->n_differ = s->n_differ;
+    double p = significand_bits(a->dtype);
+    double med = s->differing.n > 0 ? hist_median(&s->differing) : 0.0;
+    /* A correctly rounded result's median relative error is u/2 = 2^-(p+1): report p; a
+     * median relative error above 1/2 (values of other signs, steps) is 0 bits, not fewer. */
+    out->bits = med > 0 ? fmax(0.0, fmin(p, -log2(2 * med))) : p;
+    free(s);
+    return 0;
+}
+
 /* Measures one pair of tensors into the layer's metrics and normalized errors. */
 static int
 measure(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb, double atol,
@@ -216,30 +293,22 @@ measure(struct gd_diff_layer *dl, struct gd_tensor *ta, struct gd_tensor *tb, do
         return rc;
     dl->dtype = a->dtype;
     rc = gd_metrics_compute(a, b, atol, rtol, &dl->m, err);
+    struct gd__pair_stats ps;
+    if (rc == 0)
+        rc = gd__pair_stats(a, b, &ps, err);
     if (rc == 0) {
-        struct sym_stats *s = malloc(sizeof *s);
-        if (s == NULL) {
-            rc = gd_err_set(err, GD_ENOMEM, "out of memory");
-            goto done;
-        }
-        sym_measure(s, a, b);
-        dl->scale = fmax(s->max_a, s->max_b);
-        if (!(dl->scale > 0))
-            dl->scale = 1.0;
+        dl->scale = ps.scale;
         dl->err = dl->m.abs_max / dl->scale;
-        dl->err_median = s->all.n > 0 ? hist_median(&s->all) : 0.0;
-        dl->n_differ = s->n_differ;
-        dl->differ_fraction = dl->m.count > 0 ? (double)s->n_differ / (double)dl->m.count : 0;
-        dl->sparse = s->n_differ > 0 && dl->differ_fraction < GD__SPARSE;
-        double p = significand_bits(dl->dtype);
-        double med = s->differing.n > 0 ? hist_median(&s->differing) : 0.0;
-        /* A correctly rounded result's median relative error is u/2 = 2^-(p+1): report p. */
-        dl->bits = med > 0 ? fmin(p, -log2(2 * med)) : p;
-        free(s);
+        dl->err_median = ps.err_median;
+        dl->mean_diff = ps.mean_diff;
+        dl->n_differ = ps.n_differ;
+        dl->differ_fraction = dl->m.count > 0 ? (double)ps.n_differ / (double)dl->m.count : 0;
+        dl->sparse = ps.n_differ > 0 && dl->differ_fraction < GD__SPARSE;
+        dl->bits = ps.bits;
+        dl->ulp_scaled = gd__ulps_at(dl->m.abs_max, dl->scale, dl->dtype);
         if (dl->m.n_mismatch > 0)
             mismatch_rows(dl, a, b, atol, rtol);
     }
-done:
     if (a != ta)
         gd_tensor_free(a);
     if (b != tb)

@@ -30,6 +30,36 @@ gd_attr_fini(struct gd_attr *a)
     memset(a, 0, sizeof *a);
 }
 
+int
+gd__attr_copy(const struct gd_attr *src, struct gd_attr *dst)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->name = gd__strdup(src->name);
+    dst->type = src->type;
+    dst->i = src->i;
+    dst->f = src->f;
+    dst->n = src->n;
+    if (src->s != NULL)
+        dst->s = gd__strdup(src->s);
+    if (src->ints != NULL && src->n > 0) {
+        dst->ints = malloc((size_t)src->n * sizeof *dst->ints);
+        if (dst->ints != NULL)
+            memcpy(dst->ints, src->ints, (size_t)src->n * sizeof *dst->ints);
+    }
+    if (src->floats != NULL && src->n > 0) {
+        dst->floats = malloc((size_t)src->n * sizeof *dst->floats);
+        if (dst->floats != NULL)
+            memcpy(dst->floats, src->floats, (size_t)src->n * sizeof *dst->floats);
+    }
+    if (src->t != NULL)
+        dst->t = gd_tensor_dup(src->t, NULL);
+    int bad = dst->name == NULL || (src->s && !dst->s) || (src->ints && src->n > 0 && !dst->ints) ||
+              (src->floats && src->n > 0 && !dst->floats) || (src->t && !dst->t);
+    if (bad)
+        gd_attr_fini(dst);
+    return bad ? GD_ENOMEM : 0;
+}
+
 void
 gd_graph_free(struct gd_graph *g)
 {

@@ -9,34 +9,6 @@
 #include "gpudiff/graph_replay.h"
 #include "internal.h"
 
-static int
-attr_copy(const struct gd_attr *src, struct gd_attr *dst)
-{
-    memset(dst, 0, sizeof *dst);
-    dst->name = gd__strdup(src->name);
-    dst->type = src->type;
-    dst->i = src->i;
-    dst->f = src->f;
-    dst->n = src->n;
-    if (src->s != NULL)
-        dst->s = gd__strdup(src->s);
-    if (src->ints != NULL && src->n > 0) {
-        dst->ints = malloc((size_t)src->n * sizeof *dst->ints);
-        if (dst->ints != NULL)
-            memcpy(dst->ints, src->ints, (size_t)src->n * sizeof *dst->ints);
-    }
-    if (src->floats != NULL && src->n > 0) {
-        dst->floats = malloc((size_t)src->n * sizeof *dst->floats);
-        if (dst->floats != NULL)
-            memcpy(dst->floats, src->floats, (size_t)src->n * sizeof *dst->floats);
-    }
-    int bad = dst->name == NULL || (src->s && !dst->s) || (src->ints && src->n > 0 && !dst->ints) ||
-              (src->floats && src->n > 0 && !dst->floats);
-    if (bad)
-        gd_attr_fini(dst);
-    return bad ? GD_ENOMEM : 0;
-}
-
 /* A name for value v's replay input that no value of g has. */
 static int
 replay_name(const struct gd_graph *g, const struct gd_graph *r, int v, char *out, size_t size)
@@ -75,7 +47,7 @@ copy_node(const struct gd_graph *g, struct gd_graph *r, int ni, const int *repla
     for (int k = 0; k < n->n_outputs; k++)
         outs[k] = g->values[n->outputs[k]].name;
     for (; n_copied < n->n_attrs; n_copied++)
-        if (attr_copy(&n->attrs[n_copied], &attrs[n_copied]) != 0) {
+        if (gd__attr_copy(&n->attrs[n_copied], &attrs[n_copied]) != 0) {
             rc = gd_err_set(err, GD_ENOMEM, "out of memory");
             goto done;
         }
@@ -110,7 +82,7 @@ copy_fold(const struct gd_graph *g, struct gd_graph *r, const struct gd_fold *f,
     for (int k = 0; k < f->n_outputs; k++)
         outs[k] = g->values[f->outputs[k]].name;
     for (; n_copied < f->n_attrs; n_copied++)
-        if (attr_copy(&f->attrs[n_copied], &attrs[n_copied]) != 0) {
+        if (gd__attr_copy(&f->attrs[n_copied], &attrs[n_copied]) != 0) {
             rc = gd_err_set(err, GD_ENOMEM, "out of memory");
             goto done;
         }

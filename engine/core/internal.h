@@ -102,6 +102,13 @@ struct gd__backend {
     int (*op_end)(void *ctx, int node_index, int timing, struct gd_err *err);
 
     const gd_op_fn *ops;             /* GD_OP_COUNT entries; NULL = not supported */
+    /*
+     * Optional (NULL: ops and half_native for every session): the op table and half_native
+     * list a session with these knobs runs, for a backend whose knobs choose other kernels
+     * (cuda with --repro bitwise: engine/cuda/repro_table.c). Either may be left as given.
+     */
+    void (*tables)(const struct gd_knobs *knobs, const gd_op_fn **ops,
+                   const unsigned char **half_native);
 
     /* Optional, for gd_session_forward() (NULL: the session's wall clock): a device timer,
      * started before the first node and stopped after the last; stop waits for the work
@@ -161,6 +168,17 @@ int gd__call_has_half(const struct gd_op_call *c);
  */
 int gd__half_call(const struct gd__backend *be, gd_op_fn fn, struct gd_op_call *c,
                   struct gd_err *err);
+
+/*
+ * View: the byte offset at which node n's output 0 (out: its storage dtype and shape) lies in
+ * input 0's memory (in, as stored) when the output is the same bytes in another shape
+ * (Reshape, Flatten, Squeeze, Unsqueeze, Identity; a Gather of one index, given as the host
+ * tensor index_host, along an axis with only dimensions of 1 before it); -1 when the node
+ * must compute its output. Offsets are multiples of 256 bytes. view.c.
+ */
+int64_t gd__view_offset(const struct gd_node *n, const struct gd_params *p,
+                        const struct gd_tensor *in, const struct gd_tensor *out,
+                        const struct gd_tensor *index_host);
 
 /* The backends built in, NULL-terminated; defined in backend.c. */
 extern const struct gd__backend *const gd__backends[];
@@ -297,6 +315,9 @@ int gd__pathf(char *out, size_t size, struct gd_err *err, const char *fmt, ...)
 
 /* Duplicates a string; NULL on allocation failure. */
 char *gd__strdup(const char *s);
+
+/* A deep copy of an attribute into dst (zeroed first); GD_ENOMEM, with dst left empty. */
+int gd__attr_copy(const struct gd_attr *src, struct gd_attr *dst);
 
 /* ---- the graph's builders and folds (graph.c, fold.c) ---- */
 

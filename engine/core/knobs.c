@@ -22,17 +22,27 @@
 #define GD__KNOB_OFFSET2_ROWS(name)    0
 #define GD__KNOB_OFFSET2_BYTES(name)   0
 #define GD__KNOB_OFFSET2_MIB(name)     0
+#define GD__KNOB_OFFSET3(kind, name)   GD__KNOB_OFFSET3_##kind(name)
+#define GD__KNOB_OFFSET3_ONOFF(name)   0
+#define GD__KNOB_OFFSET3_CHOICE(name)  0
+#define GD__KNOB_OFFSET3_TEXT(name)    0
+#define GD__KNOB_OFFSET3_EMULATE(name) offsetof(struct gd_knobs, name##_nodes)
+#define GD__KNOB_OFFSET3_COUNT(name)   0
+#define GD__KNOB_OFFSET3_ROWS(name)    0
+#define GD__KNOB_OFFSET3_BYTES(name)   0
+#define GD__KNOB_OFFSET3_MIB(name)     0
 
-/* knobs.def's lines, and where each knob's field lies (classes: an emulation's second). */
+/* knobs.def's lines, and where each knob's field lies (an emulation's classes and node
+ * list: its second and third; the list's size is the line's SIZE). */
 static const struct {
     struct gd_knob_info info;
-    size_t offset2;
+    size_t offset2, offset3, size3;
 } knob_table[GD_KNOB_COUNT] = {
 #define GD_KNOB(e, name, kind, size, values, dflt, backends, cat, sweep, help)                     \
     [GD_KNOB_##e] = {{#name, GD_KNOB_KIND_##kind, values, dflt, backends, GD_KNOB_CAT_##cat,       \
                       GD_KNOB_SWEEP_##sweep, help, offsetof(struct gd_knobs, name),                \
                       sizeof(((struct gd_knobs *)0)->name)},                                       \
-                     GD__KNOB_OFFSET2_##kind(name)},
+                     GD__KNOB_OFFSET2_##kind(name), GD__KNOB_OFFSET3(kind, name), size},
 #include "knobs.def"
 #undef GD_KNOB
 };
@@ -135,6 +145,12 @@ classes_field(const struct gd_knobs *k, enum gd_knob which)
     return (unsigned *)((char *)k + knob_table[which].offset2);
 }
 
+static char *
+nodes_field(const struct gd_knobs *k, enum gd_knob which)
+{
+    return (char *)k + knob_table[which].offset3;
+}
+
 void
 gd_knob_unset(struct gd_knobs *k, enum gd_knob which)
 {
@@ -153,6 +169,7 @@ gd_knob_unset(struct gd_knobs *k, enum gd_knob which)
     case GD_KNOB_KIND_EMULATE:
         *(enum gd_emulate *)f = GD_EMULATE_NONE;
         *classes_field(k, which) = GD_CLASS_GEMM;
+        memset(nodes_field(k, which), 0, knob_table[which].size3);
         break;
     case GD_KNOB_KIND_COUNT:
         *(int *)f = 0;
@@ -234,7 +251,8 @@ bad_value(const struct gd_knob_info *i, const char *text, struct gd_err *err)
     values_words(i->values, words, sizeof words);
     if (i->kind == GD_KNOB_KIND_EMULATE)
         snprintf(words, sizeof words,
-                 "none, tf32, bf16 or fp16, optionally :gemm, :conv or :conv+gemm");
+                 "none, tf32, bf16 or fp16, optionally :gemm, :conv or :conv+gemm, or "
+                 "@NODE,... (those GEMM and convolution nodes only)");
     else if (i->kind == GD_KNOB_KIND_BYTES)
         snprintf(words, sizeof words, "none or a byte count (K, M, G: powers of 1024)");
     else if (i->kind == GD_KNOB_KIND_MIB) {
@@ -355,12 +373,38 @@ gd_knob_parse(struct gd_knobs *k, enum gd_knob which, const char *text, struct g
         snprintf(f, i->size, "%s", text);
         return 0;
     case GD_KNOB_KIND_EMULATE: {
+        /* FORMAT[:CLASSES], or FORMAT@NODE,NODE...: only those nodes, whatever their class */
+        const char *at = strchr(text, '@');
+        char head[32];
+        size_t n = at != NULL ? (size_t)(at - text) : strlen(text);
         enum gd_emulate e;
         unsigned classes;
-        if (gd_emulate_parse(text, &e, &classes, NULL) != 0)
+        if (n >= sizeof head)
             return bad_value(i, text, err);
+        memcpy(head, text, n);
+        head[n] = '\0';
+        if (gd_emulate_parse(head, &e, &classes, NULL) != 0)
+            return bad_value(i, text, err);
+        size_t size3 = knob_table[which].size3;
+        if (at != NULL) {
+            const char *nodes = at + 1;
+            size_t len = strlen(nodes);
+            if (e == GD_EMULATE_NONE || strchr(head, ':') != NULL)
+                return gd_err_set(err, GD_EINVAL,
+                                  "takes @NODE,... after a format alone (tf32@fc2), not %.200s",
+                                  text);
+            if (len == 0 || nodes[0] == ',' || nodes[len - 1] == ',' ||
+                strstr(nodes, ",,") != NULL || strpbrk(nodes, " \t\n@") != NULL)
+                return gd_err_set(err, GD_EINVAL,
+                                  "takes node names after @, comma separated, not %.200s", text);
+            if (len >= size3)
+                return gd_err_set(err, GD_EINVAL, "takes at most %zu characters of node names, "
+                                  "not %zu", size3 - 1, len);
+            classes = GD_CLASS_GEMM | GD_CLASS_CONV;
+        }
         *(enum gd_emulate *)f = e;
         *classes_field(k, which) = classes;
+        snprintf(nodes_field(k, which), size3, "%s", at != NULL ? at + 1 : "");
         return 0;
     }
     case GD_KNOB_KIND_COUNT:
@@ -419,6 +463,11 @@ gd_knob_format(const struct gd_knobs *k, enum gd_knob which, char *out, size_t s
         break;
     case GD_KNOB_KIND_EMULATE: {
         unsigned c = *classes_field(k, which);
+        const char *nodes = nodes_field(k, which);
+        if (nodes[0] != '\0') {
+            snprintf(out, size, "%s@%s", gd_emulate_name(*(const enum gd_emulate *)f), nodes);
+            break;
+        }
         snprintf(out, size, "%s:%s%s%s", gd_emulate_name(*(const enum gd_emulate *)f),
                  c & GD_CLASS_CONV ? "conv" : "",
                  (c & GD_CLASS_CONV) && (c & GD_CLASS_GEMM) ? "+" : "",
@@ -558,8 +607,9 @@ gd_knobs_from_json(json_t *obj, struct gd_knobs *out, struct gd_err *err)
             snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         } else if (json_is_string(v) && json_string_length(v) < sizeof text) {
             snprintf(text, sizeof text, "%s", json_string_value(v));
-            /* runs before knobs.def joined an emulation's classes with ',' */
-            for (char *p = text; i->kind == GD_KNOB_KIND_EMULATE && *p; p++)
+            /* runs before knobs.def joined an emulation's classes with ',' (the node list
+             * after '@' keeps its commas) */
+            for (char *p = text; i->kind == GD_KNOB_KIND_EMULATE && *p && *p != '@'; p++)
                 if (*p == ',')
                     *p = '+';
         } else {
@@ -569,6 +619,65 @@ gd_knobs_from_json(json_t *obj, struct gd_knobs *out, struct gd_err *err)
             return gd_err_prefix(err, "knobs.%s ", key);
     }
     return 0;
+}
+
+int
+gd_knobs_check(const struct gd_knobs *k, struct gd_err *err)
+{
+    for (int w = 0; w < GD_KNOB_COUNT; w++) {
+        enum gd_knob which = (enum gd_knob)w;
+        enum gd_knob_kind kind = knob_table[w].info.kind;
+        /* the numbers are checked by the backends that read them (threads, sizes) */
+        if (!gd_knob_is_set(k, which) || (kind != GD_KNOB_KIND_ONOFF &&
+                                          kind != GD_KNOB_KIND_CHOICE &&
+                                          kind != GD_KNOB_KIND_TEXT &&
+                                          kind != GD_KNOB_KIND_EMULATE))
+            continue;
+        if (kind == GD_KNOB_KIND_ONOFF && *(const int *)field(k, which) > 1)
+            return gd_err_set(err, GD_EINVAL, "knob %s is 0, 1 or -1 (unset), not %d",
+                              knob_table[w].info.name, *(const int *)field(k, which));
+        /* a set value prints in its one spelling, which parses back when it is a value */
+        char text[1400];
+        struct gd_knobs scratch;
+        gd_knobs_init(&scratch);
+        gd_knob_format(k, which, text, sizeof text);
+        if (gd_knob_parse(&scratch, which, text, err) != 0) {
+            char flag[64];
+            gd_knob_flag(which, flag, sizeof flag);
+            return gd_err_prefix(err, "%s ", flag);
+        }
+    }
+    return 0;
+}
+
+/* 1 when name is an item of the comma list. */
+static int
+in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+int
+gd_knobs_emulates(const struct gd_knobs *k, const char *name, unsigned op_class)
+{
+    if (k->emulate == GD_EMULATE_NONE || !(k->emulate_classes & op_class))
+        return 0;
+    return k->emulate_nodes[0] == '\0' || (name != NULL && in_list(k->emulate_nodes, name));
+}
+
+int
+gd_knobs_bitwise(const struct gd_knobs *k)
+{
+    return strcmp(k->repro, "bitwise") == 0;
 }
 
 const char *

@@ -22,6 +22,8 @@
 struct gd_session {
     struct gd_graph *g;
     const struct gd__backend *be;
+    const gd_op_fn *ops;                /* be's op table for these knobs (be->tables) */
+    const unsigned char *half_native;   /* and its half-native list */
     void *ctx;
     struct gd_knobs knobs;
     struct gd_env env;
@@ -42,6 +44,8 @@ struct gd_session {
      * in place while `resident` (gd_session_forward) */
     int n_staged;
     struct gd_tensor *staged;
+    struct gd_tensor **staged_host; /* host copies of the staged integer inputs (NULL for
+                                     * float ones), whose values the folds may read */
     int resident;
     uint64_t stage_generation;  /* changes with the staged inputs and the batch size */
     /* gd_session_run_end_to_end(): the graph outputs copied back while `fetching` */
@@ -51,6 +55,16 @@ struct gd_session {
     struct gd_capture_sel sel;
     unsigned char *sel_only;
     int n_layers;
+    /*
+     * Views (view.c): per value, the value whose allocation its data lies in (itself for the
+     * value the allocation was made for), -1 when the session owns none for it (a weight, a
+     * staged input, no data); per owner, how many values hold its allocation, and the
+     * allocation as made, which is what the backend releases once none holds it.
+     */
+    int *owner;
+    int *holders;
+    struct gd_tensor *bufs;
+    int views_off;              /* GPUDIFF_VIEWS=0: every node computes its output */
 };
 
 const char *
@@ -99,28 +113,39 @@ env_common(struct gd_session *s)
     gd_env_set(&s->env, "build_flags", "%s", GD_BUILD_FLAGS);
 }
 
-/* Releases value v's backend memory, except a staged input's, which is only let go of. */
+/* Records that value v holds the allocation just made for it in s->vals[v]. */
+static void
+own_value(struct gd_session *s, int v)
+{
+    s->bufs[v] = s->vals[v];
+    s->owner[v] = v;
+    s->holders[v] = 1;
+}
+
+/* Value v lets go of its data; the allocation it lies in is released when no value holds
+ * it any more. A weight's or a staged input's memory is not the run's: it is only let go. */
 static void
 release_value(struct gd_session *s, int v)
 {
-    if (s->resident)
-        for (int i = 0; i < s->g->n_inputs; i++)
-            if (s->g->inputs[i] == v) {
-                s->vals[v].data = NULL;
-                return;
-            }
-    s->be->release(s->ctx, &s->vals[v]);
+    int o = s->owner[v];
+    s->vals[v].data = NULL;
+    s->owner[v] = -1;
+    if (o >= 0 && --s->holders[o] == 0)
+        s->be->release(s->ctx, &s->bufs[o]);
 }
 
 static void
 vals_release(struct gd_session *s, int constants_too)
 {
-    if (s->vals == NULL)
+    if (s->vals == NULL || s->owner == NULL)
         return;
     for (int v = 0; v < s->g->n_values; v++) {
-        int is_const = s->g->values[v].constant != NULL;
-        if (s->vals[v].data != NULL && (constants_too || !is_const))
-            release_value(s, v);
+        if (s->g->values[v].constant == NULL) {
+            if (s->vals[v].data != NULL)
+                release_value(s, v);
+        } else if (constants_too && s->vals[v].data != NULL) {
+            s->be->release(s->ctx, &s->vals[v]);
+        }
     }
 }
 
@@ -144,6 +169,9 @@ gd_session_free(struct gd_session *s)
     free(s->params);
     free(s->first_layer);
     free(s->sel_only);
+    free(s->owner);
+    free(s->holders);
+    free(s->bufs);
     free(s);
 }
 
@@ -218,11 +246,12 @@ check_conv_pins(const struct gd_graph *g, const char *pins, struct gd_err *err)
  * and first node names, so one message says all that a model needs.
  */
 static int
-missing_ops(const struct gd_graph *g, const struct gd__backend *be, struct gd_err *err)
+missing_ops(const struct gd_graph *g, const struct gd__backend *be, const gd_op_fn *ops,
+            struct gd_err *err)
 {
     int count[GD_OP_COUNT] = {0}, n_missing = 0, n_ops = 0;
     for (int ni = 0; ni < g->n_nodes; ni++)
-        if (be->ops[g->nodes[ni].op] == NULL) {
+        if (ops[g->nodes[ni].op] == NULL) {
             n_ops += count[g->nodes[ni].op]++ == 0;
             n_missing++;
         }
@@ -278,6 +307,8 @@ upload_input(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
 static int
 knobs_check(const char *backend, const struct gd_knobs *knobs, struct gd_err *err)
 {
+    if (gd_knobs_check(knobs, err) != 0)
+        return GD_EINVAL;
     for (int k = 0; k < GD_KNOB_COUNT; k++) {
         const struct gd_knob_info *i = gd_knob_info((enum gd_knob)k);
         if (!gd_knob_is_set(knobs, (enum gd_knob)k) || gd_knob_applies((enum gd_knob)k, backend))
@@ -286,6 +317,28 @@ knobs_check(const char *backend, const struct gd_knobs *knobs, struct gd_err *er
         gd_knob_flag((enum gd_knob)k, flag, sizeof flag);
         return gd_err_set(err, GD_ENOTSUP, "%s is for the %s backend%s, not %s", flag, i->backends,
                           strchr(i->backends, ' ') ? "s" : "", backend);
+    }
+    return 0;
+}
+
+/* Each node knobs.emulate_nodes names is a GEMM or a convolution of g. */
+static int
+emulated_nodes_check(const struct gd_graph *g, const struct gd_knobs *knobs, struct gd_err *err)
+{
+    for (const char *p = knobs->emulate_nodes; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        int ni = gd_graph_find_node(g, name);
+        const struct gd_op_info *info = ni >= 0 ? gd_op_info(g->nodes[ni].op) : NULL;
+        if (info == NULL || (info->reduction != GD_RED_GEMM && info->reduction != GD_RED_CONV &&
+                             info->reduction != GD_RED_CONVT))
+            return gd_err_set(err, GD_EINVAL, "--emulate names %s, which is %s", name,
+                              ni < 0 ? "no node of the model"
+                                     : "not a GEMM or convolution (only those are emulated)");
+        p += len;
+        if (*p == ',')
+            p++;
     }
     return 0;
 }
@@ -304,7 +357,11 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
         gd_err_set(err, GD_ENOENT, "no backend %s in this build (it has: %s)", backend, names);
         return NULL;
     }
-    if (missing_ops(g, be, err) != 0)
+    const gd_op_fn *ops = be->ops;
+    const unsigned char *half_native = be->half_native;
+    if (be->tables != NULL)
+        be->tables(knobs, &ops, &half_native);
+    if (missing_ops(g, be, ops, err) != 0 || emulated_nodes_check(g, knobs, err) != 0)
         return NULL;
     struct gd_session *s = calloc(1, sizeof *s);
     if (s == NULL) {
@@ -313,6 +370,8 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
     }
     s->g = g;
     s->be = be;
+    s->ops = ops;
+    s->half_native = half_native;
     s->knobs = *knobs;
     s->inferred_rows = -1;
     env_common(s);
@@ -322,11 +381,20 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
     s->first_layer = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *s->first_layer);
     s->folded = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *s->folded);
     s->inferred_for = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *s->inferred_for);
+    size_t n_vals = (size_t)(g->n_values ? g->n_values : 1);
+    s->owner = malloc(n_vals * sizeof *s->owner);
+    s->holders = calloc(n_vals, sizeof *s->holders);
+    s->bufs = calloc(n_vals, sizeof *s->bufs);
     if (s->vals == NULL || s->shapes == NULL || s->params == NULL || s->first_layer == NULL ||
-        s->folded == NULL || s->inferred_for == NULL) {
+        s->folded == NULL || s->inferred_for == NULL || s->owner == NULL || s->holders == NULL ||
+        s->bufs == NULL) {
         gd_err_set(err, GD_ENOMEM, "out of memory for a session");
         goto fail;
     }
+    for (size_t v = 0; v < n_vals; v++)
+        s->owner[v] = -1;
+    const char *views = getenv("GPUDIFF_VIEWS");
+    s->views_off = views != NULL && strcmp(views, "0") == 0;
     int layer = 0;
     for (int ni = 0; ni < g->n_nodes; ni++) {
         s->first_layer[ni] = layer;
@@ -502,11 +570,13 @@ check_at_total(struct gd_session *s, int n_inputs, const struct gd_tensor *const
 
 /*
  * Shapes, params and folds for slices of `rows` rows: slices are the inputs as this slice has
- * them, inputs the whole (for the --batch checks at the whole input's row count).
+ * them, inputs the whole (for the --batch checks at the whole input's row count); for a slice
+ * in backend memory, host_values holds the same rows on the host, or NULL.
  */
 static int
 infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const *inputs,
-               const struct gd_tensor *const *slices, int64_t rows, struct gd_err *err)
+               const struct gd_tensor *const *slices, const struct gd_tensor *const *host_values,
+               int64_t rows, struct gd_err *err)
 {
     struct gd_shape in_shapes[n_inputs > 0 ? n_inputs : 1];
     const struct gd_tensor *values[n_inputs > 0 ? n_inputs : 1];
@@ -514,7 +584,8 @@ infer_for_rows(struct gd_session *s, int n_inputs, const struct gd_tensor *const
      * inference that read their values is not reused. */
     int same = s->inferred_rows == rows && !s->inferred_values;
     for (int i = 0; i < n_inputs; i++) {
-        values[i] = slices[i]->device ? NULL : slices[i]; /* staged inputs: shapes only */
+        /* staged inputs: their host copies where there are (integers), else shapes only */
+        values[i] = slices[i]->device ? host_values[i] : slices[i];
         memset(&in_shapes[i], 0, sizeof in_shapes[i]);
         in_shapes[i].ndim = slices[i]->ndim;
         memcpy(in_shapes[i].dim, slices[i]->shape, sizeof in_shapes[i].dim);
@@ -598,6 +669,36 @@ gd_session_n_layers(const struct gd_session *s)
     return s->n_layers;
 }
 
+/* The offset of node ni's output `out` in its input 0 when it is a view (view.c), or -1. A
+ * Gather's index is read on the host: a weight's, or what the folds computed. */
+static int64_t
+view_offset(const struct gd_session *s, int ni, const struct gd_tensor *out)
+{
+    const struct gd_node *n = &s->g->nodes[ni];
+    if (s->views_off || n->n_inputs < 1 || n->inputs[0] < 0)
+        return -1;
+    const struct gd_tensor *index = NULL;
+    if (n->n_inputs > 1 && n->inputs[1] >= 0) {
+        int iv = n->inputs[1];
+        index = s->g->values[iv].constant != NULL ? s->g->values[iv].constant : s->folded[iv];
+    }
+    return gd__view_offset(n, &s->params[ni], &s->vals[n->inputs[0]], out, index);
+}
+
+/* Value v becomes a view of value in's data from byte `offset` (its header is set), holding
+ * the allocation in's data lies in, if the session owns one. */
+static void
+view_take(struct gd_session *s, int in, int v, int64_t offset)
+{
+    struct gd_tensor *t = &s->vals[v];
+    t->data = (char *)s->vals[in].data + offset;
+    t->device = s->vals[in].device;
+    t->owns_data = 0;
+    s->owner[v] = s->owner[in];
+    if (s->owner[v] >= 0)
+        s->holders[s->owner[v]]++;
+}
+
 static int
 run_nodes(struct gd_session *s, struct gd_err *err)
 {
@@ -610,6 +711,7 @@ run_nodes(struct gd_session *s, struct gd_err *err)
         int rc = 0;
         for (int i = 0; i < n->n_inputs; i++)
             call.in[i] = n->inputs[i] >= 0 ? &s->vals[n->inputs[i]] : NULL;
+        int is_view = 0;
         for (int k = 0; k < n->n_outputs && rc == 0; k++) {
             int v = n->outputs[k];
             struct gd_tensor *t = &s->vals[v];
@@ -617,15 +719,21 @@ run_nodes(struct gd_session *s, struct gd_err *err)
             t->dtype = gd__storage_dtype(s->be, g->values[v].dtype);
             t->ndim = s->shapes[v].ndim;
             memcpy(t->shape, s->shapes[v].dim, sizeof t->shape);
-            rc = s->be->alloc(s->ctx, t, err);
+            int64_t offset = k == 0 ? view_offset(s, ni, t) : -1;
+            if (offset >= 0) {
+                view_take(s, n->inputs[0], v, offset);
+                is_view = 1;
+            } else if ((rc = s->be->alloc(s->ctx, t, err)) == 0) {
+                own_value(s, v);
+            }
             call.out[k] = t;
         }
         double t0 = gd__now_us();
         if (rc == 0 && s->be->op_begin != NULL)
             rc = s->be->op_begin(s->ctx, ni, s->capture != NULL, err);
-        if (rc == 0) {
-            gd_op_fn fn = s->be->ops[n->op];
-            int native = s->be->half_native != NULL && s->be->half_native[n->op];
+        if (rc == 0 && !is_view) {
+            gd_op_fn fn = s->ops[n->op];
+            int native = s->half_native != NULL && s->half_native[n->op];
             rc = s->be->convert != NULL && !native && gd__call_has_half(&call)
                      ? gd__half_call(s->be, fn, &call, err)
                      : fn(&call, err);
@@ -704,24 +812,38 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
         int64_t rows = step > 0 && total - off > step ? step : total - off;
         s->batch_offset = off;
         struct gd_tensor slices[n_inputs > 0 ? n_inputs : 1];
+        struct gd_tensor host_slices[n_inputs > 0 ? n_inputs : 1];
         const struct gd_tensor *slice_of[n_inputs > 0 ? n_inputs : 1];
+        const struct gd_tensor *host_of[n_inputs > 0 ? n_inputs : 1];
         for (int i = 0; i < n_inputs; i++) {
+            const struct gd_tensor *h = s->resident && s->staged_host ? s->staged_host[i] : NULL;
             slices[i] = *inputs[i];
             slices[i].owns_data = 0;
+            if (h != NULL) {
+                host_slices[i] = *h;
+                host_slices[i].owns_data = 0;
+            }
             if (step > 0) {
                 size_t row_bytes = gd_tensor_nbytes(inputs[i]) / (size_t)inputs[i]->shape[0];
                 slices[i].shape[0] = rows;
                 slices[i].data = (char *)inputs[i]->data + (size_t)off * row_bytes;
+                if (h != NULL) {
+                    host_slices[i].shape[0] = rows;
+                    host_slices[i].data = (char *)h->data + (size_t)off * row_bytes;
+                }
             }
             slice_of[i] = &slices[i];
+            host_of[i] = h != NULL ? &host_slices[i] : NULL;
         }
-        rc = infer_for_rows(s, n_inputs, inputs, slice_of, rows, err);
+        rc = infer_for_rows(s, n_inputs, inputs, slice_of, host_of, rows, err);
         for (int i = 0; i < n_inputs && rc == 0; i++) {
             if (s->resident)
                 s->vals[g->inputs[i]] = slices[i]; /* a view of the staged input */
             else
                 rc = upload_input(s, &s->vals[g->inputs[i]], &slices[i],
                                   g->input_decls[i].dtype, err);
+            if (!s->resident && s->vals[g->inputs[i]].data != NULL)
+                own_value(s, g->inputs[i]);
             if (rc != 0)
                 gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);
         }
@@ -729,6 +851,8 @@ gd_session_run(struct gd_session *s, int n_inputs, const struct gd_tensor *const
         for (int v = 0; v < g->n_values && rc == 0; v++)
             if (s->folded[v] != NULL && g->values[v].last_use >= 0) {
                 rc = upload_value(s, &s->vals[v], s->folded[v], g->values[v].dtype, err);
+                if (s->vals[v].data != NULL)
+                    own_value(s, v);
                 if (rc != 0)
                     gd_err_prefix(err, "%s: ", g->values[v].name);
             }
@@ -752,6 +876,10 @@ staged_release(struct gd_session *s)
     for (int i = 0; i < s->n_staged; i++)
         if (s->staged[i].data != NULL)
             s->be->release(s->ctx, &s->staged[i]);
+    for (int i = 0; s->staged_host != NULL && i < s->g->n_inputs; i++)
+        gd_tensor_free(s->staged_host[i]);
+    free(s->staged_host);
+    s->staged_host = NULL;
     free(s->staged);
     s->staged = NULL;
     s->n_staged = 0;
@@ -779,10 +907,20 @@ gd_session_stage(struct gd_session *s, int n_inputs, const struct gd_tensor *con
     staged_release(s);
     s->stage_generation++;
     s->staged = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *s->staged);
-    if (s->staged == NULL)
+    s->staged_host = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *s->staged_host);
+    if (s->staged == NULL || s->staged_host == NULL) {
+        staged_release(s);
         return gd_err_set(err, GD_ENOMEM, "out of memory for the staged inputs");
+    }
     int rc = 0;
     for (int i = 0; i < n_inputs && rc == 0; i++) {
+        /* an integer input may feed the folds (a mask's arithmetic, a shape): they read it
+         * on the host, as in a run from host inputs */
+        if (!gd_dtype_is_float(inputs[i]->dtype) &&
+            (s->staged_host[i] = gd_tensor_dup(inputs[i], err)) == NULL) {
+            rc = err != NULL ? err->code : GD_ENOMEM;
+            break;
+        }
         rc = upload_input(s, &s->staged[i], inputs[i], g->input_decls[i].dtype, err);
         if (rc != 0)
             gd_err_prefix(err, "input %s: ", g->values[g->inputs[i]].name);

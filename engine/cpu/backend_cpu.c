@@ -44,7 +44,8 @@ CPU_FN(mem_alloc)(size_t n)
 static int
 cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd_err *err)
 {
-    /* gd_session_new() refused the knobs knobs.def does not list for this backend */
+    /* gd_session_new() refused the knobs knobs.def does not list for this backend (cpu64,
+     * the float64 reference, takes no emulation and no bitwise mode) */
     if (knobs->threads < 0 || knobs->threads > GD__POOL_MAX)
         return gd_err_set(err, GD_EINVAL, "threads must be 0 (one per core) to %d, not %d",
                           GD__POOL_MAX, knobs->threads);
@@ -62,6 +63,8 @@ cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd
     gd_env_set(env, "compute_dtype", "%s", gd_dtype_name(GD_CPU_DTYPE));
     gd_env_set(env, "cpu_simd", "%s", CPU_FN(simd_name)(c->simd));
     gd_env_set(env, "cpu_threads", "%d", c->threads);
+    if (gd_knobs_bitwise(knobs)) /* what cpu always is: recorded as asked */
+        gd_env_set(env, "repro", "bitwise");
     *ctx = c;
     return 0;
 }

@@ -17,17 +17,22 @@
 
 #include <math.h>
 
-/* R(exp) is exp in cpu64 and expf in cpu: the libm function of the build's precision. */
+/*
+ * R(exp) is the function of the build's precision: libm's exp in cpu64 (the float64
+ * reference), and engine/core/math_rules.h's gd__expf in cpu, the float32 functions stated
+ * bit for bit once for cpu and for cuda's --repro bitwise kernels.
+ */
 #if GD_CPU_F64
 typedef double real;
 #define CPU_FN(name) gd__cpu64_##name
 #define GD_CPU_DTYPE GD_F64
 #define R(fn) fn
 #else
+#include "../core/math_rules.h"
 typedef float real;
 #define CPU_FN(name) gd__cpu32_##name
 #define GD_CPU_DTYPE GD_F32
-#define R(fn) fn##f
+#define R(fn) gd__##fn##f
 #endif
 
 /*

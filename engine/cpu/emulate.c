@@ -32,7 +32,7 @@ CPU_FN(emulate_round)(const struct gd_op_call *c, unsigned op_class, const real 
     (void)c, (void)op_class, (void)src, (void)dst, (void)n;
     return 0;
 #else
-    if (c->knobs->emulate == GD_EMULATE_NONE || !(c->knobs->emulate_classes & op_class))
+    if (!gd_knobs_emulates(c->knobs, c->node ? c->node->name : NULL, op_class))
         return 0;
     switch (c->knobs->emulate) {
     case GD_EMULATE_TF32:
@@ -60,8 +60,7 @@ CPU_FN(emulated_input)(const struct gd_op_call *c, unsigned op_class, const stru
 {
     *data = t->data;
     *scratch = NULL;
-    if (GD_CPU_F64 || c->knobs->emulate == GD_EMULATE_NONE ||
-        !(c->knobs->emulate_classes & op_class))
+    if (GD_CPU_F64 || !gd_knobs_emulates(c->knobs, c->node ? c->node->name : NULL, op_class))
         return 0;
     int64_t n = gd_tensor_numel(t);
     real *copy = malloc((size_t)(n ? n : 1) * sizeof *copy);

@@ -1,8 +1,8 @@
 /*
  * op_act.c: the pointwise unary ops on the CPU. Each is one scalar function of the build's
- * precision (libm's float functions for `cpu`, double ones for `cpu64`), applied to every
- * element. Formulas are chosen for accuracy where the textbook one loses it: expm1 for Elu
- * and Selu, a split Softplus and Sigmoid that never overflow.
+ * precision (engine/core/math_rules.h's float functions for `cpu`, libm's double ones for
+ * `cpu64`), applied to every element; the formulas are engine/core/act_rules.h's, which the
+ * cuda backend's --repro bitwise kernels share.
  *
  * Each entry point passes its function to unary() as a constant, so the compiler inlines it
  * into that op's own loop (no call per element) and vectorizes the loop where the function
@@ -11,6 +11,7 @@
  */
 #include "../core/elt_rules.h"
 #include "cpu.h"
+#include "../core/act_rules.h"
 
 typedef real (*unary_fn)(real x, const struct gd_params *p);
 
@@ -46,35 +47,31 @@ unary(struct gd_op_call *c, unary_fn fn, gd__task_fn task)
 static real
 relu(real x, const struct gd_params *p)
 {
-    /* x for x > 0 and for NaN, +0 otherwise (-0 included); as one comparison it vectorizes */
-    return !(x <= 0) ? x : 0;
+    return gd__act_relu(x);
 }
 
 static real
 leaky_relu(real x, const struct gd_params *p)
 {
-    return x >= 0 ? x : (real)p->alpha * x;
+    return gd__act_leaky_relu(x, (real)p->alpha);
 }
 
 static real
 elu(real x, const struct gd_params *p)
 {
-    return x > 0 ? x : (real)p->alpha * R(expm1)(x);
+    return gd__act_elu(x, (real)p->alpha);
 }
 
 static real
 selu(real x, const struct gd_params *p)
 {
-    return (real)p->gamma * (x > 0 ? x : (real)p->alpha * R(expm1)(x));
+    return gd__act_selu(x, (real)p->alpha, (real)p->gamma);
 }
 
 static real
 sigmoid(real x, const struct gd_params *p)
 {
-    if (x >= 0)
-        return 1 / (1 + R(exp)(-x));
-    real e = R(exp)(x);
-    return e / (1 + e);
+    return gd__act_sigmoid(x);
 }
 
 static real
@@ -86,47 +83,25 @@ tanh_(real x, const struct gd_params *p)
 static real
 softplus(real x, const struct gd_params *p)
 {
-    /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|) */
-    return (x > 0 ? x : 0) + R(log1p)(R(exp)(-R(fabs)(x)));
+    return gd__act_softplus(x);
 }
 
 static real
 hard_sigmoid(real x, const struct gd_params *p)
 {
-    real v = (real)p->alpha * x + (real)p->beta;
-    return v < 0 ? 0 : (v > 1 ? 1 : v);
+    return gd__act_hard_sigmoid(x, (real)p->alpha, (real)p->beta);
 }
 
 static real
 hard_swish(real x, const struct gd_params *p)
 {
-    /*
-     * ONNX: x * max(0, min(1, x/6 + 1/2)), computed as x * max(0, min(6, x + 3)) / 6: near
-     * the kink at x = -3, x/6 + 1/2 cancels and keeps the rounding error of x/6 whole, while
-     * x + 3 is exact there (Sterbenz), so the result stays within a few ulps.
-     */
-    real v = x + 3;
-    return x * (v < 0 ? 0 : (v > 6 ? 6 : v)) / 6;
+    return gd__act_hard_swish(x);
 }
 
 static real
 gelu(real x, const struct gd_params *p)
 {
-    if (p->gelu_tanh) {
-        /*
-         * 0.5 x (1 + tanh(w)) = x sigmoid(2w), w = sqrt(2/pi) (x + 0.044715 x^3): as
-         * 1 + tanh(w) the error of tanh (ulps of 1) is relative to a sum that vanishes as
-         * x -> -inf; the sigmoid form, split on the sign as in sigmoid(), keeps it relative.
-         */
-        const real k = (real)0.7978845608028654; /* sqrt(2/pi) */
-        real w2 = 2 * (k * (x + (real)0.044715 * x * x * x));
-        if (w2 >= 0)
-            return x / (1 + R(exp)(-w2));
-        real e = R(exp)(w2);
-        return x * e / (1 + e);
-    }
-    /* 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2), which does not cancel for x < 0 */
-    return (real)0.5 * x * R(erfc)(-(x * (real)0.7071067811865476));
+    return gd__act_gelu(x, p->gelu_tanh);
 }
 
 static real
@@ -150,7 +125,7 @@ round_(real x, const struct gd_params *p)
 static real
 sign(real x, const struct gd_params *p)
 {
-    return x > 0 ? 1 : (x < 0 ? -1 : x); /* keeps 0, -0 and NaN */
+    return gd__act_sign(x);
 }
 
 static real
@@ -186,12 +161,7 @@ log_(real x, const struct gd_params *p)
 static real
 clip(real x, const struct gd_params *p)
 {
-    real lo = (real)p->clip_min, hi = (real)p->clip_max;
-    if (x < lo)
-        x = lo;
-    if (x > hi)
-        x = hi;
-    return x;
+    return gd__act_clip(x, (real)p->clip_min, (real)p->clip_max);
 }
 
 static real
@@ -206,108 +176,52 @@ reciprocal(real x, const struct gd_params *p)
     return 1 / x;
 }
 
-/* x / (1 + |x|), two roundings; +-inf give inf / inf = NaN, as ONNX's reference and PyTorch
- * compute the formula. */
 static real
 softsign(real x, const struct gd_params *p)
 {
-    return x / (1 + R(fabs)(x));
+    return gd__act_softsign(x);
 }
 
 static real
 thresholded_relu(real x, const struct gd_params *p)
 {
-    return x > (real)p->alpha ? x : 0; /* NaN gives 0, as ONNX's where(x > alpha, x, 0) */
+    return gd__act_thresholded_relu(x, (real)p->alpha);
 }
 
-static real
-sin_(real x, const struct gd_params *p)
-{
-    return R(sin)(x);
-}
+/* One libm call (cpu64) or math_rules.h function (cpu) each. */
+#define LIB_UNARY(name)                                     \
+    static real name##_(real x, const struct gd_params *p) \
+    {                                                       \
+        return R(name)(x);                                  \
+    }
+LIB_UNARY(sin)
+LIB_UNARY(cos)
+LIB_UNARY(tan)
+LIB_UNARY(asin)
+LIB_UNARY(acos)
+LIB_UNARY(atan)
+LIB_UNARY(sinh)
+LIB_UNARY(cosh)
+LIB_UNARY(asinh)
+LIB_UNARY(acosh)
+LIB_UNARY(atanh)
 
-static real
-cos_(real x, const struct gd_params *p)
-{
-    return R(cos)(x);
-}
-
-static real
-tan_(real x, const struct gd_params *p)
-{
-    return R(tan)(x);
-}
-
-static real
-asin_(real x, const struct gd_params *p)
-{
-    return R(asin)(x);
-}
-
-static real
-acos_(real x, const struct gd_params *p)
-{
-    return R(acos)(x);
-}
-
-static real
-atan_(real x, const struct gd_params *p)
-{
-    return R(atan)(x);
-}
-
-static real
-sinh_(real x, const struct gd_params *p)
-{
-    return R(sinh)(x);
-}
-
-static real
-cosh_(real x, const struct gd_params *p)
-{
-    return R(cosh)(x);
-}
-
-static real
-asinh_(real x, const struct gd_params *p)
-{
-    return R(asinh)(x);
-}
-
-static real
-acosh_(real x, const struct gd_params *p)
-{
-    return R(acosh)(x);
-}
-
-static real
-atanh_(real x, const struct gd_params *p)
-{
-    return R(atanh)(x);
-}
-
-/* max(0, x) + min(0, alpha (exp(x / alpha) - 1)), with expm1 for x <= 0 (no cancellation) */
 static real
 celu(real x, const struct gd_params *p)
 {
-    real a = (real)p->alpha;
-    return x > 0 ? x : a * R(expm1)(x / a);
+    return gd__act_celu(x, (real)p->alpha);
 }
 
-/* x + bias below -lambd, x - bias above lambd, 0 between (and for NaN, as ONNX's where()s) */
 static real
 shrink(real x, const struct gd_params *p)
 {
-    real lambd = (real)p->lambd, bias = (real)p->bias;
-    return x < -lambd ? x + bias : (x > lambd ? x - bias : 0);
+    return gd__act_shrink(x, (real)p->lambd, (real)p->bias);
 }
 
-/* x tanh(softplus(x)), softplus in the accurate form above; -inf gives -inf * 0 = NaN, as the
- * formula does in ONNX's reference and PyTorch */
 static real
 mish(real x, const struct gd_params *p)
 {
-    return x * R(tanh)(softplus(x, p));
+    return gd__act_mish(x);
 }
 
 #define UNARY_ENTRY(op, f)                                          \

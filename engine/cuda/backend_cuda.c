@@ -103,6 +103,16 @@ check_knobs(const struct gd_knobs *k, struct gd_err *err)
     if (k->reduced_reduction < -1 || k->reduced_reduction > 1)
         return gd_err_set(err, GD_EINVAL, "reduced_reduction is 0, 1 or -1 (unset), not %d",
                           k->reduced_reduction);
+    if (gd_knobs_bitwise(k)) {
+        /* bitwise mode runs no cuDNN convolution and no cuBLASLt product: their knobs would
+         * be ignored, so they are refused */
+        if (k->conv_algo[0] != '\0' || k->conv_pins[0] != '\0' || k->conv_api[0] != '\0')
+            return gd_err_set(err, GD_EINVAL, "--repro bitwise runs gpudiff's own convolutions: "
+                              "--conv-algo, --conv-api and conv pins do not apply");
+        if (k->tf32 == 1 || k->reduced_reduction == 1)
+            return gd_err_set(err, GD_EINVAL, "--repro bitwise computes in float32 in cpu's "
+                              "order: TF32 and reduced-precision reductions do not apply");
+    }
     return 0;
 }
 
@@ -169,6 +179,11 @@ fill_env(struct gd__cuda_ctx *ctx, struct gd_env *env, struct gd_err *err)
     gd_env_set(env, "reduced_reduction", "%s", ctx->reduced_reduction ? "on" : "off");
     if (ctx->knobs.conv_pins[0] != '\0')
         gd_env_set(env, "conv_pins", "%s", ctx->knobs.conv_pins);
+    gd_env_set(env, "repro", "%s", ctx->repro_bitwise ? "bitwise" : "off");
+    if (ctx->repro_grid > 0)
+        gd_env_set(env, "repro_grid", "%d", ctx->repro_grid);
+    if (ctx->repro_naive)
+        gd_env_set(env, "repro_gemm", "naive");
 done:
     return rc;
 }
@@ -214,11 +229,18 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
                              (knobs->reduced_reduction < 0 &&
                               strcmp(knobs->math_mode, "pedantic") != 0);
     ctx->graph_api = strcmp(knobs->conv_api, "legacy") != 0;
+    ctx->repro_bitwise = gd_knobs_bitwise(knobs);
+    const char *grid = getenv("GPUDIFF_REPRO_GRID");
+    ctx->repro_grid = grid != NULL && atoi(grid) > 0 ? atoi(grid) : 0;
+    const char *gemm = getenv("GPUDIFF_REPRO_GEMM");
+    ctx->repro_naive = gemm != NULL && strcmp(gemm, "naive") == 0;
     ctx->workspace_limit = knobs->workspace_limit >= 0 ? (size_t)knobs->workspace_limit : SIZE_MAX;
     const char *sync = getenv("GPUDIFF_CUDA_SYNC");
     ctx->sync_each_op = sync != NULL && strcmp(sync, "1") == 0;
     const char *graphs = getenv("GPUDIFF_CUDA_GRAPHS");
     ctx->graphs_off = ctx->sync_each_op || (graphs != NULL && strcmp(graphs, "0") == 0);
+    const char *staged = getenv("GPUDIFF_CUDA_STAGED_UPLOAD");
+    ctx->stage_off = staged != NULL && strcmp(staged, "0") == 0;
     const char *dev = getenv("GPUDIFF_CUDA_DEVICE");
     ctx->device = dev != NULL ? atoi(dev) : 0;
     if (ctx->device < 0 || ctx->device >= count) {
@@ -241,9 +263,11 @@ cuda_open(const struct gd_knobs *knobs, struct gd_env *env, void **out, struct g
     }
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
     GD_CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
-    GD_CUDA_TRY(cudnnCreate(&ctx->cudnn));
-    GD_CUDA_TRY(cudnnSetStream(ctx->cudnn, ctx->compute));
-    GD_CUDA_TRY(cublasLtCreate(&ctx->lt));
+    if (!ctx->repro_bitwise) { /* bitwise mode calls neither library */
+        GD_CUDA_TRY(cudnnCreate(&ctx->cudnn));
+        GD_CUDA_TRY(cudnnSetStream(ctx->cudnn, ctx->compute));
+        GD_CUDA_TRY(cublasLtCreate(&ctx->lt));
+    }
     rc = fill_env(ctx, env, err);
     if (ctx->knobs.workspace_limit >= 0)
         gd_env_set(env, "workspace_limit", "%lld", (long long)ctx->knobs.workspace_limit);
@@ -309,6 +333,11 @@ cuda_close(void *vctx)
     gd__cuda_fp_free(ctx);
     if (ctx->ring)
         cudaFreeHost(ctx->ring);
+    for (int i = 0; ctx->stage != NULL && i < GD__CUDA_STAGE_SLOTS; i++)
+        if (ctx->stage_done[i])
+            cudaEventDestroy(ctx->stage_done[i]);
+    if (ctx->stage)
+        cudaFreeHost(ctx->stage);
     if (ctx->lt)
         cublasLtDestroy(ctx->lt);
     if (ctx->cudnn)
@@ -445,6 +474,44 @@ cuda_release(void *vctx, struct gd_tensor *t)
     t->data = NULL;
 }
 
+/*
+ * Uploads of STAGE_MIN bytes or more go through pinned memory of the context's own, in
+ * slots of STAGE_SLOT bytes: the host copies a piece into a free slot while the DMA engine
+ * moves the piece before, at the link's pinned speed, and returns once the last piece is
+ * queued (the caller's memory is read by then, so it may free it). A pageable copy makes
+ * the driver stage the bytes the same way, but in its own steps and with a
+ * synchronization at the end; here the first node can be queued while the last piece moves.
+ */
+#define STAGE_MIN ((size_t)256 << 10)
+#define STAGE_SLOT ((size_t)1 << 20)
+
+static int
+staged_upload(struct gd__cuda_ctx *ctx, void *dst, const void *src, size_t n,
+              struct gd_err *err)
+{
+    int rc = 0;
+    if (ctx->stage == NULL) {
+        GD_CUDA_TRY(cudaHostAlloc(&ctx->stage, STAGE_SLOT * GD__CUDA_STAGE_SLOTS,
+                                  cudaHostAllocDefault));
+        for (int i = 0; i < GD__CUDA_STAGE_SLOTS; i++)
+            GD_CUDA_TRY(cudaEventCreateWithFlags(&ctx->stage_done[i], cudaEventDisableTiming));
+    }
+    for (size_t off = 0; off < n; off += STAGE_SLOT) {
+        size_t len = n - off < STAGE_SLOT ? n - off : STAGE_SLOT;
+        int slot = ctx->stage_next;
+        char *buf = (char *)ctx->stage + (size_t)slot * STAGE_SLOT;
+        ctx->stage_next = (slot + 1) % GD__CUDA_STAGE_SLOTS;
+        /* the slot's previous piece has left it (an event never recorded is complete) */
+        GD_CUDA_TRY(cudaEventSynchronize(ctx->stage_done[slot]));
+        memcpy(buf, (const char *)src + off, len);
+        GD_CUDA_TRY(cudaMemcpyAsync((char *)dst + off, buf, len, cudaMemcpyHostToDevice,
+                                    ctx->compute));
+        GD_CUDA_TRY(cudaEventRecord(ctx->stage_done[slot], ctx->compute));
+    }
+done:
+    return rc;
+}
+
 static int
 cuda_upload(void *vctx, struct gd_tensor *dst, const struct gd_tensor *src, struct gd_err *err)
 {
@@ -471,6 +538,8 @@ cuda_upload(void *vctx, struct gd_tensor *dst, const struct gd_tensor *src, stru
         GD_CUDA_TRY(cudaMemcpyAsync(dst->data, pinned, n, cudaMemcpyHostToDevice, ctx->compute));
         return 0;
     }
+    if (gd_tensor_nbytes(src) >= STAGE_MIN && !ctx->stage_off)
+        return staged_upload(ctx, dst->data, src->data, gd_tensor_nbytes(src), err);
     GD_CUDA_TRY(cudaMemcpyAsync(dst->data, src->data, gd_tensor_nbytes(src),
                                 cudaMemcpyHostToDevice, ctx->compute));
     /* The source is pageable host memory the caller may free at once. */
@@ -605,33 +674,44 @@ drain(struct gd__cuda_ctx *ctx, struct gd_err *err)
     return rc;
 }
 
+/* The pinned ring of a run that captures fingerprints only: each layer's slot is the
+ * kernels' raw result (about 17 KiB), so 16 MiB keeps some 900 layers in flight. */
+#define FP_RING_BYTES ((size_t)16 << 20)
+
 /* Space for n bytes in the pinned ring, delivering older copies to make room; *len gets the
- * rounded length. The ring starts at knobs.host_memory (whose pieces always fit), else at
- * 1 GiB or GPUDIFF_CUDA_PINNED_MB, and without a limit grows (after a full drain) when one
- * layer is larger than it. */
+ * rounded length. For tensors (`tensors`) the ring starts at knobs.host_memory (whose
+ * pieces always fit), else at 1 GiB or GPUDIFF_CUDA_PINNED_MB; for fingerprints only at
+ * FP_RING_BYTES, and it is made again at the tensors' size when a layer's tensor is asked
+ * for later. Without a limit it grows (after a full drain) when one layer is larger than it. */
 static int
-ring_reserve(struct gd__cuda_ctx *ctx, size_t n, size_t *off, size_t *len, struct gd_err *err)
+ring_reserve(struct gd__cuda_ctx *ctx, size_t n, int tensors, size_t *off, size_t *len,
+             struct gd_err *err)
 {
     int rc = 0;
     size_t align = 256;
     n = (n + align - 1) / align * align;
-    if (n > ctx->ring_size) {
+    if (n > ctx->ring_size || (tensors && !ctx->ring_tensors)) {
         rc = drain(ctx, err);
         if (rc < 0)
             return rc;
         if (ctx->ring)
             GD_CUDA_TRY(cudaFreeHost(ctx->ring));
         ctx->ring = NULL;
-        size_t size = (size_t)1 << 30;
-        const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
-        if (mb != NULL && atol(mb) > 0)
-            size = (size_t)atol(mb) << 20;
-        if (ctx->knobs.host_memory > 0)
-            size = ((size_t)ctx->knobs.host_memory + align - 1) / align * align;
+        ctx->ring_size = 0;
+        size_t size = FP_RING_BYTES;
+        if (tensors) {
+            const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
+            size = (size_t)1 << 30;
+            if (mb != NULL && atol(mb) > 0)
+                size = (size_t)atol(mb) << 20;
+            if (ctx->knobs.host_memory > 0)
+                size = ((size_t)ctx->knobs.host_memory + align - 1) / align * align;
+        }
         while (size < n)
             size *= 2;
         GD_CUDA_TRY(cudaHostAlloc((void **)&ctx->ring, size, cudaHostAllocDefault));
         ctx->ring_size = size;
+        ctx->ring_tensors = ctx->ring_tensors || tensors;
         ctx->ring_head = 0;
         ctx->ring_used = 0;
     }
@@ -702,7 +782,7 @@ capture_piece(struct gd__cuda_ctx *ctx, const struct gd_tensor *t,
         ctx->pending_first = 0;
     }
     size_t off = 0, len = 0;
-    rc = ring_reserve(ctx, slot_bytes, &off, &len, err);
+    rc = ring_reserve(ctx, slot_bytes, req->want_tensor, &off, &len, err);
     if (rc < 0)
         return rc;
     struct gd__cuda_pending *p =
@@ -951,6 +1031,8 @@ done:
 
 /* ---- the op table: NULL where the backend has no such op ---- */
 
+extern const struct gd__backend gd__backend_cuda;
+
 /* ops.def's CUDA column picks the entry: gd__cuda_<fn> where it is 1, NULL where it is 0. */
 #define GD__CUDA_ENTRY_1(fn) gd__cuda_##fn
 #define GD__CUDA_ENTRY_0(fn) NULL
@@ -962,6 +1044,12 @@ static const gd_op_fn cuda_ops[GD_OP_COUNT] = {
 #include "../core/ops.def"
 #undef GD_OP
 };
+
+int
+gd__cuda_half_fallback(struct gd_op_call *c, struct gd_err *err)
+{
+    return gd__half_call(&gd__backend_cuda, cuda_ops[c->node->op], c, err);
+}
 
 static int
 cuda_memory(void *vctx, struct gd_memory *out, struct gd_err *err)
@@ -982,8 +1070,13 @@ done:
 
 /*
  * The ops that take float16 and bfloat16 tensors themselves: the data movement kernels (they
- * copy by element size, any dtype), and those written for half storage (the GEMMs through
- * cuBLASLt with half operands). The others run through engine/core/half_call.c.
+ * copy by element size, any dtype), the GEMMs (cuBLASLt with half operands), and the kernels
+ * templated on the storage type (half.cuh: each element loaded as float32, the float32
+ * arithmetic, one rounding on the store, which is what float32 copies gave, so the same
+ * bits): the unary and binary element-wise ops, the comparisons, the normalizations of
+ * op_norm.cu's tree, Softmax and LogSoftmax (the warp kernel along the last axis). An entry
+ * sends the cases its kernels do not take through gd__cuda_half_fallback(). The others run
+ * through engine/core/half_call.c.
  */
 static const unsigned char cuda_half_native[GD_OP_COUNT] = {
     [GD_OP_RESHAPE] = 1, [GD_OP_FLATTEN] = 1, [GD_OP_SQUEEZE] = 1, [GD_OP_UNSQUEEZE] = 1,
@@ -992,6 +1085,24 @@ static const unsigned char cuda_half_native[GD_OP_COUNT] = {
     [GD_OP_SPACE_TO_DEPTH] = 1, [GD_OP_GATHER] = 1, [GD_OP_GATHER_ELEMENTS] = 1,
     [GD_OP_GATHER_ND] = 1, [GD_OP_WHERE] = 1, [GD_OP_TRILU] = 1,
     [GD_OP_GEMM] = 1, [GD_OP_MATMUL] = 1,
+    /* op_act.cu */
+    [GD_OP_RELU] = 1, [GD_OP_LEAKY_RELU] = 1, [GD_OP_ELU] = 1, [GD_OP_SELU] = 1,
+    [GD_OP_SIGMOID] = 1, [GD_OP_TANH] = 1, [GD_OP_SOFTPLUS] = 1, [GD_OP_HARD_SIGMOID] = 1,
+    [GD_OP_HARD_SWISH] = 1, [GD_OP_GELU] = 1, [GD_OP_FLOOR] = 1, [GD_OP_CEIL] = 1,
+    [GD_OP_ROUND] = 1, [GD_OP_SIGN] = 1, [GD_OP_ABS] = 1, [GD_OP_NEG] = 1, [GD_OP_SQRT] = 1,
+    [GD_OP_EXP] = 1, [GD_OP_LOG] = 1, [GD_OP_CLIP] = 1, [GD_OP_ERF] = 1,
+    [GD_OP_RECIPROCAL] = 1, [GD_OP_SOFTSIGN] = 1, [GD_OP_THRESHOLDED_RELU] = 1,
+    [GD_OP_SIN] = 1, [GD_OP_COS] = 1, [GD_OP_TAN] = 1, [GD_OP_ASIN] = 1, [GD_OP_ACOS] = 1,
+    [GD_OP_ATAN] = 1, [GD_OP_SINH] = 1, [GD_OP_COSH] = 1, [GD_OP_ASINH] = 1,
+    [GD_OP_ACOSH] = 1, [GD_OP_ATANH] = 1, [GD_OP_CELU] = 1, [GD_OP_SHRINK] = 1,
+    [GD_OP_MISH] = 1,
+    /* op_eltwise.cu */
+    [GD_OP_ADD] = 1, [GD_OP_SUB] = 1, [GD_OP_MUL] = 1, [GD_OP_DIV] = 1, [GD_OP_MOD] = 1,
+    [GD_OP_POW] = 1, [GD_OP_PRELU] = 1, [GD_OP_GREATER] = 1, [GD_OP_LESS] = 1,
+    [GD_OP_EQUAL] = 1, [GD_OP_GREATER_OR_EQUAL] = 1, [GD_OP_LESS_OR_EQUAL] = 1,
+    /* op_norm.cu, op_reduce.cu */
+    [GD_OP_LAYER_NORM] = 1, [GD_OP_INSTANCE_NORM] = 1, [GD_OP_GROUP_NORM] = 1,
+    [GD_OP_MEAN_VARIANCE_NORM] = 1, [GD_OP_SOFTMAX] = 1, [GD_OP_LOG_SOFTMAX] = 1,
 };
 
 const struct gd__backend gd__backend_cuda = {
@@ -1017,4 +1128,5 @@ const struct gd__backend gd__backend_cuda = {
     .memory = cuda_memory,
     .forward_begin = cuda_forward_begin,
     .forward_end = cuda_forward_end,
+    .tables = gd__cuda_repro_tables,
 };

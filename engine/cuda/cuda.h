@@ -36,6 +36,9 @@ struct gd__conv_geom {
 
 struct gd__conv_plan; /* conv_graph.c: an execution plan and what it was chosen from */
 
+/* Pinned slots of the staged uploads (backend_cuda.c). */
+#define GD__CUDA_STAGE_SLOTS 8
+
 /* Per node, what the backend keeps between runs: descriptors and the algorithm chosen for
  * the shapes it last saw. Made on the node's first run, destroyed at close. */
 struct gd__cuda_node {
@@ -93,6 +96,7 @@ struct gd__cuda_ctx {
     /* capture: a ring of pinned host memory and a FIFO of copies in flight */
     unsigned char *ring;
     size_t ring_size, ring_head, ring_used;
+    int ring_tensors;               /* the ring was made for tensors, not fingerprints only */
     struct gd__cuda_pending *pending;
     int pending_cap, pending_first, pending_n;
     cudaEvent_t *event_pool;
@@ -112,7 +116,21 @@ struct gd__cuda_ctx {
     struct gd__conv_plan **plans;   /* graph API: plans by geometry, shared by the nodes */
     int n_plans, plans_cap;
     struct gd__cuda_fp *fp;         /* fp: fingerprint buffers (capture_fp.c); NULL until used */
+    /* uploads through pinned slots (backend_cuda.c, staged_upload); NULL until the first */
+    void *stage;
+    cudaEvent_t stage_done[GD__CUDA_STAGE_SLOTS]; /* each slot's last copy */
+    int stage_next;
+    int stage_off;                  /* GPUDIFF_CUDA_STAGED_UPLOAD=0: pageable copies */
+    /* --repro bitwise (repro_table.c, repro_*.cu) */
+    int repro_bitwise;              /* knobs.repro is bitwise: the session runs repro_ops */
+    int repro_grid;                 /* GPUDIFF_REPRO_GRID: most blocks a repro launch uses; 0 any */
+    int repro_naive;                /* GPUDIFF_REPRO_GEMM=naive: products one thread per element */
 };
+
+/* The tables of a session with these knobs (struct gd__backend's tables): the bitwise ones
+ * for --repro bitwise (repro_table.c), else as given. */
+void gd__cuda_repro_tables(const struct gd_knobs *knobs, const gd_op_fn **ops,
+                           const unsigned char **half_native);
 
 /* ---- fp: fingerprints of captured layers, computed on the copy stream (capture_fp.c) ---- */
 
@@ -229,6 +247,14 @@ void gd__cuda_scratch_free(struct gd__cuda_ctx *ctx, void *p);
  * backend's struct gd__backend convert. */
 int gd__cuda_convert(void *ctx, struct gd_tensor *dst, const struct gd_tensor *src,
                      struct gd_err *err);
+
+/*
+ * Runs call c with this backend's entry for its op on float32 copies of its half tensors
+ * (engine/core/half_call.c): what an entry that takes half tensors itself (half_native in
+ * backend_cuda.c) does with the cases its kernels do not cover (float inputs of two dtypes,
+ * an axis the kernel does not walk). The entry then sees float32 tensors only.
+ */
+int gd__cuda_half_fallback(struct gd_op_call *c, struct gd_err *err);
 
 /* Entry points, one per op (NULL in the table where the backend lacks one). */
 #define GD_OP(e, fn, name, family, min_in, max_in, red, ulps, disc, ill, cuda) \

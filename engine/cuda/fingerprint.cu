@@ -12,6 +12,8 @@
  * Integer counts and keys go through atomics (their totals do not depend on the order);
  * every floating-point sum follows the tree, so the result is the CPU's to the bit.
  */
+#include <cuda_fp16.h>
+
 #include "../core/fp_rules.h"
 #include "cuda.h"
 #include "fingerprint.h"
@@ -156,7 +158,10 @@ acc_block(fp_acc &a, const uint32_t m[16], int valid, unsigned *hist)
             if (2 * i >= valid)
                 continue;
             uint16_t h = (uint16_t)(m[i / 2] >> (16 * (i & 1)));
-            acc_bits32(a, KIND == GD__FP_F16 ? gd__fp_f16_bits32(h) : gd__fp_bf16_bits32(h),
+            /* the hardware's float16 widening: exact, the bits of gd__fp_f16_bits32 for every
+             * number (a NaN may lose its payload, but is counted as a NaN either way) */
+            acc_bits32(a, KIND == GD__FP_F16 ? __float_as_uint(__half2float(__ushort_as_half(h)))
+                                             : gd__fp_bf16_bits32(h),
                        hist);
         }
     } else if (KIND == GD__FP_F64) {

@@ -50,6 +50,21 @@ gd__st(__nv_bfloat16 *p, int64_t i, float v)
     p[i] = __float2bfloat16_rn(v);
 }
 
+/* Bool outputs (comparisons): a byte, 0 or 1. */
+static __device__ __forceinline__ void
+gd__st(uint8_t *p, int64_t i, uint8_t v)
+{
+    p[i] = v;
+}
+
+/* 16 bytes of elements of T (4 float32, 8 float16 or bfloat16) that move as one load or
+ * store where the address is 16-byte aligned. */
+template <class T>
+struct __align__(16) gd__vec16 {
+    T e[16 / sizeof(T)];
+};
+#define GD_VEC16_LEN(T) ((int)(16 / sizeof(T)))
+
 /* 1 for the dtypes a templated kernel stores: float32, float16, bfloat16. */
 static inline int
 gd__cuda_stored_float(enum gd_dtype dt)

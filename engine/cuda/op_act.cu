@@ -1,8 +1,11 @@
 /* op_act.cu: the pointwise unary ops on the GPU: one grid-stride kernel over a functor per op,
- * with the formulas of engine/cpu/op_act.c in CUDA's accurate float math. */
+ * with the formulas of engine/cpu/op_act.c in CUDA's accurate float math, on float32,
+ * float16 or bfloat16 storage (half.cuh: load as float32, compute, round once on the store,
+ * which is what engine/core/half_call.c's float32 copies gave, without them). */
 #include <stdint.h>
 
 #include "../core/elt_rules.h"
+#include "half.cuh"
 #include "kernels.cuh"
 
 /*
@@ -16,51 +19,65 @@
 
 /*
  * y[i] = f(x[i]) for i < n. When both pointers are 16-byte aligned (device allocations are)
- * the body of the array moves as float4 and the last n % 4 elements one by one; the values
- * and the order of operations per element are the same either way.
+ * the body of the array moves in 16-byte vectors (4 float32 or 8 half values) and the last
+ * elements one by one; the values and the order of operations per element are the same
+ * either way.
  */
-template <class F>
+template <class T, class F>
 static __global__ void
-unary_kernel(const float *x, float *y, int64_t n, int vec4, F f)
+unary_kernel(const T *x, T *y, int64_t n, int vec, F f)
 {
+    const int V = GD_VEC16_LEN(T);
     int64_t step = (int64_t)gridDim.x * blockDim.x;
     int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     int64_t head = 0;
-    if (vec4) {
-        int64_t n4 = n / 4;
-        const float4 *x4 = (const float4 *)x;
-        float4 *y4 = (float4 *)y;
-        for (int64_t i = first; i < n4; i += step) {
-            float4 v = x4[i];
-            v.x = f(v.x);
-            v.y = f(v.y);
-            v.z = f(v.z);
-            v.w = f(v.w);
-            y4[i] = v;
+    if (vec) {
+        int64_t nv = n / V;
+        const gd__vec16<T> *xv = (const gd__vec16<T> *)x;
+        gd__vec16<T> *yv = (gd__vec16<T> *)y;
+        for (int64_t i = first; i < nv; i += step) {
+            gd__vec16<T> v = xv[i];
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                gd__st(v.e, k, f(gd__ld(v.e, k)));
+            yv[i] = v;
         }
-        head = n4 * 4;
+        head = nv * V;
     }
     for (int64_t i = head + first; i < n; i += step)
-        y[i] = f(x[i]);
+        gd__st(y, i, f(gd__ld(x, i)));
 }
 
+template <class T, class F>
+static int
+unary_typed(struct gd_op_call *c, F f, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    const T *x = (const T *)c->in[0]->data;
+    T *y = (T *)c->out[0]->data;
+    int64_t n = gd_tensor_numel(c->out[0]);
+    int vec = ((uintptr_t)x % 16 == 0) && ((uintptr_t)y % 16 == 0);
+    const int V = GD_VEC16_LEN(T);
+    int rc = 0;
+    if (n == 0)
+        return 0;
+    unary_kernel<<<gd__cuda_blocks(vec ? (n + V - 1) / V : n), GD_CUDA_THREADS, 0,
+                   ctx->compute>>>(x, y, n, vec, f);
+    GD_CUDA_CHECK_LAUNCH();
+done:
+    return rc;
+}
+
+/* A float op on float32, float16 or bfloat16 storage, input and output of one dtype. */
 template <class F>
 static int
 unary_launch(struct gd_op_call *c, F f, struct gd_err *err)
 {
-    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
-    const float *x = (const float *)c->in[0]->data;
-    float *y = (float *)c->out[0]->data;
-    int64_t n = gd_tensor_numel(c->out[0]);
-    int vec4 = ((uintptr_t)x % 16 == 0) && ((uintptr_t)y % 16 == 0);
-    int rc = 0;
-    if (n == 0)
-        return 0;
-    unary_kernel<<<gd__cuda_blocks(vec4 ? (n + 3) / 4 : n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-        x, y, n, vec4, f);
-    GD_CUDA_CHECK_LAUNCH();
-done:
-    return rc;
+    enum gd_dtype dt = c->in[0]->dtype;
+    if (!gd__cuda_stored_float(dt) || c->out[0]->dtype != dt)
+        return gd_err_set(err, GD_EDTYPE, "%s of %s into %s on cuda", gd_op_name(c->node->op),
+                          gd_dtype_name(dt), gd_dtype_name(c->out[0]->dtype));
+    return GD_CUDA_FLOAT_CASES(dt, unary_typed<T>(c, f, err));
 }
 
 /* ---- the functions: the CPU's, step for step ---- */
@@ -495,7 +512,7 @@ gd__cuda_round(struct gd_op_call *c, struct gd_err *err)
 extern "C" int
 gd__cuda_sign(struct gd_op_call *c, struct gd_err *err)
 {
-    if (c->in[0]->dtype != GD_F32)
+    if (!gd__cuda_stored_float(c->in[0]->dtype))
         return int_unary_launch(c, IU_SIGN, err);
     return unary_launch(c, f_sign{}, err);
 }
@@ -503,7 +520,7 @@ gd__cuda_sign(struct gd_op_call *c, struct gd_err *err)
 extern "C" int
 gd__cuda_abs(struct gd_op_call *c, struct gd_err *err)
 {
-    if (c->in[0]->dtype != GD_F32)
+    if (!gd__cuda_stored_float(c->in[0]->dtype))
         return int_unary_launch(c, IU_ABS, err);
     return unary_launch(c, f_abs{}, err);
 }
@@ -511,7 +528,7 @@ gd__cuda_abs(struct gd_op_call *c, struct gd_err *err)
 extern "C" int
 gd__cuda_neg(struct gd_op_call *c, struct gd_err *err)
 {
-    if (c->in[0]->dtype != GD_F32)
+    if (!gd__cuda_stored_float(c->in[0]->dtype))
         return int_unary_launch(c, IU_NEG, err);
     return unary_launch(c, f_neg{}, err);
 }

@@ -1,9 +1,13 @@
 /* op_eltwise.cu: binary, variadic and comparison pointwise ops with numpy broadcasting on the
- * GPU, with the NaN rules of engine/cpu/op_eltwise.c; integer data through the rules of
- * engine/core/elt_rules.h, which the CPU shares. */
+ * GPU, with the NaN rules of engine/cpu/op_eltwise.c; the binary ops and comparisons on
+ * float32, float16 or bfloat16 storage (half.cuh), the variadic ones on float32; integer
+ * data through the rules of engine/core/elt_rules.h, which the CPU shares. */
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "../core/elt_rules.h"
+#include "half.cuh"
 #include "kernels.cuh"
 
 /*
@@ -103,54 +107,97 @@ struct f_fmod {
 
 /* ---- two inputs ---- */
 
-/* Inputs of the output's shape: no index arithmetic. With vec4 (float output, every
- * pointer 16-byte aligned) the body moves as float4 and the last n % 4 elements one by one;
- * each element gets the same one operation either way. */
-template <class T, class F>
+/*
+ * Inputs T (float32, float16 or bfloat16: half.cuh loads them as float32), output TO: T for
+ * the arithmetic (rounded once on the store), a bool byte for the comparisons. Each output
+ * element is the same one operation on the same two loaded values whichever kernel below
+ * runs it, so they give the same bits.
+ */
+
+/* Inputs of the output's shape: no index arithmetic. With vec (arithmetic, every pointer
+ * 16-byte aligned) the body moves in 16-byte vectors and the last elements one by one. */
+template <class T, class TO, class F>
 static __global__ void
-binary_same_kernel(const float *a, const float *b, T *y, int64_t n, int vec4, F f)
+binary_same_kernel(const T *a, const T *b, TO *y, int64_t n, int vec, F f)
 {
     int64_t step = (int64_t)gridDim.x * blockDim.x;
     int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, head = 0;
-    if (vec4) {
-        int64_t n4 = n / 4;
-        const float4 *a4 = (const float4 *)a, *b4 = (const float4 *)b;
-        float4 *y4 = (float4 *)y;
-        for (int64_t i = first; i < n4; i += step) {
-            float4 u = a4[i], v = b4[i], r;
-            r.x = f(u.x, v.x);
-            r.y = f(u.y, v.y);
-            r.z = f(u.z, v.z);
-            r.w = f(u.w, v.w);
-            y4[i] = r;
+    if constexpr (std::is_same<T, TO>::value) {
+        const int V = GD_VEC16_LEN(T);
+        if (vec) {
+            int64_t nv = n / V;
+            const gd__vec16<T> *av = (const gd__vec16<T> *)a, *bv = (const gd__vec16<T> *)b;
+            gd__vec16<T> *yv = (gd__vec16<T> *)y;
+            for (int64_t i = first; i < nv; i += step) {
+                gd__vec16<T> u = av[i], v = bv[i], r;
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    gd__st(r.e, k, f(gd__ld(u.e, k), gd__ld(v.e, k)));
+                yv[i] = r;
+            }
+            head = nv * V;
         }
-        head = n4 * 4;
     }
     for (int64_t i = head + first; i < n; i += step)
-        y[i] = f(a[i], b[i]);
+        gd__st(y, i, f(gd__ld(a, i), gd__ld(b, i)));
 }
 
-template <class T, class F>
-static __global__ void
-binary_walk_kernel(const float *a, const float *b, T *y, int64_t n, gd__cuda_walk w, F f)
+static __device__ __forceinline__ void
+walk_at(const gd__cuda_walk &w, int64_t i, int64_t *off)
 {
-    int64_t step = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        int64_t off[2];
-        gd__cuda_walk_offsets(w, i, 2, off);
-        y[i] = f(a[off[0]], b[off[1]]);
+    gd__cuda_walk_offsets(w, i, 2, off);
+}
+
+static __device__ __forceinline__ void
+walk_at(const gd__cuda_walk &w, uint32_t i, uint32_t *off)
+{
+    gd__cuda_walk_offsets32(w, i, 2, off);
+}
+
+/* A broadcasting walk, one element per thread; I is int64_t, or uint32_t for a walk
+ * gd__cuda_walk_fits32() accepts (a 64-bit division is a long sequence on the GPU). */
+template <class T, class TO, class F, class I>
+static __global__ void
+binary_walk_kernel(const T *a, const T *b, TO *y, I n, gd__cuda_walk w, F f)
+{
+    I step = (I)gridDim.x * blockDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        I off[2];
+        walk_at(w, i, off);
+        gd__st(y, i, f(gd__ld(a, off[0]), gd__ld(b, off[1])));
     }
 }
 
-template <class T, class F>
+/*
+ * The same walk in 16-byte vectors of the output (binary_vec_ok says when): the innermost
+ * axis's length is a multiple of a vector, and along it each input either steps by one
+ * element (a_vec, b_vec: its vector is one aligned load) or stays (broadcast: one value for
+ * the whole vector), as for a bias over rows or a scalar.
+ */
+template <class T, class F, class I>
 static __global__ void
-binary_walk32_kernel(const float *a, const float *b, T *y, uint32_t n, gd__cuda_walk w, F f)
+binary_vec_walk_kernel(const T *a, const T *b, T *y, I nv, gd__cuda_walk w, int a_vec, int b_vec,
+                       F f)
 {
-    uint32_t step = gridDim.x * blockDim.x;
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        uint32_t off[2];
-        gd__cuda_walk_offsets32(w, i, 2, off);
-        y[i] = f(a[off[0]], b[off[1]]);
+    const int V = GD_VEC16_LEN(T);
+    I step = (I)gridDim.x * blockDim.x;
+    for (I j = (I)blockIdx.x * blockDim.x + threadIdx.x; j < nv; j += step) {
+        I off[2];
+        walk_at(w, j * (I)V, off);
+        gd__vec16<T> u = {}, v = {}, r;
+        float sa = 0.f, sb = 0.f;
+        if (a_vec)
+            u = *(const gd__vec16<T> *)(a + off[0]);
+        else
+            sa = gd__ld(a, off[0]);
+        if (b_vec)
+            v = *(const gd__vec16<T> *)(b + off[1]);
+        else
+            sb = gd__ld(b, off[1]);
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            gd__st(r.e, k, f(a_vec ? gd__ld(u.e, k) : sa, b_vec ? gd__ld(v.e, k) : sb));
+        ((gd__vec16<T> *)y)[j] = r;
     }
 }
 
@@ -162,41 +209,100 @@ same_shape(const struct gd_tensor *t, int64_t n)
     return gd_tensor_numel(t) == n;
 }
 
-template <class T, class F>
+/* Whether a coalesced walk over inputs at base[2] can go by vectors of `per` elements of
+ * `es` bytes; vec[k] says which inputs load whole vectors. */
 static int
-binary_launch(struct gd_op_call *c, F f, struct gd_err *err)
+binary_vec_ok(const gd__cuda_walk *w, const void *const *base, const void *y, int per,
+              int *vec)
+{
+    int last = w->ndim - 1;
+    if (w->ndim < 1 || w->shape[last] % per != 0 || (uintptr_t)y % 16 != 0)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        int64_t inner = w->stride[k][last];
+        if (inner != 0 && inner != 1)
+            return 0;
+        vec[k] = inner == 1;
+        if (!vec[k])
+            continue;
+        if ((uintptr_t)base[k] % 16 != 0)
+            return 0;
+        for (int d = 0; d < last; d++)
+            if (w->stride[k][d] % per != 0)
+                return 0;
+    }
+    return 1;
+}
+
+template <class T, class TO, class F>
+static int
+binary_typed(struct gd_op_call *c, F f, struct gd_err *err)
 {
     struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
     const struct gd_tensor *y = c->out[0];
-    const float *a = (const float *)c->in[0]->data, *b = (const float *)c->in[1]->data;
-    T *out = (T *)y->data;
+    const T *a = (const T *)c->in[0]->data, *b = (const T *)c->in[1]->data;
+    TO *out = (TO *)y->data;
     int64_t n = gd_tensor_numel(y);
+    const int V = GD_VEC16_LEN(T);
+    const int arith = std::is_same<T, TO>::value;
+    const void *base[2] = {a, b};
+    int vec[2] = {0, 0}, fits32 = 0, rc = 0;
     gd__cuda_walk w;
-    int rc = 0;
     if (n == 0)
         return 0;
     if (same_shape(c->in[0], n) && same_shape(c->in[1], n)) {
-        int vec4 = sizeof(T) == 4 && (uintptr_t)a % 16 == 0 && (uintptr_t)b % 16 == 0 &&
-                   (uintptr_t)out % 16 == 0;
-        binary_same_kernel<<<gd__cuda_blocks(vec4 ? (n + 3) / 4 : n), GD_CUDA_THREADS, 0,
-                             ctx->compute>>>(a, b, out, n, vec4, f);
+        int v16 = arith && (uintptr_t)a % 16 == 0 && (uintptr_t)b % 16 == 0 &&
+                  (uintptr_t)out % 16 == 0;
+        binary_same_kernel<<<gd__cuda_blocks(v16 ? (n + V - 1) / V : n), GD_CUDA_THREADS, 0,
+                             ctx->compute>>>(a, b, out, n, v16, f);
+        GD_CUDA_CHECK_LAUNCH();
+        return 0;
+    }
+    w.ndim = y->ndim;
+    for (int d = 0; d < y->ndim; d++)
+        w.shape[d] = y->shape[d];
+    gd__cuda_bcast_strides(c->in[0], y, w.stride[0]);
+    gd__cuda_bcast_strides(c->in[1], y, w.stride[1]);
+    gd__cuda_walk_coalesce(&w, 2);
+    fits32 = gd__cuda_walk_fits32(&w, 2, n);
+    if (arith && binary_vec_ok(&w, base, out, V, vec)) {
+        if constexpr (std::is_same<T, TO>::value) {
+            int64_t nv = n / V;
+            if (fits32)
+                binary_vec_walk_kernel<<<gd__cuda_blocks(nv), GD_CUDA_THREADS, 0,
+                                         ctx->compute>>>(a, b, out, (uint32_t)nv, w, vec[0],
+                                                         vec[1], f);
+            else
+                binary_vec_walk_kernel<<<gd__cuda_blocks(nv), GD_CUDA_THREADS, 0,
+                                         ctx->compute>>>(a, b, out, nv, w, vec[0], vec[1], f);
+        }
+    } else if (fits32) {
+        binary_walk_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+            a, b, out, (uint32_t)n, w, f);
     } else {
-        w.ndim = y->ndim;
-        for (int d = 0; d < y->ndim; d++)
-            w.shape[d] = y->shape[d];
-        gd__cuda_bcast_strides(c->in[0], y, w.stride[0]);
-        gd__cuda_bcast_strides(c->in[1], y, w.stride[1]);
-        gd__cuda_walk_coalesce(&w, 2);
-        if (gd__cuda_walk_fits32(&w, 2, n))
-            binary_walk32_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-                a, b, out, (uint32_t)n, w, f);
-        else
-            binary_walk_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-                a, b, out, n, w, f);
+        binary_walk_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, ctx->compute>>>(
+            a, b, out, n, w, f);
     }
     GD_CUDA_CHECK_LAUNCH();
 done:
     return rc;
+}
+
+/*
+ * A float op of two inputs: both of one float dtype (float32, float16 or bfloat16), the
+ * output that dtype (cmp 0) or bool (cmp 1). Float inputs of two dtypes (a model that mixes
+ * them) run through engine/core/half_call.c's float32 copies, as before half kernels.
+ */
+template <class F>
+static int
+float_binary(struct gd_op_call *c, F f, int cmp, struct gd_err *err)
+{
+    enum gd_dtype dt = c->in[0]->dtype;
+    if (c->in[1]->dtype != dt || (!cmp && c->out[0]->dtype != dt))
+        return gd__cuda_half_fallback(c, err);
+    if (cmp)
+        return GD_CUDA_FLOAT_CASES(dt, (binary_typed<T, uint8_t>(c, f, err)));
+    return GD_CUDA_FLOAT_CASES(dt, (binary_typed<T, T>(c, f, err)));
 }
 
 /* ---- integer (and bool) data: elt_rules.h element by element ---- */
@@ -246,18 +352,18 @@ template <class F>
 static int
 arith_launch(struct gd_op_call *c, F f, int int_op, struct gd_err *err)
 {
-    if (c->in[0]->dtype != GD_F32)
+    if (!gd__cuda_stored_float(c->in[0]->dtype))
         return gd__cuda_int_binary(c, c->in[0], c->in[1], int_op, 0, err);
-    return binary_launch<float>(c, f, err);
+    return float_binary(c, f, 0, err);
 }
 
 template <class F>
 static int
 compare_launch(struct gd_op_call *c, F f, int cmp_op, struct gd_err *err)
 {
-    if (c->in[0]->dtype != GD_F32)
+    if (!gd__cuda_stored_float(c->in[0]->dtype))
         return gd__cuda_int_binary(c, c->in[0], c->in[1], cmp_op, 1, err);
-    return binary_launch<uint8_t>(c, f, err);
+    return float_binary(c, f, 1, err);
 }
 
 /* ---- Max, Min, Sum, Mean: up to 8 inputs per pass ---- */
@@ -412,13 +518,13 @@ gd__cuda_mod(struct gd_op_call *c, struct gd_err *err)
 extern "C" int
 gd__cuda_pow(struct gd_op_call *c, struct gd_err *err)
 {
-    return binary_launch<float>(c, f_pow{}, err);
+    return float_binary(c, f_pow{}, 0, err);
 }
 
 extern "C" int
 gd__cuda_prelu(struct gd_op_call *c, struct gd_err *err)
 {
-    return binary_launch<float>(c, f_prelu{}, err);
+    return float_binary(c, f_prelu{}, 0, err);
 }
 
 extern "C" int

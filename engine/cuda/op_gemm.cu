@@ -21,15 +21,58 @@
 #include "kernels.cuh"
 
 /* Gemm's C broadcast into Y before the product (Y = alpha*A*B + beta*Y then); T is the
- * storage type, copied as it is. */
-template <class T>
+ * storage type, copied as it is; I is int64_t, or uint32_t when m * n and C fit 32 bits (a
+ * 64-bit division is a long sequence on the GPU). */
+template <class T, class I>
 static __global__ void
-broadcast_c(const T *__restrict__ cv, T *__restrict__ y, int64_t m, int64_t n, int64_t cs_i,
-            int64_t cs_j)
+broadcast_c(const T *__restrict__ cv, T *__restrict__ y, I m, I n, I cs_i, I cs_j)
 {
-    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < m * n;
-         k += (int64_t)gridDim.x * blockDim.x)
+    for (I k = (I)blockIdx.x * blockDim.x + threadIdx.x; k < m * n;
+         k += (I)gridDim.x * blockDim.x)
         y[k] = cv[(k / n) * cs_i + (k % n) * cs_j];
+}
+
+/* A bias row (C of n elements along Y's columns) into every row of Y in 16-byte units: n
+ * units per row (n_units), each thread one unit. */
+static __global__ void
+broadcast_row16(const uint4 *__restrict__ cv, uint4 *__restrict__ y, uint32_t total,
+                uint32_t n_units)
+{
+    for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < total;
+         k += gridDim.x * blockDim.x)
+        y[k] = cv[k % n_units];
+}
+
+/* Y = C broadcast (cs_i, cs_j: C's element strides along Y's rows and columns, 0 where it
+ * broadcasts), es-byte elements. */
+static void
+broadcast_c_launch(const void *cv, void *y, int64_t m, int64_t n, int64_t cs_i, int64_t cs_j,
+                   size_t es, cudaStream_t stream)
+{
+    int64_t total = m * n;
+    size_t row_bytes = (size_t)n * es;
+    if (cs_i == 0 && cs_j == 1 && row_bytes % 16 == 0 && (uintptr_t)cv % 16 == 0 &&
+        (uintptr_t)y % 16 == 0 && (int64_t)(total * es / 16) <= (int64_t)UINT32_MAX) {
+        uint32_t units = (uint32_t)(total * (int64_t)es / 16);
+        broadcast_row16<<<gd__cuda_blocks(units), GD_CUDA_THREADS, 0, stream>>>(
+            (const uint4 *)cv, (uint4 *)y, units, (uint32_t)(row_bytes / 16));
+        return;
+    }
+    int fits = total <= (int64_t)INT32_MAX && cs_i * m <= (int64_t)INT32_MAX;
+    if (es == 2 && fits)
+        broadcast_c<<<gd__cuda_blocks(total), GD_CUDA_THREADS, 0, stream>>>(
+            (const uint16_t *)cv, (uint16_t *)y, (uint32_t)m, (uint32_t)n, (uint32_t)cs_i,
+            (uint32_t)cs_j);
+    else if (es == 2)
+        broadcast_c<<<gd__cuda_blocks(total), GD_CUDA_THREADS, 0, stream>>>(
+            (const uint16_t *)cv, (uint16_t *)y, m, n, cs_i, cs_j);
+    else if (fits)
+        broadcast_c<<<gd__cuda_blocks(total), GD_CUDA_THREADS, 0, stream>>>(
+            (const float *)cv, (float *)y, (uint32_t)m, (uint32_t)n, (uint32_t)cs_i,
+            (uint32_t)cs_j);
+    else
+        broadcast_c<<<gd__cuda_blocks(total), GD_CUDA_THREADS, 0, stream>>>(
+            (const float *)cv, (float *)y, m, n, cs_i, cs_j);
 }
 
 /* cuBLASLt's type of the operands' storage: float32, float16 or bfloat16. */
@@ -264,12 +307,8 @@ gd__cuda_gemm(struct gd_op_call *c, struct gd_err *err)
         } else if (ct->ndim == 1) {
             cs_j = ct->shape[0] == 1 ? 0 : 1;
         }
-        if (gd_dtype_size(dt) == 2)
-            broadcast_c<<<gd__cuda_blocks(m * n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-                (const uint16_t *)ct->data, (uint16_t *)c->out[0]->data, m, n, cs_i, cs_j);
-        else
-            broadcast_c<<<gd__cuda_blocks(m * n), GD_CUDA_THREADS, 0, ctx->compute>>>(
-                (const float *)ct->data, (float *)c->out[0]->data, m, n, cs_i, cs_j);
+        broadcast_c_launch(ct->data, c->out[0]->data, m, n, cs_i, cs_j, gd_dtype_size(dt),
+                           ctx->compute);
         GD_CUDA_CHECK_LAUNCH();
         beta = (float)p->beta;
     }

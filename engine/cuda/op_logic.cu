@@ -108,15 +108,121 @@ gd__cuda_bit_shift(struct gd_op_call *c, struct gd_err *err)
 
 /* ---- Where: a byte copy of X's or Y's element, by element size ---- */
 
-template <class T>
-static __global__ void
-where_kernel(const uint8_t *cond, const T *x, const T *o, T *y, int64_t n, gd__cuda_walk w)
+static __device__ __forceinline__ void
+where_at(const gd__cuda_walk &w, int64_t i, int64_t *off)
 {
-    int64_t step = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        int64_t off[3];
-        gd__cuda_walk_offsets(w, i, 3, off);
+    gd__cuda_walk_offsets(w, i, 3, off);
+}
+
+static __device__ __forceinline__ void
+where_at(const gd__cuda_walk &w, uint32_t i, uint32_t *off)
+{
+    gd__cuda_walk_offsets32(w, i, 3, off);
+}
+
+/* One element per thread over the coalesced walk; I is uint32_t where the walk fits. */
+template <class T, class I>
+static __global__ void
+where_kernel(const uint8_t *cond, const T *x, const T *o, T *y, I n, gd__cuda_walk w)
+{
+    I step = (I)gridDim.x * blockDim.x;
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        I off[3];
+        where_at(w, i, off);
         y[i] = cond[off[0]] ? x[off[1]] : o[off[2]];
+    }
+}
+
+/*
+ * The same in vectors of 16 / sizeof(T) elements (where_vec_ok): along the innermost axis,
+ * whose length is a multiple of a vector, each input steps by one element (vec[k]: one
+ * aligned load of the vector) or stays (one value for the whole vector), as a mask over
+ * rows, a scalar fill and the scores of a masked attention do.
+ */
+template <class T, class I>
+static __global__ void
+where_vec_kernel(const uint8_t *cond, const T *x, const T *o, T *y, I nv, gd__cuda_walk w,
+                 int c_vec, int x_vec, int o_vec)
+{
+    const int V = 16 / (int)sizeof(T);
+    I step = (I)gridDim.x * blockDim.x;
+    for (I j = (I)blockIdx.x * blockDim.x + threadIdx.x; j < nv; j += step) {
+        I off[3];
+        where_at(w, j * (I)V, off);
+        struct __align__(16) vec { T e[16 / sizeof(T)]; } vx, vo, r;
+        struct __align__(16 / sizeof(T)) mask { uint8_t e[16 / sizeof(T)]; } m;
+        if (c_vec)
+            m = *(const mask *)(cond + off[0]);
+        else
+            for (int k = 0; k < V; k++)
+                m.e[k] = cond[off[0]];
+        if (x_vec)
+            vx = *(const vec *)(x + off[1]);
+        else
+            for (int k = 0; k < V; k++)
+                vx.e[k] = x[off[1]];
+        if (o_vec)
+            vo = *(const vec *)(o + off[2]);
+        else
+            for (int k = 0; k < V; k++)
+                vo.e[k] = o[off[2]];
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            r.e[k] = m.e[k] ? vx.e[k] : vo.e[k];
+        ((vec *)y)[j] = r;
+    }
+}
+
+/* Whether the coalesced walk over (cond, x, o) of element size es can go by 16-byte vectors
+ * of the output; vec[k] says which inputs load whole vectors. */
+static int
+where_vec_ok(const gd__cuda_walk *w, const void *const *base, const void *y, size_t es,
+             int *vec)
+{
+    int last = w->ndim - 1;
+    int64_t per = (int64_t)(16 / es);
+    if (w->ndim < 1 || es > 8 || w->shape[last] % per != 0 || (uintptr_t)y % 16 != 0)
+        return 0;
+    for (int k = 0; k < 3; k++) {
+        int64_t inner = w->stride[k][last];
+        size_t align = k == 0 ? (size_t)per : 16; /* the mask's vector is per bytes */
+        if (inner != 0 && inner != 1)
+            return 0;
+        vec[k] = inner == 1;
+        if (!vec[k])
+            continue;
+        if ((uintptr_t)base[k] % align != 0)
+            return 0;
+        for (int d = 0; d < last; d++)
+            if (w->stride[k][d] % per != 0)
+                return 0;
+    }
+    return 1;
+}
+
+template <class T>
+static void
+where_launch(const uint8_t *cond, const void *x, const void *o, void *y, int64_t n,
+             const gd__cuda_walk &w, cudaStream_t stream)
+{
+    const void *base[3] = {cond, x, o};
+    int vec[3] = {0, 0, 0};
+    int fits = gd__cuda_walk_fits32(&w, 3, n);
+    if (where_vec_ok(&w, base, y, sizeof(T), vec)) {
+        int64_t nv = n / (int64_t)(16 / sizeof(T));
+        if (fits)
+            where_vec_kernel<<<gd__cuda_blocks(nv), GD_CUDA_THREADS, 0, stream>>>(
+                cond, (const T *)x, (const T *)o, (T *)y, (uint32_t)nv, w, vec[0], vec[1],
+                vec[2]);
+        else
+            where_vec_kernel<<<gd__cuda_blocks(nv), GD_CUDA_THREADS, 0, stream>>>(
+                cond, (const T *)x, (const T *)o, (T *)y, nv, w, vec[0], vec[1], vec[2]);
+    } else if (fits) {
+        where_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, stream>>>(
+            cond, (const T *)x, (const T *)o, (T *)y, (uint32_t)n, w);
+    } else {
+        where_kernel<<<gd__cuda_blocks(n), GD_CUDA_THREADS, 0, stream>>>(
+            cond, (const T *)x, (const T *)o, (T *)y, n, w);
     }
 }
 
@@ -126,8 +232,8 @@ gd__cuda_where(struct gd_op_call *c, struct gd_err *err)
     struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
     const struct gd_tensor *y = c->out[0];
     int64_t n = gd_tensor_numel(y);
-    unsigned blocks = gd__cuda_blocks(n);
     const uint8_t *cond = (const uint8_t *)c->in[0]->data;
+    const void *x = c->in[1]->data, *o = c->in[2]->data;
     gd__cuda_walk w;
     int rc = 0;
     if (n == 0)
@@ -137,26 +243,19 @@ gd__cuda_where(struct gd_op_call *c, struct gd_err *err)
         w.shape[d] = y->shape[d];
     for (int k = 0; k < 3; k++)
         gd__cuda_bcast_strides(c->in[k], y, w.stride[k]);
+    gd__cuda_walk_coalesce(&w, 3);
     switch (gd_dtype_size(y->dtype)) {
     case 1:
-        where_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>(
-            cond, (const uint8_t *)c->in[1]->data, (const uint8_t *)c->in[2]->data,
-            (uint8_t *)y->data, n, w);
+        where_launch<uint8_t>(cond, x, o, y->data, n, w, ctx->compute);
         break;
     case 2:
-        where_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>(
-            cond, (const uint16_t *)c->in[1]->data, (const uint16_t *)c->in[2]->data,
-            (uint16_t *)y->data, n, w);
+        where_launch<uint16_t>(cond, x, o, y->data, n, w, ctx->compute);
         break;
     case 4:
-        where_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>(
-            cond, (const uint32_t *)c->in[1]->data, (const uint32_t *)c->in[2]->data,
-            (uint32_t *)y->data, n, w);
+        where_launch<uint32_t>(cond, x, o, y->data, n, w, ctx->compute);
         break;
     default:
-        where_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>(
-            cond, (const uint64_t *)c->in[1]->data, (const uint64_t *)c->in[2]->data,
-            (uint64_t *)y->data, n, w);
+        where_launch<uint64_t>(cond, x, o, y->data, n, w, ctx->compute);
         break;
     }
     GD_CUDA_CHECK_LAUNCH();

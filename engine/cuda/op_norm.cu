@@ -21,6 +21,7 @@
  */
 #include <stdio.h>
 
+#include "half.cuh"
 #include "kernels.cuh"
 #include "../core/norm_rules.h"
 
@@ -41,37 +42,55 @@ batch_norm_folded(const float *__restrict__ x, float *__restrict__ y,
 
 /* Threads per group; the tree below is built on this. */
 #define NORM_THREADS 256
+/* A group of at most NORM_THREADS * NORM_HELD elements, contiguous, is held in registers
+ * between its passes (LayerNormalization over a transformer's d_model). */
+#define NORM_HELD 8
 
-/* The block's sum of its threads' partials v, by the fixed tree; every thread gets it. */
+/*
+ * The block's sum of its threads' partials v, by the fixed tree: partial t + s added into
+ * partial t for s = 128, 64, ..., 1. The steps down to s = 32 go through shared memory; the
+ * last five, within warp 0, through shuffles, which add the same two partials in the same
+ * order (lane t < s reads lane t + s, which holds the previous step's partial). Every
+ * thread gets the sum.
+ */
 static __device__ float
 block_sum(float v, float *partial)
 {
     int tid = threadIdx.x;
     partial[tid] = v;
     __syncthreads();
-    for (int s = NORM_THREADS / 2; s > 0; s >>= 1) {
+    for (int s = NORM_THREADS / 2; s >= 32; s >>= 1) {
         if (tid < s)
             partial[tid] = __fadd_rn(partial[tid], partial[tid + s]);
         __syncthreads();
     }
+    if (tid < 32) {
+        float t = partial[tid];
+        for (int s = 16; s > 0; s >>= 1)
+            t = __fadd_rn(t, __shfl_down_sync(0xffffffffu, t, s));
+        if (tid == 0)
+            partial[0] = t;
+    }
+    __syncthreads();
     float total = partial[0];
     __syncthreads(); /* partial[0] is read before the next use overwrites it */
     return total;
 }
 
 /* The mean and population variance of group grp, in the order the header states. */
+template <class T>
 static __device__ void
-group_stats(const float *x, const gd__norm_geom &g, int64_t grp, float *partial, float *mean,
+group_stats(const T *x, const gd__norm_geom &g, int64_t grp, float *partial, float *mean,
             float *var)
 {
-    const float *xg = x + gd__norm_group_offset(&g, grp);
+    const T *xg = x + gd__norm_group_offset(&g, grp);
     float s = 0.f;
     for (int64_t j = threadIdx.x; j < g.len; j += NORM_THREADS)
-        s = __fadd_rn(s, xg[gd__norm_elem_offset(&g, j)]);
+        s = __fadd_rn(s, gd__ld(xg, gd__norm_elem_offset(&g, j)));
     float m = __fdiv_rn(block_sum(s, partial), (float)g.len);
     float q = 0.f;
     for (int64_t j = threadIdx.x; j < g.len; j += NORM_THREADS) {
-        float d = __fsub_rn(xg[gd__norm_elem_offset(&g, j)], m);
+        float d = __fsub_rn(gd__ld(xg, gd__norm_elem_offset(&g, j)), m);
         q = __fadd_rn(q, __fmul_rn(d, d));
     }
     *mean = m;
@@ -83,13 +102,14 @@ enum norm_kind { NORM_AFFINE, NORM_MVN, NORM_STATS_ONLY };
 /*
  * One block per group (grid-stride over groups). NORM_AFFINE: Instance-, Layer-,
  * GroupNormalization, with the optional mean and r outputs (LayerNormalization's Mean and
- * InvStdDev); NORM_MVN; NORM_STATS_ONLY: BatchNormalization's batch mean and variance into
- * mean_out and r_out.
+ * InvStdDev, float32); NORM_MVN; NORM_STATS_ONLY: BatchNormalization's batch mean and
+ * variance into mean_out and r_out. x, y, scale and bias are stored as T.
  */
+template <class T>
 static __global__ void
-normalize_kernel(const float *__restrict__ x, float *__restrict__ y, gd__norm_geom g,
-                 enum norm_kind kind, const float *__restrict__ scale, gd__norm_affine scale_at,
-                 const float *__restrict__ bias, gd__norm_affine bias_at, float eps,
+normalize_kernel(const T *__restrict__ x, T *__restrict__ y, gd__norm_geom g,
+                 enum norm_kind kind, const T *__restrict__ scale, gd__norm_affine scale_at,
+                 const T *__restrict__ bias, gd__norm_affine bias_at, float eps,
                  float *__restrict__ mean_out, float *__restrict__ r_out)
 {
     __shared__ float partial[NORM_THREADS];
@@ -108,22 +128,78 @@ normalize_kernel(const float *__restrict__ x, float *__restrict__ y, gd__norm_ge
             float t = __fadd_rn(sqrtf(var), eps);
             for (int64_t j = threadIdx.x; j < g.len; j += NORM_THREADS) {
                 int64_t o = base + gd__norm_elem_offset(&g, j);
-                y[o] = __fdiv_rn(__fsub_rn(x[o], mean), t);
+                gd__st(y, o, __fdiv_rn(__fsub_rn(gd__ld(x, o), mean), t));
             }
             continue;
         }
         float r = __fdiv_rn(1.0f, sqrtf(__fadd_rn(var, eps)));
         for (int64_t j = threadIdx.x; j < g.len; j += NORM_THREADS) {
             int64_t o = base + gd__norm_elem_offset(&g, j);
-            float v = __fmul_rn(__fmul_rn(__fsub_rn(x[o], mean), r),
-                                scale[gd__norm_affine_index(&scale_at, grp, j)]);
+            float v = __fmul_rn(__fmul_rn(__fsub_rn(gd__ld(x, o), mean), r),
+                                gd__ld(scale, gd__norm_affine_index(&scale_at, grp, j)));
             if (bias != NULL)
-                v = __fadd_rn(v, bias[gd__norm_affine_index(&bias_at, grp, j)]);
-            y[o] = v;
+                v = __fadd_rn(v, gd__ld(bias, gd__norm_affine_index(&bias_at, grp, j)));
+            gd__st(y, o, v);
         }
         if (threadIdx.x == 0 && mean_out != NULL)
             mean_out[grp] = mean;
         if (threadIdx.x == 0 && r_out != NULL)
+            r_out[grp] = r;
+    }
+}
+
+/*
+ * NORM_AFFINE over contiguous groups of at most NORM_THREADS * NORM_HELD elements whose
+ * scale and bias run along the group (LayerNormalization over the last axes): the same sums
+ * in the same order and the same steps as normalize_kernel, with each thread's elements
+ * (j = tid, tid + 256, ...) read once into registers for the three passes and no index
+ * arithmetic.
+ */
+template <class T>
+static __global__ void
+normalize_rows_kernel(const T *__restrict__ x, T *__restrict__ y, int64_t groups, int64_t len,
+                      const T *__restrict__ scale, const T *__restrict__ bias, float eps,
+                      float *__restrict__ mean_out, float *__restrict__ r_out)
+{
+    __shared__ float partial[NORM_THREADS];
+    int tid = threadIdx.x;
+    for (int64_t grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+        const T *xg = x + grp * len;
+        float held[NORM_HELD];
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < NORM_HELD; k++) {
+            int64_t j = tid + (int64_t)k * NORM_THREADS;
+            held[k] = j < len ? gd__ld(xg, j) : 0.f;
+            if (j < len)
+                s = __fadd_rn(s, held[k]);
+        }
+        float m = __fdiv_rn(block_sum(s, partial), (float)len);
+        float q = 0.f;
+#pragma unroll
+        for (int k = 0; k < NORM_HELD; k++) {
+            int64_t j = tid + (int64_t)k * NORM_THREADS;
+            if (j < len) {
+                float d = __fsub_rn(held[k], m);
+                q = __fadd_rn(q, __fmul_rn(d, d));
+            }
+        }
+        float var = __fdiv_rn(block_sum(q, partial), (float)len);
+        float r = __fdiv_rn(1.0f, sqrtf(__fadd_rn(var, eps)));
+        T *yg = y + grp * len;
+#pragma unroll
+        for (int k = 0; k < NORM_HELD; k++) {
+            int64_t j = tid + (int64_t)k * NORM_THREADS;
+            if (j < len) {
+                float v = __fmul_rn(__fmul_rn(__fsub_rn(held[k], m), r), gd__ld(scale, j));
+                if (bias != NULL)
+                    v = __fadd_rn(v, gd__ld(bias, j));
+                gd__st(yg, j, v);
+            }
+        }
+        if (tid == 0 && mean_out != NULL)
+            mean_out[grp] = m;
+        if (tid == 0 && r_out != NULL)
             r_out[grp] = r;
     }
 }
@@ -145,9 +221,18 @@ group_grid(int64_t groups)
     return (unsigned)(groups < 65535LL * 8 ? (groups > 0 ? groups : 1) : 65535LL * 8);
 }
 
+/* 1 when the affine tensor's element j of any group is its element j (a tensor of the
+ * group's length, broadcast over the groups). */
 static int
-launch_normalize(struct gd_op_call *c, enum norm_kind kind, float *mean_out, float *r_out,
-                 struct gd_err *err)
+affine_is_row(const gd__norm_affine *f, int64_t len)
+{
+    return f->g_mul == 0 && f->nt == 1 && f->t_dim[0] == len && f->t_stride[0] == 1;
+}
+
+template <class T>
+static int
+normalize_typed(struct gd_op_call *c, enum norm_kind kind, float *mean_out, float *r_out,
+                struct gd_err *err)
 {
     struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
     gd__norm_geom g;
@@ -156,18 +241,48 @@ launch_normalize(struct gd_op_call *c, enum norm_kind kind, float *mean_out, flo
     int rc = 0;
     if (g.groups == 0 || g.len == 0)
         return 0;
-    const float *scale = NULL, *bias = NULL;
+    const T *x = (const T *)c->in[0]->data, *scale = NULL, *bias = NULL;
+    T *y = kind == NORM_STATS_ONLY ? NULL : (T *)c->out[0]->data;
     if (kind == NORM_AFFINE) {
-        scale = (const float *)c->in[1]->data;
-        bias = c->n_in > 2 && c->in[2] != NULL ? (const float *)c->in[2]->data : NULL;
+        scale = (const T *)c->in[1]->data;
+        bias = c->n_in > 2 && c->in[2] != NULL ? (const T *)c->in[2]->data : NULL;
     }
-    normalize_kernel<<<group_grid(g.groups), NORM_THREADS, 0, ctx->compute>>>(
-        (const float *)c->in[0]->data, kind == NORM_STATS_ONLY ? NULL : (float *)c->out[0]->data,
-        g, kind, scale, scale_at, bias, bias_at, (float)c->params->epsilon, mean_out, r_out);
-    GD_CUDA_CHECK_LAUNCH();
     snprintf(c->algo, sizeof c->algo, "tree256");
+    int rows = kind == NORM_AFFINE && g.nk <= 1 && g.nr == 1 && g.r_stride[0] == 1 &&
+               g.len <= (int64_t)NORM_THREADS * NORM_HELD && affine_is_row(&scale_at, g.len) &&
+               (bias == NULL || affine_is_row(&bias_at, g.len));
+    if (rows)
+        normalize_rows_kernel<<<group_grid(g.groups), NORM_THREADS, 0, ctx->compute>>>(
+            x, y, g.groups, g.len, scale, bias, (float)c->params->epsilon, mean_out, r_out);
+    else
+        normalize_kernel<<<group_grid(g.groups), NORM_THREADS, 0, ctx->compute>>>(
+            x, y, g, kind, scale, scale_at, bias, bias_at, (float)c->params->epsilon, mean_out,
+            r_out);
+    GD_CUDA_CHECK_LAUNCH();
 done:
     return rc;
+}
+
+/*
+ * x, y, scale and bias of one float dtype (float32, or float16 or bfloat16 storage: loaded as
+ * float32, the statistics and every step in float32, y rounded once); the statistics outputs
+ * are float32. Other mixes run on float32 copies (half_call.c).
+ */
+static int
+launch_normalize(struct gd_op_call *c, enum norm_kind kind, float *mean_out, float *r_out,
+                 struct gd_err *err)
+{
+    enum gd_dtype dt = c->in[0]->dtype;
+    int same = gd__cuda_stored_float(dt);
+    for (int i = 1; i < c->n_in && i < 3 && kind == NORM_AFFINE; i++)
+        same = same && (c->in[i] == NULL || c->in[i]->dtype == dt);
+    if (kind != NORM_STATS_ONLY)
+        same = same && c->out[0]->dtype == dt;
+    for (int k = 1; k < c->n_out; k++)
+        same = same && (c->out[k] == NULL || c->out[k]->dtype == GD_F32);
+    if (!same)
+        return gd__cuda_half_fallback(c, err);
+    return GD_CUDA_FLOAT_CASES(dt, normalize_typed<T>(c, kind, mean_out, r_out, err));
 }
 
 /* y = x * a + b with the given mean and var, by the folded kernel. */

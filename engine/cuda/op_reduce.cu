@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "../core/elt_rules.h"
+#include "half.cuh"
 #include "kernels.cuh"
 
 /* Splits a shape around one axis: outer x len x inner. */
@@ -98,16 +99,133 @@ done:
     return rc;
 }
 
+/* ---- Softmax, LogSoftmax of float16 and bfloat16: one warp per row ---- */
+
+/* The CPU loop's step of the maximum so far m with x: a NaN x or a greater one replaces it
+ * (so a NaN stays). */
+static __device__ __forceinline__ float
+max_nan(float m, float x)
+{
+    return x > m || isnan(x) ? x : m;
+}
+
+/*
+ * Softmax (log_form 0) or LogSoftmax (1) along the last axis of rows of `len` elements of T,
+ * computed in float32 as the CPU's loop states it (engine/cpu/op_reduce.c): m the maximum
+ * (a NaN wins), s the sum of expf(x - m), y = expf(x - m) / s or (x - m) - logf(s), rounded
+ * once to T. A row whose maximum is not finite gives NaN throughout, as on the CPU (x - m is
+ * NaN for x = m = +-inf). One warp per row: lane l takes elements l, l + 32, ... (in
+ * 16-byte vectors of consecutive elements where vec says the rows allow: vector l, l + 32,
+ * ...), adding its terms in that order; the lanes' partials are then added by a butterfly
+ * of shuffles, which gives every lane the same sum. The order depends on len alone, so
+ * every run gives the same bits; against the CPU's sequential sum it is reassociation.
+ */
+template <class T>
+static __global__ void
+softmax_rows_kernel(const T *__restrict__ x, T *__restrict__ y, int64_t rows, int64_t len,
+                    int vec, int log_form)
+{
+    const int V = GD_VEC16_LEN(T);
+    int lane = threadIdx.x & 31;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    for (int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
+         r += warps) {
+        const T *xr = x + r * len;
+        T *yr = y + r * len;
+        int64_t nv = vec ? len / V : 0;
+        const gd__vec16<T> *xv = (const gd__vec16<T> *)xr;
+        float m = -INFINITY;
+        for (int64_t i = lane; i < nv; i += 32) {
+            gd__vec16<T> u = xv[i];
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                m = max_nan(m, gd__ld(u.e, k));
+        }
+        for (int64_t j = nv * V + lane; j < len; j += 32)
+            m = max_nan(m, gd__ld(xr, j));
+        for (int d = 16; d > 0; d >>= 1)
+            m = max_nan(m, __shfl_xor_sync(0xffffffffu, m, d));
+        m = __shfl_sync(0xffffffffu, m, 0); /* one m for the row, whatever a -0/+0 tie kept */
+        float s = 0.f;
+        for (int64_t i = lane; i < nv; i += 32) {
+            gd__vec16<T> u = xv[i];
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                s = __fadd_rn(s, expf(__fsub_rn(gd__ld(u.e, k), m)));
+        }
+        for (int64_t j = nv * V + lane; j < len; j += 32)
+            s = __fadd_rn(s, expf(__fsub_rn(gd__ld(xr, j), m)));
+        for (int d = 16; d > 0; d >>= 1)
+            s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, d));
+        s = __shfl_sync(0xffffffffu, s, 0);
+        float ls = log_form ? logf(s) : 0.f;
+        gd__vec16<T> *yv = (gd__vec16<T> *)yr;
+        for (int64_t i = lane; i < nv; i += 32) {
+            gd__vec16<T> u = xv[i], o;
+#pragma unroll
+            for (int k = 0; k < V; k++) {
+                float dk = __fsub_rn(gd__ld(u.e, k), m);
+                gd__st(o.e, k, log_form ? __fsub_rn(dk, ls) : __fdiv_rn(expf(dk), s));
+            }
+            yv[i] = o;
+        }
+        for (int64_t j = nv * V + lane; j < len; j += 32) {
+            float dj = __fsub_rn(gd__ld(xr, j), m);
+            gd__st(yr, j, log_form ? __fsub_rn(dj, ls) : __fdiv_rn(expf(dj), s));
+        }
+    }
+}
+
+template <class T>
+static int
+softmax_rows(struct gd_op_call *c, int64_t rows, int64_t len, int log_form, struct gd_err *err)
+{
+    struct gd__cuda_ctx *ctx = gd__cuda_ctx_of(c);
+    const T *x = (const T *)c->in[0]->data;
+    T *y = (T *)c->out[0]->data;
+    int rc = 0;
+    int vec = (len * (int64_t)sizeof(T)) % 16 == 0 && (uintptr_t)x % 16 == 0 &&
+              (uintptr_t)y % 16 == 0;
+    int64_t blocks = (rows + 7) / 8; /* 8 warps, 8 rows, per block */
+    snprintf(c->algo, sizeof c->algo, "gpudiff warp rows%s", log_form ? " log" : "");
+    softmax_rows_kernel<<<(unsigned)(blocks < 65535LL * 8 ? blocks : 65535LL * 8), 256, 0,
+                          ctx->compute>>>(x, y, rows, len, vec, log_form);
+    GD_CUDA_CHECK_LAUNCH();
+done:
+    return rc;
+}
+
+/*
+ * float32: cuDNN. float16 and bfloat16 along the last axis: the warp kernel above, on the
+ * half values themselves; along another axis, cuDNN on float32 copies (half_call.c).
+ */
+static int
+softmax_entry(struct gd_op_call *c, cudnnSoftmaxAlgorithm_t algo, struct gd_err *err)
+{
+    enum gd_dtype dt = c->in[0]->dtype;
+    if (dt == GD_F32 && c->out[0]->dtype == GD_F32)
+        return softmax_cudnn(c, algo, err);
+    int64_t outer, len, inner;
+    split_axis(c->in[0], c->params->axis, &outer, &len, &inner);
+    if ((dt != GD_F16 && dt != GD_BF16) || c->out[0]->dtype != dt || inner != 1)
+        return gd__cuda_half_fallback(c, err);
+    if (outer * len == 0)
+        return 0;
+    int log_form = algo == CUDNN_SOFTMAX_LOG;
+    return dt == GD_F16 ? softmax_rows<__half>(c, outer, len, log_form, err)
+                        : softmax_rows<__nv_bfloat16>(c, outer, len, log_form, err);
+}
+
 extern "C" int
 gd__cuda_softmax(struct gd_op_call *c, struct gd_err *err)
 {
-    return softmax_cudnn(c, CUDNN_SOFTMAX_ACCURATE, err);
+    return softmax_entry(c, CUDNN_SOFTMAX_ACCURATE, err);
 }
 
 extern "C" int
 gd__cuda_log_softmax(struct gd_op_call *c, struct gd_err *err)
 {
-    return softmax_cudnn(c, CUDNN_SOFTMAX_LOG, err);
+    return softmax_entry(c, CUDNN_SOFTMAX_LOG, err);
 }
 
 /* ---- the Reduce* ops, ArgMax, ArgMin ---- */

@@ -172,12 +172,12 @@ transpose32_kernel(const U *x, U *y, uint32_t n, gd__cuda_walk w)
     }
 }
 
+/* The walk w (coalesced) in units of U, n of them. */
 template <class U>
 static void
-transpose_launch(const void *x, void *y, int64_t n, gd__cuda_walk w, cudaStream_t stream)
+transpose_launch(const void *x, void *y, int64_t n, const gd__cuda_walk &w, cudaStream_t stream)
 {
     unsigned blocks = gd__cuda_blocks(n);
-    gd__cuda_walk_coalesce(&w, 1);
     if (gd__cuda_walk_fits32(&w, 1, n))
         transpose32_kernel<<<blocks, GD_CUDA_THREADS, 0, stream>>>((const U *)x, (U *)y,
                                                                    (uint32_t)n, w);
@@ -185,6 +185,127 @@ transpose_launch(const void *x, void *y, int64_t n, gd__cuda_walk w, cudaStream_
         transpose_kernel<<<blocks, GD_CUDA_THREADS, 0, stream>>>((const U *)x, (U *)y, n, w);
 }
 
+/* Runs walk w of n elements of es bytes with a unit of ub bytes (a multiple or a divisor of
+ * es that divides every run and stride: the walk is rescaled to it). */
+static void
+transpose_units(const void *x, void *y, int64_t n, gd__cuda_walk w, size_t es, size_t ub,
+                cudaStream_t stream)
+{
+    if (ub != es) {
+        int last = w.ndim - 1;
+        for (int d = 0; d < w.ndim; d++)
+            w.stride[0][d] = d == last ? 1 : (int64_t)((size_t)w.stride[0][d] * es / ub);
+        w.shape[last] = (int64_t)((size_t)w.shape[last] * es / ub);
+        n = (int64_t)((size_t)n * es / ub);
+    }
+    switch (ub) {
+    case 16:
+        transpose_launch<uint4>(x, y, n, w, stream);
+        break;
+    case 8:
+        transpose_launch<uint64_t>(x, y, n, w, stream);
+        break;
+    case 4:
+        transpose_launch<uint32_t>(x, y, n, w, stream);
+        break;
+    case 2:
+        transpose_launch<uint16_t>(x, y, n, w, stream);
+        break;
+    default:
+        transpose_launch<uint8_t>(x, y, n, w, stream);
+        break;
+    }
+}
+
+#define TILE 32
+#define TILE_ROWS 8
+
+/*
+ * A transpose that moves x's innermost axis: 32 x 32 tiles of the plane of y's innermost
+ * axis (a: contiguous in y, stride xa in x) and the axis that is x's innermost (b: contiguous
+ * in x, stride yb in y), read along b and written along a through shared memory, so both
+ * sides are coalesced; the other axes (batch) are a loop of whole planes.
+ */
+struct tile_geom {
+    int nb;
+    int64_t bshape[GD_MAX_DIMS], bx[GD_MAX_DIMS], by[GD_MAX_DIMS];
+    int64_t len_a, len_b, xa, yb;
+    int64_t tiles_a, tiles_b, tiles;
+};
+
+template <class U>
+static __global__ void
+transpose_tiled_kernel(const U *__restrict__ x, U *__restrict__ y, tile_geom g)
+{
+    __shared__ U tile[TILE][TILE + 1];
+    for (int64_t t = blockIdx.x; t < g.tiles; t += gridDim.x) {
+        int64_t ta = t % g.tiles_a, rest = t / g.tiles_a;
+        int64_t tb = rest % g.tiles_b, batch = rest / g.tiles_b;
+        int64_t xo = 0, yo = 0;
+        for (int d = g.nb - 1; d >= 0; d--) {
+            int64_t i = batch % g.bshape[d];
+            batch /= g.bshape[d];
+            xo += i * g.bx[d];
+            yo += i * g.by[d];
+        }
+        int64_t a0 = ta * TILE, b0 = tb * TILE;
+        for (int r = threadIdx.y; r < TILE; r += TILE_ROWS) {
+            int64_t a = a0 + r, b = b0 + threadIdx.x;
+            if (a < g.len_a && b < g.len_b)
+                tile[r][threadIdx.x] = x[xo + a * g.xa + b];
+        }
+        __syncthreads();
+        for (int r = threadIdx.y; r < TILE; r += TILE_ROWS) {
+            int64_t b = b0 + r, a = a0 + threadIdx.x;
+            if (a < g.len_a && b < g.len_b)
+                y[yo + b * g.yb + a] = tile[threadIdx.x][r];
+        }
+        __syncthreads();
+    }
+}
+
+/* The tiled transpose of coalesced walk w: y's innermost axis is not x's, which is output
+ * axis ax_b. */
+template <class U>
+static void
+transpose_tiled(const void *x, void *y, const gd__cuda_walk &w, int ax_b, cudaStream_t stream)
+{
+    tile_geom g;
+    int last = w.ndim - 1;
+    int64_t ystride[GD_MAX_DIMS], s = 1;
+    for (int d = last; d >= 0; d--) {
+        ystride[d] = s;
+        s *= w.shape[d];
+    }
+    g.nb = 0;
+    int64_t batches = 1;
+    for (int d = 0; d < w.ndim; d++) {
+        if (d == last || d == ax_b)
+            continue;
+        g.bshape[g.nb] = w.shape[d];
+        g.bx[g.nb] = w.stride[0][d];
+        g.by[g.nb] = ystride[d];
+        g.nb++;
+        batches *= w.shape[d];
+    }
+    g.len_a = w.shape[last];
+    g.len_b = w.shape[ax_b];
+    g.xa = w.stride[0][last];
+    g.yb = ystride[ax_b];
+    g.tiles_a = (g.len_a + TILE - 1) / TILE;
+    g.tiles_b = (g.len_b + TILE - 1) / TILE;
+    g.tiles = batches * g.tiles_a * g.tiles_b;
+    int64_t blocks = g.tiles < 65535LL * 8 ? g.tiles : 65535LL * 8;
+    transpose_tiled_kernel<U><<<(unsigned)blocks, dim3(TILE, TILE_ROWS), 0, stream>>>(
+        (const U *)x, (U *)y, g);
+}
+
+/*
+ * y = x with its axes in perm's order. The walk (y's shape, x's strides) is coalesced first;
+ * then: nothing moved, one copy; x's innermost axis stays innermost, runs of it move in the
+ * widest unit (up to 16 bytes) that every run, stride and address allows; else 32 x 32
+ * tiles through shared memory. Every kind moves the same bytes to the same places.
+ */
 extern "C" int
 gd__cuda_transpose(struct gd_op_call *c, struct gd_err *err)
 {
@@ -198,6 +319,9 @@ gd__cuda_transpose(struct gd_op_call *c, struct gd_err *err)
     int rc = 0;
     if (n == 0)
         return 0;
+    if (es != 1 && es != 2 && es != 4 && es != 8)
+        return gd_err_set(err, GD_EDTYPE, "Transpose of %s (%zu-byte elements)",
+                          gd_dtype_name(x->dtype), es);
     for (int i = x->ndim - 1; i >= 0; i--) {
         stride[i] = s;
         s *= x->shape[i];
@@ -207,22 +331,46 @@ gd__cuda_transpose(struct gd_op_call *c, struct gd_err *err)
         w.shape[i] = y->shape[i];
         w.stride[0][i] = stride[c->params->perm[i]];
     }
-    switch (es) {
-    case 1:
-        transpose_launch<uint8_t>(x->data, y->data, n, w, ctx->compute);
-        break;
-    case 2:
-        transpose_launch<uint16_t>(x->data, y->data, n, w, ctx->compute);
-        break;
-    case 4:
-        transpose_launch<uint32_t>(x->data, y->data, n, w, ctx->compute);
-        break;
-    case 8:
-        transpose_launch<uint64_t>(x->data, y->data, n, w, ctx->compute);
-        break;
-    default:
-        return gd_err_set(err, GD_EDTYPE, "Transpose of %s (%zu-byte elements)",
-                          gd_dtype_name(x->dtype), es);
+    gd__cuda_walk_coalesce(&w, 1);
+    int last = w.ndim - 1;
+    if (w.ndim == 0 || (w.ndim == 1 && w.stride[0][0] == 1)) {
+        GD_CUDA_TRY(cudaMemcpyAsync(y->data, x->data, (size_t)n * es, cudaMemcpyDeviceToDevice,
+                                    ctx->compute));
+        return 0;
+    }
+    if (w.stride[0][last] == 1) {
+        size_t ub = 16;
+        uintptr_t bits = (uintptr_t)x->data | (uintptr_t)y->data;
+        for (; ub > es; ub /= 2) {
+            int ok = bits % ub == 0 && ((size_t)w.shape[last] * es) % ub == 0;
+            for (int d = 0; d < last && ok; d++)
+                ok = ((size_t)w.stride[0][d] * es) % ub == 0;
+            if (ok)
+                break;
+        }
+        transpose_units(x->data, y->data, n, w, es, ub, ctx->compute);
+    } else {
+        int ax_b = -1;
+        for (int d = 0; d < last; d++)
+            if (w.stride[0][d] == 1)
+                ax_b = d;
+        switch (ax_b < 0 ? 0 : es) {
+        case 1:
+            transpose_tiled<uint8_t>(x->data, y->data, w, ax_b, ctx->compute);
+            break;
+        case 2:
+            transpose_tiled<uint16_t>(x->data, y->data, w, ax_b, ctx->compute);
+            break;
+        case 4:
+            transpose_tiled<uint32_t>(x->data, y->data, w, ax_b, ctx->compute);
+            break;
+        case 8:
+            transpose_tiled<uint64_t>(x->data, y->data, w, ax_b, ctx->compute);
+            break;
+        default: /* x's innermost axis was of length 1: no plane to tile */
+            transpose_units(x->data, y->data, n, w, es, es, ctx->compute);
+            break;
+        }
     }
     GD_CUDA_CHECK_LAUNCH();
 done:
@@ -337,7 +485,12 @@ move_kernel(const U *x, U *y, int64_t n, gd__move m)
     }
 }
 
-/* Runs a plan (simplified first, as the CPU runs it) from x into y. */
+/*
+ * Runs a plan (simplified first, as the CPU runs it) from x into y. A plan whose strides are
+ * none of them negative (every one but a Slice with a negative step) is Transpose's walk
+ * from x's element `offset` on, in units up to 16 bytes and 32-bit index arithmetic where
+ * it fits; the others take the plan's own 64-bit walk. Both move the same elements.
+ */
 static int
 move_run(struct gd_op_call *c, const struct gd__move *plan, const struct gd_tensor *x,
          struct gd_tensor *y, struct gd_err *err)
@@ -346,10 +499,38 @@ move_run(struct gd_op_call *c, const struct gd__move *plan, const struct gd_tens
     int64_t n = gd_tensor_numel(y);
     unsigned blocks = gd__cuda_blocks(n);
     struct gd__move m = *plan;
-    int rc = 0;
+    size_t es = gd_dtype_size(x->dtype);
+    int rc = 0, forward = 1;
     if (n == 0)
         return 0;
     gd__move_simplify(&m);
+    for (int d = 0; d < m.ndim; d++)
+        forward = forward && m.stride[d] >= 0;
+    if (forward && m.ndim <= GD_MAX_DIMS && (es == 1 || es == 2 || es == 4 || es == 8)) {
+        gd__cuda_walk w;
+        w.ndim = m.ndim;
+        for (int d = 0; d < m.ndim; d++) {
+            w.shape[d] = m.shape[d];
+            w.stride[0][d] = m.stride[d];
+        }
+        gd__cuda_walk_coalesce(&w, 1);
+        const char *from = (const char *)x->data + (size_t)m.offset * es;
+        int last = w.ndim - 1;
+        size_t ub = es;
+        if (w.ndim > 0 && w.stride[0][last] == 1) {
+            uintptr_t bits = (uintptr_t)from | (uintptr_t)y->data;
+            for (ub = 16; ub > es; ub /= 2) {
+                int ok = bits % ub == 0 && ((size_t)w.shape[last] * es) % ub == 0;
+                for (int d = 0; d < last && ok; d++)
+                    ok = ((size_t)w.stride[0][d] * es) % ub == 0;
+                if (ok)
+                    break;
+            }
+        }
+        transpose_units(from, y->data, n, w, es, ub, ctx->compute);
+        GD_CUDA_CHECK_LAUNCH();
+        return 0;
+    }
     switch (gd_dtype_size(x->dtype)) {
     case 1:
         move_kernel<<<blocks, GD_CUDA_THREADS, 0, ctx->compute>>>((const uint8_t *)x->data,

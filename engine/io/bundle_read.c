@@ -8,6 +8,7 @@
 
 #include "gpudiff/bundle.h"
 #include "gpudiff/hash.h"
+#include "gpudiff/noise.h"
 #include "gpudiff/io.h"
 #include "../core/internal.h"
 
@@ -71,6 +72,8 @@ read_layer(json_t *rec, size_t i, struct gd_bundle_layer *l, struct gd_err *err)
     json_t *t = json_object_get(rec, "time_us"), *red = json_object_get(rec, "reduction_len");
     json_t *disc = json_object_get(rec, "discontinuous");
     l->op = op ? op : "";
+    const char *node = json_string_value(json_object_get(rec, "node"));
+    l->node = node != NULL ? node : "";
     l->algo = algo ? algo : "";
     l->math = math ? math : "";
     l->time_us = json_is_number(t) ? json_number_value(t) : -1.0;
@@ -78,6 +81,11 @@ read_layer(json_t *rec, size_t i, struct gd_bundle_layer *l, struct gd_err *err)
     l->discontinuous = json_is_boolean(disc) ? json_is_true(disc) : -1;
     json_t *ins = json_object_get(rec, "inputs");
     l->inputs = json_is_array(ins) ? ins : NULL;
+    json_t *noise = json_object_get(rec, "noise");
+    struct gd_noise_probe probe;
+    if (noise != NULL && gd_noise_probe_from_json(noise, &probe, err) != 0)
+        return gd_err_prefix(err, "layer %s: ", l->name);
+    l->noise = noise;
     return 0;
 }
 

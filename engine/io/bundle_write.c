@@ -546,6 +546,27 @@ finish_layers(struct gd_bundle_writer *w, struct gd_err *err)
     return 0;
 }
 
+const char *
+gd_bundle_writer_layer_name(const struct gd_bundle_writer *w, int i)
+{
+    if (i < 0 || i >= w->n || !w->layers[i].used)
+        return NULL;
+    return json_string_value(json_object_get(w->layers[i].rec, "name"));
+}
+
+int
+gd_bundle_writer_layer_note(struct gd_bundle_writer *w, int i, const char *key, json_t *value,
+                            struct gd_err *err)
+{
+    if (i < 0 || i >= w->n || !w->layers[i].used || json_object_get(w->layers[i].rec, key)) {
+        json_decref(value);
+        return gd_err_set(err, GD_EINVAL, "layer %d has no record, or has %s already", i, key);
+    }
+    if (value == NULL || json_object_set_new(w->layers[i].rec, key, value) != 0)
+        return gd_err_set(err, GD_ENOMEM, "out of memory");
+    return 0;
+}
+
 json_t *
 gd_bundle_writer_layers(const struct gd_bundle_writer *w)
 {

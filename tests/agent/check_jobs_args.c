@@ -226,6 +226,80 @@ START_TEST(basenames)
 }
 END_TEST
 
+START_TEST(device_keys)
+{
+    char key[600];
+    struct gd_err err;
+    json_t *cpu_env = json_pack("{s:s}", "host", "hostA");
+    json_t *cuda_env = json_pack("{s:s}", "gpu_uuid", "GPU-8f3a0c1e-2b4d-4e6f-8a9b-0c1d2e3f4a5b");
+    json_t *labels = json_pack("{s:s,s:s}", "rack", "b2", "gpu", "sim_a");
+    json_t *none = json_object();
+    ck_assert_int_eq(
+        agt_device_key(NULL, 1, "hostA", "cpu", cpu_env, none, 512, key, sizeof key, &err), 0);
+    ck_assert_str_eq(key, "hostA/cpu");
+    /* the labels tell two serves of one host and backend apart, sorted by name */
+    ck_assert_int_eq(
+        agt_device_key(NULL, 1, "hostA", "cpu", cpu_env, labels, 512, key, sizeof key, &err), 0);
+    ck_assert_str_eq(key, "hostA/cpu label.gpu=sim_a label.rack=b2");
+    ck_assert_int_eq(
+        agt_device_key(NULL, 2, "h1", "cuda", cuda_env, labels, 512, key, sizeof key, &err), 0);
+    ck_assert_str_eq(
+        key, "h1/cuda:GPU-8f3a0c1e-2b4d-4e6f-8a9b-0c1d2e3f4a5b label.gpu=sim_a label.rack=b2");
+    ck_assert_int_eq(agt_device_key(NULL, 1, "h1", "cuda", none, none, 512, key, sizeof key, &err),
+                     0);
+    ck_assert_str_eq(key, "h1/cuda:0");
+    /* --device-id: as given, or ID/BACKEND with several backends */
+    ck_assert_int_eq(agt_device_key("rack-b2-gpu3", 1, "h1", "cuda", cuda_env, labels, 512, key,
+                                    sizeof key, &err),
+                     0);
+    ck_assert_str_eq(key, "rack-b2-gpu3");
+    ck_assert_int_eq(
+        agt_device_key("rack-b2", 2, "h1", "cpu64", cpu_env, labels, 512, key, sizeof key, &err),
+        0);
+    ck_assert_str_eq(key, "rack-b2/cpu64");
+    /* too long for the daemon: refused, asking for --device-id */
+    json_t *long_labels = json_object();
+    char value[200];
+    memset(value, 'v', sizeof value - 1);
+    value[sizeof value - 1] = '\0';
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "l%d", i);
+        json_object_set_new(long_labels, name, json_string(value));
+    }
+    ck_assert_int_eq(
+        agt_device_key(NULL, 1, "h1", "cpu", cpu_env, long_labels, 512, key, sizeof key, &err),
+        GD_EINVAL);
+    ck_assert_msg(strstr(err.msg, "--device-id") != NULL, "%s", err.msg);
+    json_decref(long_labels);
+    json_decref(cpu_env);
+    json_decref(cuda_env);
+    json_decref(labels);
+    json_decref(none);
+}
+END_TEST
+
+START_TEST(job_paths)
+{
+    ck_assert(agt_job_path_valid("weights.bin"));
+    ck_assert(agt_job_path_valid("conv1_mutated/weight.npz"));
+    ck_assert(agt_job_path_valid("a/b/c+d@e.bin"));
+    ck_assert(!agt_job_path_valid(""));
+    ck_assert(!agt_job_path_valid("/etc/passwd"));
+    ck_assert(!agt_job_path_valid("a//b"));
+    ck_assert(!agt_job_path_valid("a/"));
+    ck_assert(!agt_job_path_valid("a/../b"));
+    ck_assert(!agt_job_path_valid("./a"));
+    ck_assert(!agt_job_path_valid("a b/c"));
+    ck_assert(!agt_job_path_valid("a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q"));
+    ck_assert(agt_job_paths_clash("a/b", "a/b"));
+    ck_assert(agt_job_paths_clash("a", "a/b"));
+    ck_assert(agt_job_paths_clash("a/b/c", "a/b"));
+    ck_assert(!agt_job_paths_clash("a/bc", "a/b"));
+    ck_assert(!agt_job_paths_clash("ab", "a"));
+}
+END_TEST
+
 START_TEST(last_line)
 {
     char out[64];
@@ -256,6 +330,8 @@ main(void)
     tcase_add_test(tc, cache_names);
     tcase_add_test(tc, basenames);
     tcase_add_test(tc, last_line);
+    tcase_add_test(tc, device_keys);
+    tcase_add_test(tc, job_paths);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -64,14 +64,18 @@ START_TEST(default_cuda_grid)
                                        "conv_algo=deterministic",
                                        "tf32=on conv_algo=deterministic",
                                        "math_mode=pedantic",
-                                       "workspace_limit=0"};
-    names_are(&g, want, 8);
+                                       "workspace_limit=0",
+                                       "repro=bitwise"};
+    names_are(&g, want, 9);
+    ck_assert_str_eq(g.settings[8].knobs.repro, "bitwise");
+    ck_assert_str_eq(g.settings[8].knobs.conv_algo, "");
+    ck_assert_int_eq(g.settings[8].knobs.tf32, -1);
     ck_assert_str_eq(g.settings[6].knobs.math_mode, "pedantic");
     ck_assert_int_eq(g.settings[7].knobs.workspace_limit, 0);
     ck_assert_int_eq(g.settings[0].knobs.workspace_limit, -1);
     /* the strict setting is in the grid: moved first, not added */
     ck_assert_int_eq(agt_grid_mark_strict(&g, "cuda", NULL), 0);
-    ck_assert_int_eq(g.n, 8);
+    ck_assert_int_eq(g.n, 9);
     ck_assert_str_eq(g.settings[0].name, "conv_algo=deterministic");
     ck_assert(g.settings[0].strict && !g.settings[0].added);
     ck_assert_str_eq(g.settings[1].name, "defaults");
@@ -184,6 +188,34 @@ START_TEST(knobs_as_recorded)
 }
 END_TEST
 
+/* The repro axis: bitwise mode is one setting whatever the other axes' defaults (the cuDNN
+ * knobs it has no use for unset), recorded in run.json's knobs; off is the default mode;
+ * other values are refused, and so is the axis where knobs.def has no repro (cpu64). */
+START_TEST(repro_axis)
+{
+    struct agt_grid g = {0};
+    parse_ok("conv_algo=autotune;tf32=on;repro=off,bitwise", "cuda", &g);
+    ck_assert_int_eq(g.n, 2);
+    ck_assert_str_eq(g.settings[0].name, "tf32=on conv_algo=autotune");
+    ck_assert(!gd_knobs_bitwise(&g.settings[0].knobs));
+    ck_assert_str_eq(g.settings[1].name, "repro=bitwise");
+    ck_assert_str_eq(g.settings[1].knobs.conv_algo, "");
+    ck_assert_int_eq(g.settings[1].knobs.tf32, -1);
+    json_t *k = gd_knobs_json(&g.settings[1].knobs, "cuda", NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(k, "repro")), "bitwise");
+    ck_assert_str_eq(json_string_value(json_object_get(k, "conv_algo")), "heuristic");
+    json_decref(k);
+    agt_grid_fini(&g);
+    struct gd_err err = {0};
+    ck_assert_int_ne(agt_grid_parse("repro=sometimes", "cuda", NULL, &g, &err), 0);
+    ck_assert_msg(strstr(err.msg, "off or bitwise") != NULL, "%s", err.msg);
+    agt_grid_fini(&g);
+    ck_assert_int_ne(agt_grid_parse("repro=bitwise", "cpu64", NULL, &g, &err), 0);
+    ck_assert_msg(strstr(err.msg, "not for the cpu64 backend") != NULL, "%s", err.msg);
+    agt_grid_fini(&g);
+}
+END_TEST
+
 /* Engine configs as fixed choices and pins, the conv API axis, and how both are named. */
 START_TEST(engine_configs_and_api)
 {
@@ -217,7 +249,7 @@ START_TEST(bad_specs)
     static const struct {
         const char *spec, *backend, *says;
     } cases[] = {
-        {"nope=1", "cpu", "unknown axis nope (the cpu backend's: emulate, batch, threads)"},
+        {"nope=1", "cpu", "unknown axis nope (the cpu backend's: emulate, batch, repro, threads)"},
         {"conv=heuristic", "cuda", "unknown axis conv (the cuda backend's: tf32, conv_algo,"},
         {"tf32=on", "cpu", "not for the cpu backend"},
         {"emulate=tf32", "cuda", "not for the cuda backend"},
@@ -272,6 +304,7 @@ main(void)
     TCase *tc = tcase_create("sweep_grid");
     tcase_add_test(tc, default_cpu_grid);
     tcase_add_test(tc, default_cuda_grid);
+    tcase_add_test(tc, repro_axis);
     tcase_add_test(tc, products_unions_and_duplicates);
     tcase_add_test(tc, batch_sizes);
     tcase_add_test(tc, pins_fixed_and_sizes);

@@ -11,6 +11,8 @@
  * check the numbers. first_layer_ms is the first node's compute time in the last captured
  * run: its output cannot be copied before it is done, so the input's upload, that layer and
  * the copy of every captured byte are the least a captured run can take.
+ * Then the same runs with every layer's fingerprint and no tensor (what `run --capture
+ * fingerprint` asks for): fingerprint_ms, the warm cost of fingerprints against forward_ms.
  * Prints `key value` lines for tests/bench/bench_cuda.py.
  */
 #include <stdio.h>
@@ -63,6 +65,16 @@ count_layer(void *user, const struct gd_layer *layer, struct gd_err *err)
     }
     if (layer->index == c->keep_index && (c->kept = gd_tensor_dup(layer->value, err)) == NULL)
         return err->code;
+    return 0;
+}
+
+/* Fingerprint-only runs: counts the fingerprints delivered. */
+static int
+count_fingerprint(void *user, const struct gd_layer *layer, struct gd_err *err)
+{
+    (void)err;
+    if (layer->fingerprint != NULL)
+        ++*(int *)user;
     return 0;
 }
 
@@ -166,6 +178,30 @@ main(int argc, char **argv)
                     printf("op_ms_%s %.3f\n", gd_op_name((enum gd_op)op), c.op_us[op] / 1e3);
         for (int k = 0; mode && k < c.n_algos; k++)
             printf("algo_%d %d %.3f %s\n", k, c.algo_n[k], c.algo_us[k] / 1e3, c.algo[k]);
+    }
+    {
+        struct gd_capture_sel fp_only = {.fingerprints = 1, .last_layer = -1};
+        struct gd_capture_sel every = {.tensors = 1, .last_layer = -1};
+        int n_fp = 0;
+        if (gd_session_set_capture(s, &fp_only, &err) != 0) {
+            fprintf(stderr, "bench_gpu: %s\n", err.msg);
+            return 1;
+        }
+        for (int r = -1; r < repeats; r++) {
+            n_fp = 0;
+            double t0 = bench_now_ms();
+            if (gd_session_run(s, 1, inputs, count_fingerprint, &n_fp, &err) != 0) {
+                fprintf(stderr, "bench_gpu: fingerprints: %s\n", err.msg);
+                return 1;
+            }
+            if (r >= 0)
+                t[r] = bench_now_ms() - t0;
+        }
+        printf("fingerprint_ms %.3f\nfingerprint_layers %d\n", bench_median(t, repeats), n_fp);
+        if (gd_session_set_capture(s, &every, &err) != 0) {
+            fprintf(stderr, "bench_gpu: %s\n", err.msg);
+            return 1;
+        }
     }
     if (save != NULL) {
         c.keep_index = c.layers - 1;

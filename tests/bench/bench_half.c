@@ -13,8 +13,11 @@
  * wall and duration include. Prints run_none_ms_median, run_fingerprint_ms_median,
  * run_fingerprint_ratio, fingerprint_layers.
  *
+ * --tf32 on: float32 products may round their inputs to TF32 (knobs.tf32), as PyTorch's
+ * allow_tf32; off by default.
+ *
  * usage: bench_half MODEL.onnx [--dtype float16|bfloat16] [--backend cuda] [--repeats N]
- *                   [--out OUTPUT.npy] [--fingerprint-cost] NAME=INPUT.npy...
+ *                   [--tf32 on|off] [--out OUTPUT.npy] [--fingerprint-cost] NAME=INPUT.npy...
  * Prints key=value lines on stdout (load_s, cast_s, session_s, forward_ms_median,
  * forward_ms_min, end_to_end_ms, device_peak_bytes, device_now_bytes, output); progress
  * on stderr. Exit 1 on any failure, with the engine's message.
@@ -69,7 +72,7 @@ main(int argc, char **argv)
 {
     const char *model = NULL, *dtype = NULL, *backend = "cuda", *out = NULL;
     const char *in_names[MAX_INPUTS], *in_files[MAX_INPUTS];
-    int n_in = 0, repeats = 5, fp_cost = 0;
+    int n_in = 0, repeats = 5, fp_cost = 0, tf32 = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--dtype") == 0 && i + 1 < argc)
@@ -82,6 +85,8 @@ main(int argc, char **argv)
             out = argv[++i];
         else if (strcmp(a, "--fingerprint-cost") == 0)
             fp_cost = 1;
+        else if (strcmp(a, "--tf32") == 0 && i + 1 < argc)
+            tf32 = strcmp(argv[++i], "on") == 0;
         else if (model == NULL)
             model = a;
         else if (strchr(a, '=') != NULL && n_in < MAX_INPUTS) {
@@ -89,7 +94,8 @@ main(int argc, char **argv)
             in_files[n_in++] = strchr(a, '=') + 1;
         } else {
             fprintf(stderr, "usage: bench_half MODEL.onnx [--dtype float16|bfloat16] "
-                            "[--backend B] [--repeats N] [--out OUT.npy] [--fingerprint-cost] "
+                            "[--backend B] [--repeats N] [--tf32 on|off] [--out OUT.npy] "
+                            "[--fingerprint-cost] "
                             "NAME=INPUT.npy...\n");
             return 2;
         }
@@ -129,6 +135,7 @@ main(int argc, char **argv)
     gd_knobs_init(&knobs);
     if (dtype != NULL)
         snprintf(knobs.dtype, sizeof knobs.dtype, "%s", dtype);
+    knobs.tf32 = tf32;
     double t3 = bench_now_s();
     struct gd_session *s = gd_session_new(g, backend, &knobs, &err);
     if (s == NULL)

@@ -16,7 +16,15 @@
  * upload rate and errors, the daemon's RSS (anonymous and file-backed) at the start and the
  * end, and with --sample S a line of RSS every S seconds (the soak: --seconds 1800
  * --sample 60 --rate 20 --mixed --uncached-every 2). Requests are plain HTTP/1.1 over sockets: one
- * connection each, as gpudiffd serves them. Exit status 1 when an upload or probe failed.
+ * connection each, as gpudiffd serves them. At the end every run pushed is accounted for: it
+ * is compared with the baseline (its diff cached) or its comparison is still queued; any
+ * other is a comparison dropped. Exit status 1 when an upload or probe failed or a
+ * comparison was dropped.
+ *
+ * Issue 24: --daemon-cpus and --load-cpus pin the daemon and these clients to CPUs of their
+ * own (sched_setaffinity, as taskset does: `--daemon-cpus 0 --load-cpus 1`), so the load's
+ * own CPU time does not count in the daemon's latencies; --db URI runs the daemon on that
+ * database (PostgreSQL: tests/bench/bench_latency.sh makes one) instead of a fresh SQLite file.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,6 +32,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +40,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "gpudiff/hash.h"
 #include "gpudiff/io.h"
@@ -257,13 +268,27 @@ struct prober {
     double *lat;
     size_t n, cap;
     int errors;
+    int rt_failed; /* SCHED_FIFO was refused (not root) */
 };
+
+/*
+ * With --load-cpus the probers are the measuring instrument: they run at a real-time
+ * priority (SCHED_FIFO 10, as root) above the 64 uploaders and whatever else the machine
+ * runs on their CPU, so a latency is the daemon's time, not the prober's wait for a turn.
+ * They sleep between requests, so they never hold the CPU long.
+ */
+static int probe_rt;
 
 static void *
 probe_loop(void *arg)
 {
     struct prober *p = arg;
     long k = 0;
+    if (probe_rt) {
+        struct sched_param sp = {.sched_priority = 10};
+        if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0)
+            p->rt_failed = 1;
+    }
     while (bench_now_s() < until) {
         double t0 = bench_now_s();
         char target[320];
@@ -322,6 +347,42 @@ pct(double *v, size_t n, double q)
     return v[i];
 }
 
+/*
+ * The load model's runs, as the run list says (pages of 1000): against the baseline, each
+ * compared (its diff cached) or pending (its comparison to come).
+ */
+static int
+count_compared(long *compared, long *pending, long *listed)
+{
+    *compared = *pending = *listed = 0;
+    for (long offset = 0;; offset += 1000) {
+        char target[128];
+        snprintf(target, sizeof target, "/api/v1/runs?model=load&limit=1000&offset=%ld", offset);
+        struct answer a;
+        if (http("GET", target, "", NULL, 0, &a) != 0 || a.status != 200) {
+            free(a.body);
+            return -1;
+        }
+        json_t *page = json_loadb(a.body, a.len, 0, NULL);
+        free(a.body);
+        json_t *runs = json_object_get(page, "runs");
+        size_t i;
+        json_t *r;
+        json_array_foreach(runs, i, r)
+        {
+            const char *st =
+                json_string_value(json_object_get(json_object_get(r, "against_baseline"), "state"));
+            (*listed)++;
+            *compared += st != NULL && strcmp(st, "compared") == 0;
+            *pending += st != NULL && strcmp(st, "pending") == 0;
+        }
+        size_t n = json_array_size(runs);
+        json_decref(page);
+        if (n < 1000)
+            return 0;
+    }
+}
+
 /* The diff of the pair, asked once so that it is cached; its layer count is checked. */
 static int
 store_pair(const char *model, uint64_t seed, char a_id[40], char b_id[40])
@@ -355,8 +416,12 @@ main(int argc, char **argv)
         O_RATE,
         O_MIXED,
         O_UNCACHED,
-        O_NO_BASELINE
+        O_NO_BASELINE,
+        O_DAEMON_CPUS,
+        O_LOAD_CPUS,
+        O_DB
     };
+    const char *daemon_cpus = NULL, *load_cpus = NULL, *db_uri = NULL;
     int baseline = 1;
     double uncached_every = 0.1;
     static const struct option opts[] = {{"seconds", required_argument, NULL, O_SECONDS},
@@ -369,6 +434,9 @@ main(int argc, char **argv)
                                          {"mixed", no_argument, NULL, O_MIXED},
                                          {"uncached-every", required_argument, NULL, O_UNCACHED},
                                          {"no-baseline", no_argument, NULL, O_NO_BASELINE},
+                                         {"daemon-cpus", required_argument, NULL, O_DAEMON_CPUS},
+                                         {"load-cpus", required_argument, NULL, O_LOAD_CPUS},
+                                         {"db", required_argument, NULL, O_DB},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
@@ -405,10 +473,20 @@ main(int argc, char **argv)
         case O_NO_BASELINE:
             baseline = 0;
             break;
+        case O_DAEMON_CPUS:
+            daemon_cpus = optarg;
+            break;
+        case O_LOAD_CPUS:
+            load_cpus = optarg;
+            break;
+        case O_DB:
+            db_uri = optarg;
+            break;
         default:
             printf("usage: bench_load [--seconds N (60)] [--uploaders N (64)] [--layers N (8)]\n"
                    "                  [--rate RUNS_PER_S] [--mixed] [--sample SECONDS]\n"
                    "                  [--uncached-every SECONDS (0.1)] [--no-baseline]\n"
+                   "                  [--daemon-cpus LIST] [--load-cpus LIST] [--db URI]\n"
                    "                  [--gpudiffd PATH] [--flag=--gpudiffd-flag ...]\n"
                    "gpudiffd under uploads: latency of /healthz, a cached and an uncached diff\n"
                    "(and with --mixed a matrix, a download, a run); --sample prints the\n"
@@ -427,14 +505,25 @@ main(int argc, char **argv)
     }
     struct bench_daemon d;
     struct gd_err err;
-    if (bench_daemon_start(gpudiffd, dir, "load", extra, &d, &err) != 0) {
+    struct bench_daemon_opts dopts = {db_uri, daemon_cpus};
+    if (bench_daemon_start_opts(gpudiffd, dir, "load", extra, &dopts, &d, &err) != 0) {
         fprintf(stderr, "bench_load: %s\n", err.msg);
         return 1;
     }
+    /* the clients, from here on (every thread below inherits it) */
+    if (load_cpus != NULL && bench_pin(load_cpus, &err) != 0) {
+        fprintf(stderr, "bench_load: %s\n", err.msg);
+        bench_daemon_stop(&d);
+        return 1;
+    }
+    if (daemon_cpus != NULL || load_cpus != NULL)
+        printf("pinned: the daemon on CPUs %s, the load on CPUs %s\n",
+               daemon_cpus ? daemon_cpus : "all", load_cpus ? load_cpus : "all");
+    probe_rt = load_cpus != NULL;
     port = atoi(strrchr(d.url, ':') + 1);
     token = d.token;
     char admin_cmd[2048], admin[128] = "";
-    snprintf(admin_cmd, sizeof admin_cmd, "%s token create --role admin --db %s 2>/dev/null",
+    snprintf(admin_cmd, sizeof admin_cmd, "'%s' token create --role admin --db '%s' 2>/dev/null",
              gpudiffd, d.db);
     FILE *pa = popen(admin_cmd, "r");
     if (pa != NULL && fgets(admin, sizeof admin, pa) != NULL)
@@ -519,8 +608,14 @@ main(int argc, char **argv)
     }
     for (int i = 0; i < n_uploaders; i++)
         pthread_join(up[i], NULL);
-    for (int i = 0; i < n_probes; i++)
+    int rt_failed = 0;
+    for (int i = 0; i < n_probes; i++) {
         pthread_join(probes[i].thread, NULL);
+        rt_failed |= probes[i].rt_failed;
+    }
+    if (probe_rt)
+        printf("probes: %s\n", rt_failed ? "SCHED_FIFO refused (not root): at normal priority"
+                                         : "at SCHED_FIFO priority 10 on the load's CPUs");
     double elapsed = bench_now_s() - t_start;
     double cpu = bench_cpu_seconds(d.pid) - cpu0, self = bench_cpu_seconds(getpid()) - self0;
     double anon1, file1;
@@ -574,11 +669,27 @@ main(int argc, char **argv)
     if (memory[0] != '\0')
         printf("memory at the end: %s\n", memory);
     printf("compare jobs still queued at the end: %ld\n", jobs);
+    if (baseline) {
+        long compared = 0, pending = 0, listed = 0;
+        if (count_compared(&compared, &pending, &listed) != 0) {
+            printf("comparisons: the run list could not be read\n");
+            failed = 1;
+        } else {
+            long dropped = pending - (jobs > 0 ? jobs : 0);
+            printf("comparisons with the baseline: %ld runs, %ld compared, %ld still queued, "
+                   "%ld dropped\n",
+                   listed, compared, pending, dropped > 0 ? dropped : 0);
+            if (dropped > 0 || listed < (long)atomic_load(&runs_done))
+                failed = 1;
+        }
+    }
     free(up);
     bench_daemon_stop(&d);
     char rm[64];
     snprintf(rm, sizeof rm, "rm -rf %s", dir);
-    if (system(rm) != 0)
+    if (getenv("BENCH_KEEP") != NULL) /* the daemon's log, to read its own request times */
+        printf("kept %s (BENCH_KEEP)\n", dir);
+    else if (system(rm) != 0)
         fprintf(stderr, "bench_load: could not remove %s\n", dir);
     return failed ? 1 : 0;
 }

@@ -1,5 +1,7 @@
 /* bench_server.c: the daemon, token and bundle helpers of the gpudiffd benchmarks. */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +24,60 @@ bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* "0", "1,3", "0-2" into set; -1 when it names no CPU. */
+static int
+cpu_list(const char *cpus, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    for (const char *p = cpus; *p;) {
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        if (end == p || a < 0 || a >= CPU_SETSIZE)
+            return -1;
+        if (*end == '-') {
+            p = end + 1;
+            b = strtol(p, &end, 10);
+            if (end == p || b < a || b >= CPU_SETSIZE)
+                return -1;
+        }
+        for (long c = a; c <= b; c++)
+            CPU_SET((int)c, set);
+        p = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end != '\0')
+            return -1;
+    }
+    return CPU_COUNT(set) > 0 ? 0 : -1;
+}
+
+int
+bench_pin(const char *cpus, struct gd_err *err)
+{
+    cpu_set_t set;
+    if (cpu_list(cpus, &set) != 0 || sched_setaffinity(0, sizeof set, &set) != 0)
+        return gd_err_set(err, GD_EINVAL, "cannot run on CPUs %s: %s", cpus, strerror(errno));
+    return 0;
+}
+
 int
 bench_daemon_start(const char *gpudiffd, const char *dir, const char *name,
                    const char *const *extra, struct bench_daemon *d, struct gd_err *err)
 {
+    return bench_daemon_start_opts(gpudiffd, dir, name, extra, NULL, d, err);
+}
+
+int
+bench_daemon_start_opts(const char *gpudiffd, const char *dir, const char *name,
+                        const char *const *extra, const struct bench_daemon_opts *o,
+                        struct bench_daemon *d, struct gd_err *err)
+{
     memset(d, 0, sizeof *d);
-    snprintf(d->db, sizeof d->db, "%s/%s.db", dir, name);
+    cpu_set_t set;
+    if (o != NULL && o->cpus != NULL && cpu_list(o->cpus, &set) != 0)
+        return gd_err_set(err, GD_EINVAL, "--daemon-cpus %s names no CPU", o->cpus);
+    if (o != NULL && o->db != NULL)
+        snprintf(d->db, sizeof d->db, "%s", o->db);
+    else
+        snprintf(d->db, sizeof d->db, "%s/%s.db", dir, name);
     snprintf(d->log, sizeof d->log, "%s/%s.log", dir, name);
     char cmd[2600];
     snprintf(cmd, sizeof cmd, "'%s' token create --role agent --db '%s' 2>/dev/null", gpudiffd,
@@ -56,6 +106,9 @@ bench_daemon_start(const char *gpudiffd, const char *dir, const char *name,
     if (pid == 0) {
         FILE *log = freopen(d->log, "w", stderr);
         (void)log;
+        /* the daemon's CPUs, inherited by every thread it starts */
+        if (o != NULL && o->cpus != NULL && sched_setaffinity(0, sizeof set, &set) != 0)
+            _exit(126);
         execv(gpudiffd, (char *const *)argv);
         _exit(127);
     }

@@ -29,6 +29,21 @@ double bench_now(void);
 int bench_daemon_start(const char *gpudiffd, const char *dir, const char *name,
                        const char *const *extra, struct bench_daemon *d, struct gd_err *err);
 
+/* What bench_daemon_start_opts() may change. */
+struct bench_daemon_opts {
+    const char *db;   /* a database to use instead of dir/NAME.db (a PostgreSQL URI); NULL */
+    const char *cpus; /* the CPUs the daemon may run on ("0", "0,2-3"; sched_setaffinity); NULL */
+};
+
+/* bench_daemon_start() with those choices (o may be NULL). */
+int bench_daemon_start_opts(const char *gpudiffd, const char *dir, const char *name,
+                            const char *const *extra, const struct bench_daemon_opts *o,
+                            struct bench_daemon *d, struct gd_err *err);
+
+/* Pins the calling process's threads made after this to cpus ("1", "1-3"); GD_EINVAL for a
+ * list that names no CPU of this machine. */
+int bench_pin(const char *cpus, struct gd_err *err);
+
 /* SIGTERM and wait; nothing for a daemon that was given. */
 void bench_daemon_stop(struct bench_daemon *d);
 

@@ -6,7 +6,8 @@ measure the same files.
 
 Configurations (CONFIGS): gpt2-12 (12 layers, d_model 768, 12 heads, vocab 50257, context
 1024: GPT-2 small's shape), gpt2-48 (48 layers, d_model 1600, 25 heads: GPT-2 XL's, 1.56e9
-parameters), gpt2-tiny and bert-tiny (2 layers, d_model 32, for the unit tests' fixtures).
+parameters), bert-base (12 layers, d_model 768, 12 heads, vocab 30522, context 512: BERT
+base's shape), gpt2-tiny and bert-tiny (2 layers, d_model 32, for the unit tests' fixtures).
 
 The decoder is GPT-2's: token and position embeddings (Gather of int64 ids), pre-norm blocks
 of LayerNormalization, causal self-attention written out (Q K^T / sqrt(d_head), a causal
@@ -42,6 +43,7 @@ CONFIGS = {
     "gpt2-48": dict(kind="gpt2", n_layer=48, d_model=1600, n_head=25, vocab=50257, n_ctx=1024),
     "gpt2-tiny": dict(kind="gpt2", n_layer=2, d_model=32, n_head=2, vocab=256, n_ctx=16),
     "bert-tiny": dict(kind="bert", n_layer=2, d_model=32, n_head=2, vocab=256, n_ctx=16),
+    "bert-base": dict(kind="bert", n_layer=12, d_model=768, n_head=12, vocab=30522, n_ctx=512),
 }
 
 

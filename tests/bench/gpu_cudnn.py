@@ -248,7 +248,7 @@ def bench(args):
            "rows": [], "legacy": [], "outputs": [], "ops": [], "capture": [], "errors": []}
     log("GPU %s, PyTorch %s (cuDNN %s), cudnn.benchmark_limit %s" % (
         res["gpu"], res["torch"], res["torch_cudnn"], res["benchmark_limit"]))
-    settings = ["%s:%s" % (t, m) for t in ("off", "on") for m in MODES]
+    settings = ["%s:%s" % (t, m) for t in ("off", "on") for m in args.modes]
     big = max(args.batches)
     for name in args.models:
         try:
@@ -263,7 +263,8 @@ def bench(args):
                 continue
             log("%s batch %d" % (name, b))
             save = os.path.join(args.work, "%s-b%d-engine.npy" % (name, b))
-            extra = ["%s:autotune:legacy" % t for t in ("off", "on")] if b == big else []
+            extra = ["%s:autotune:legacy" % t for t in ("off", "on")] \
+                if b == big and not args.no_legacy else []
             try:
                 rows, algos, errors = engine_matrix(args.build, mpath, ipath, settings + extra,
                                                     args.repeats, save)
@@ -470,7 +471,12 @@ def main():
     ap.add_argument("--batches", default="1,8,32")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--no-ops", action="store_true", help="leave out the per-op comparison")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="the engine's conv algorithm choices to time (bench)")
+    ap.add_argument("--no-legacy", action="store_true",
+                    help="leave out the legacy conv API rows (bench)")
     args = ap.parse_args()
+    args.modes = [m for m in args.modes.split(",") if m]
     args.models = [m for m in args.models.split(",") if m]
     args.batches = [int(b) for b in args.batches.split(",") if b]
     os.makedirs(args.work, exist_ok=True)

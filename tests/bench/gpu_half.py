@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""gpu_half.py: PyTorch's side of tests/bench/gpu_half.sh, on the GPU machine (torch,
-/opt/torch/.venv/bin/python3).
+"""gpu_half.py: PyTorch's side of tests/bench/gpu_half.sh and gpu_speed.sh, on the GPU
+machine (torch, /opt/torch/.venv/bin/python3).
 
+    gpu_half.py speed NAME [--batch B] [--seq T] [--dtype D] [--tf32 on|off] [--save PREFIX]
+        PyTorch eager's forward of configuration NAME (gpt2_export.py's weights) in D, CUDA
+        events around it, median of --repeats after a warm-up; the inputs it ran saved as
+        PREFIX.<input>.npy for the engine and, TF32 off, its output as PREFIX.torch_out.npy
+    gpu_half.py compare X.npy REF.npy [--bound B]
+        max |x - ref| / max |ref|, within B (default 1e-3)
     gpu_half.py check NAME IDS.npy GD_FLOAT16.npy GD_BFLOAT16.npy [--json OUT.json]
 
 builds the model of gpt2_export.py's configuration NAME (the weights of the exported file:
@@ -131,9 +137,60 @@ def check(a):
     return 0 if ok else 1
 
 
+def speed(a):
+    """PyTorch eager's forward time for configuration a.name at a.batch x a.seq in a.dtype
+    (TF32 as a.tf32 says), the inputs saved for the engine under a.save, and (TF32 off) the
+    output, float32, beside them."""
+    import torch
+    tf32 = a.tf32 == "on"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    seq = a.seq or gpt2_export.CONFIGS[a.name]["n_ctx"]
+    inputs = gpt2_export.make_inputs(a.name, a.batch, seq, a.seed)
+    if a.save:
+        for n, x in zip(gpt2_export.input_names(a.name), inputs):
+            np.save("%s.%s.npy" % (a.save, n), x)
+    tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[a.dtype]
+    m = gpt2_export.make_model(a.name, a.seed, "cpu").to(device="cuda", dtype=tdt)
+    args = tuple(torch.from_numpy(x).cuda() for x in inputs)
+    y, ms = timed_forward(m, args, torch, repeats=a.repeats)
+    if a.save and not tf32:
+        np.save("%s.torch_out.npy" % a.save, y.float().cpu().numpy())
+    print("torch_ms %s batch %d seq %d %s tf32 %s: %.3f" % (a.name, a.batch, seq, a.dtype, a.tf32,
+                                                           ms))
+    return 0
+
+
+def compare(a):
+    """max |x - ref| / max |ref| of two saved outputs (float32 or float16)."""
+    x = np.load(a.x).astype(np.float64)
+    ref = np.load(a.ref).astype(np.float64)
+    if x.shape != ref.shape:
+        print("compare: shapes %s and %s" % (x.shape, ref.shape))
+        return 1
+    r = float(np.max(np.abs(x - ref))) / (float(np.max(np.abs(ref))) or 1.0)
+    ok = r <= a.bound
+    print("compare %s %s: %.3g (bound %.0e) %s" % (os.path.basename(a.x), os.path.basename(a.ref),
+                                                  r, a.bound, "ok" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    sp = sub.add_parser("speed")
+    sp.add_argument("name", choices=sorted(gpt2_export.CONFIGS))
+    sp.add_argument("--batch", type=int, default=8)
+    sp.add_argument("--seq", type=int, default=None)
+    sp.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    sp.add_argument("--tf32", default="off", choices=["off", "on"])
+    sp.add_argument("--repeats", type=int, default=10)
+    sp.add_argument("--save")
+    sp.add_argument("--seed", type=int, default=0)
+    cp = sub.add_parser("compare")
+    cp.add_argument("x")
+    cp.add_argument("ref")
+    cp.add_argument("--bound", type=float, default=1e-3)
     c = sub.add_parser("check")
     c.add_argument("name", choices=sorted(gpt2_export.CONFIGS))
     c.add_argument("ids")
@@ -142,6 +199,10 @@ def main():
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--json")
     a = ap.parse_args()
+    if a.cmd == "speed":
+        return speed(a)
+    if a.cmd == "compare":
+        return compare(a)
     return check(a)
 
 

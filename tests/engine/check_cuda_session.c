@@ -346,6 +346,14 @@ START_TEST(graph_tf32_notes)
 }
 END_TEST
 
+/* The staged forward of a model whose folds read an integer input (session_graph.h): it
+ * failed on cuda, where the staged inputs lie in device memory. */
+START_TEST(staged_forward_folds_read_integer_inputs)
+{
+    sg_check_staged_folds("cuda");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -359,6 +367,7 @@ main(void)
     tcase_add_test(tc, offers_and_pins_legacy);
     tcase_add_test(tc, offers_and_pins_graph);
     tcase_add_test(tc, graph_tf32_notes);
+    tcase_add_test(tc, staged_forward_folds_read_integer_inputs);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     /* have_cuda() made a CUDA context, which a forked child cannot use */

@@ -4,7 +4,7 @@
  * field one run does not record; partial data said as such ("first observed", how many
  * layers of how many, the start may lie before); which layers changed algorithm when the
  * batch size or the algorithm choice differs, and whether algorithms or library versions
- * differ between runs with the same knobs.
+ * differ between runs with the same knobs; a run in bitwise mode named so.
  */
 #include <check.h>
 #include <ctype.h>
@@ -56,13 +56,14 @@ START_TEST(test_different_inputs_first)
 END_TEST
 
 /*
- * A difference of 5e-6 per value: max 5e-6 is within the bound (7.9e-6), the median
- * (2.5e-6) is not within its own (1.2e-6). The text must give the ratio that is over 1.
+ * A difference of up to 7.5e-6 of each value: max 7.5e-6 is within the bound (7.9e-6), the
+ * median (of |a-b| over the largest value, about 7.5e-6 times the median of |y| |r|, 1.4e-6)
+ * is not within its own (1.2e-6). The text must give the ratio that is over 1.
  */
 START_TEST(test_no_ratio_below_one)
 {
     struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
-    gemm_out(a, b, 4096, 5e-6, 311);
+    gemm_out(a, b, 4096, 7.5e-6, 311);
     json_t *d = fx_diff_json(a, b, NULL);
     ck_assert_str_eq(fx_str(fx_layer_json(d, "out"), "verdict"), "divergent");
     const char *e = explanation(d);
@@ -116,6 +117,34 @@ START_TEST(test_tf32_on_one_side_only)
     LACKS(d, "for vs");
     LACKS(d, "TF32 runs come");
     CONTAINS(d, "TF32");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* A run in bitwise mode is named so, and a knob that differs only there is recorded as an
+ * arithmetic difference. */
+START_TEST(test_bitwise_mode_named)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    fx_set(a, "backend", json_string("cuda"));
+    fx_set(a, "knobs.repro", json_string("bitwise"));
+    fx_set(b, "backend", json_string("cuda"));
+    fx_set(b, "knobs.repro", json_string("off"));
+    gemm_out(a, b, 64, 0, 341);
+    json_t *d = fx_diff_json(a, b, NULL);
+    CONTAINS(d, "Run a (cuda, bitwise mode) and run b (cuda) are bitwise identical");
+    int found = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(d, "env_diff"), i, e) {
+        if (strcmp(fx_str(e, "key"), "knobs.repro") == 0) {
+            found = 1;
+            ck_assert_str_eq(fx_str(e, "category"), "arithmetic");
+        }
+    }
+    ck_assert_msg(found, "knobs.repro is not among the differences");
     json_decref(d);
     fx_run_free(a);
     fx_run_free(b);
@@ -219,6 +248,122 @@ START_TEST(test_same_knobs_libraries_differ)
 }
 END_TEST
 
+
+/* A truth that is not a float64 run (cpu emulating BF16) is named for what it is, with the
+ * warning that "right" is then within rounding of it, not of the exact values. */
+START_TEST(test_truth_not_float64)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b"), *t = fx_run_new("t");
+    fx_set(t, "knobs.emulate", json_string("bf16:gemm"));
+    fx_set(b, "knobs.emulate", json_string("tf32:gemm"));
+    const int64_t n = 256;
+    double *v = malloc((size_t)n * sizeof *v), *vb = malloc((size_t)n * sizeof *vb);
+    fx_random(v, n, 401);
+    memcpy(vb, v, (size_t)n * sizeof *vb);
+    fx_perturb(vb, n, 1e-3, 402);
+    fx_pair(a, b, "out", "Gemm", 16, "", 16, 16, v, vb);
+    fx_layer(t, "out", "Gemm", 16, "", fx_f32_of(16, 16, v));
+    json_t *d = fx_diff_json(a, b, t);
+    CONTAINS(d, "The reference run is not a float64 run");
+    CONTAINS(d, "the reference run (cpu, emulating bf16:gemm)");
+    LACKS(d, "float64 reference");
+    ck_assert(json_is_false(json_object_get(d, "truth_float64")));
+    json_decref(d);
+    fx_set(t, "backend", json_string("cpu64"));
+    fx_set(t, "knobs.emulate", json_string("none"));
+    d = fx_diff_json(a, b, t);
+    CONTAINS(d, "float64 reference");
+    LACKS(d, "is not a float64 run");
+    ck_assert(json_is_true(json_object_get(d, "truth_float64")));
+    json_decref(d);
+    free(v), free(vb);
+    fx_run_free(a);
+    fx_run_free(b);
+    fx_run_free(t);
+}
+END_TEST
+
+/* A float16 run against a bfloat16 one, compared in float32: the difference is the coarser
+ * format's (BF16, 7.7 bits), so BF16 explains it, not FP16. */
+START_TEST(test_coarser_half_format_named)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    fx_set(a, "knobs.dtype", json_string("float16"));
+    fx_set(b, "knobs.dtype", json_string("bfloat16"));
+    enum { N = 512 };
+    double v[N];
+    fx_random(v, N, 411);
+    int64_t shape[2] = {16, 32};
+    struct gd_tensor *ta = gd_tensor_new(GD_F16, 2, shape, NULL);
+    struct gd_tensor *tb = gd_tensor_new(GD_BF16, 2, shape, NULL);
+    ck_assert(ta != NULL && tb != NULL);
+    for (int i = 0; i < N; i++) {
+        ((uint16_t *)ta->data)[i] = gd_f64_to_f16(v[i]);
+        ((uint16_t *)tb->data)[i] = gd_f64_to_bf16(v[i]);
+    }
+    fx_layer(a, "ln", "LayerNormalization", 32, "", ta);
+    fx_layer(b, "ln", "LayerNormalization", 32, "", tb);
+    json_t *d = fx_diff_json(a, b, NULL);
+    json_t *ln = fx_layer_json(d, "ln");
+    ck_assert_str_eq(fx_str(ln, "verdict"), "divergent");
+    ck_assert(json_is_true(json_object_get(ln, "explained_by_arithmetic")));
+    CONTAINS(d, "BF16 explains it");
+    LACKS(d, "FP16 explains it");
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/*
+ * A correct float32 run is off numpy's default tolerances (rtol 1e-5) wherever a long sum
+ * rounds: with the defaults the text counts the values that differ and says nothing is
+ * outside a tolerance; with tolerances given it counts those outside them.
+ */
+START_TEST(test_tolerance_wording)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    const int64_t n = 256;
+    double *v = malloc((size_t)n * sizeof *v), *vb = malloc((size_t)n * sizeof *vb);
+    fx_random(v, n, 421);
+    memcpy(vb, v, (size_t)n * sizeof *vb);
+    fx_perturb(vb, n, 3e-5, 422); /* beyond rtol 1e-5, and beyond a 16-term Gemm's noise */
+    fx_pair(a, b, "x", "Gemm", 16, "", 16, 16, v, vb);
+    json_t *d = fx_diff_json(a, b, NULL);
+    ck_assert(json_is_false(json_object_get(d, "tolerance_given")));
+    LACKS(d, "outside atol");
+    json_decref(d);
+    d = fx_diff_json_tol(a, b, NULL, 1e-6, 0);
+    ck_assert(json_is_true(json_object_get(d, "tolerance_given")));
+    CONTAINS(d, "outside atol 1e-06 + rtol 0");
+    json_decref(d);
+    free(v), free(vb);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
+/* A step's values that differ by whole steps have a median relative error above 1/2: the
+ * bits are 0, never negative. */
+START_TEST(test_no_negative_bits)
+{
+    struct fx_run *a = fx_run_new("a"), *b = fx_run_new("b");
+    enum { N = 64 };
+    double va[N], vb[N];
+    for (int i = 0; i < N; i++) {
+        va[i] = (double)(i % 3);
+        vb[i] = (double)((i + 1) % 3);
+    }
+    fx_pair(a, b, "f", "Floor", 1, "", 8, 8, va, vb);
+    json_t *d = fx_diff_json(a, b, NULL);
+    double bits = json_number_value(json_object_get(fx_layer_json(d, "f"), "bits"));
+    ck_assert_msg(bits >= 0, "bits %g", bits);
+    json_decref(d);
+    fx_run_free(a);
+    fx_run_free(b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -228,10 +373,15 @@ main(void)
     tcase_add_test(tc, test_no_ratio_below_one);
     tcase_add_test(tc, test_no_cause_from_unrecorded_fields);
     tcase_add_test(tc, test_tf32_on_one_side_only);
+    tcase_add_test(tc, test_bitwise_mode_named);
     tcase_add_test(tc, test_partial_data);
     tcase_add_test(tc, test_batch_changes_algorithms);
     tcase_add_test(tc, test_same_knobs_algorithms_differ);
     tcase_add_test(tc, test_same_knobs_libraries_differ);
+    tcase_add_test(tc, test_truth_not_float64);
+    tcase_add_test(tc, test_coarser_half_format_named);
+    tcase_add_test(tc, test_tolerance_wording);
+    tcase_add_test(tc, test_no_negative_bits);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

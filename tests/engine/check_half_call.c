@@ -89,7 +89,7 @@ START_TEST(half_case)
     ck_assert_msg(of_case_load("half", name, &c) == 0, "cannot load half/%s", name);
     enum gd_dtype fmt = strstr(name, "_bf16") != NULL ? GD_BF16 : GD_F16;
     char path[4096];
-    snprintf(path, sizeof path, "%s/ops/half/%s/case.json", GD_FIXTURES, name);
+    snprintf(path, sizeof path, "%s/ops/half/%s/case.json", of_fixtures_dir(), name);
     json_t *meta = json_load_file(path, 0, NULL);
     ck_assert_msg(meta != NULL, "cannot read %s", path);
     int bitwise = json_is_true(json_object_get(meta, "exact"));

@@ -2,8 +2,10 @@
  * check_knobs.c: engine/core/knobs.c: the knob table of knobs.def (every knob's default
  * parses and prints as itself, one spelling per value, what older runs wrote is read, the
  * JSON records, the backends a knob is for, a session refusing a knob set on another
- * backend), and the reading of the kernel driver's version from /proc/driver/nvidia/version
- * (the H200 machine's "Open Kernel Module for x86_64" line was read as the driver "for").
+ * backend, a value a caller wrote that is none of the knob's, bitwise mode on the backends
+ * that take it), and the reading of the kernel driver's version from
+ * /proc/driver/nvidia/version (the H200 machine's "Open Kernel Module for x86_64" line was
+ * read as the driver "for").
  */
 #include <check.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "gpudiff/knobs.h"
 #include "gpudiff/session.h"
 #include "../../engine/core/internal.h"
+#include "gpudiff/graph.h"
 
 /* Parses text into knob name of a fresh struct and prints it back. */
 static void
@@ -90,6 +93,9 @@ START_TEST(test_spellings)
     round_trip("capture", "layers=fc*,conv1", "layers=fc*,conv1");
     round_trip("conv_pins", "conv2=6", "conv2=6");
     round_trip("batch", "8", "8");
+    round_trip("emulate", "tf32@fc2", "tf32@fc2");
+    round_trip("emulate", "bf16@fc1,conv2", "bf16@fc1,conv2");
+    round_trip("noise_probe", "off", "off");
     refused("tf32", "true", "takes on or off, not true");
     refused("tf32", "1", "takes on or off");
     refused("emulate", "tf32:conv,gemm", "optionally :gemm, :conv or :conv+gemm");
@@ -102,6 +108,12 @@ START_TEST(test_spellings)
     refused("dtype", "float64", "float32, float16 or bfloat16");
     refused("capture", "layers=", "layers=PATTERN");
     refused("host_memory", "0", "MiB");
+    refused("emulate", "tf32:conv@fc2", "after a format alone");
+    refused("emulate", "none@fc2", "after a format alone");
+    refused("emulate", "tf32@", "node names after @");
+    refused("emulate", "tf32@fc1,,fc2", "node names after @");
+    refused("emulate", "tf32@fc1,", "node names after @");
+    refused("noise_probe", "yes", "takes on or off, not yes");
 }
 END_TEST
 
@@ -117,8 +129,9 @@ START_TEST(test_json)
     ck_assert_msg(strcmp(text, "{\"tf32\":\"on\",\"conv_algo\":\"heuristic\",\"batch\":4,"
                                "\"math_mode\":\"default\",\"workspace_limit\":null,"
                                "\"conv_api\":\"graph\",\"reduced_reduction\":\"on\","
-                               "\"dtype\":null,\"conv_pins\":null,\"host_memory\":1024,"
-                               "\"capture\":\"full\"}") == 0,
+                               "\"repro\":\"off\",\"dtype\":null,\"conv_pins\":null,"
+                               "\"host_memory\":1024,\"capture\":\"full\","
+                               "\"noise_probe\":\"on\"}") == 0,
                   "%s", text);
     free(text);
     /* read back: the same knobs */
@@ -135,6 +148,18 @@ START_TEST(test_json)
     ck_assert_str_eq(json_string_value(json_object_get(cpu, "emulate")), "none");
     ck_assert_int_eq(json_integer_value(json_object_get(cpu, "threads")), 6);
     json_decref(cpu);
+    /* bitwise mode as cpu records it (it is that), and a node list's commas kept */
+    gd_env_set(&env, "repro", "bitwise");
+    ck_assert_int_eq(gd_knob_parse(&k, GD_KNOB_EMULATE, "tf32@fc1,fc2", &err), 0);
+    cpu = gd_knobs_json(&k, "cpu", &env);
+    ck_assert_str_eq(json_string_value(json_object_get(cpu, "repro")), "bitwise");
+    ck_assert_str_eq(json_string_value(json_object_get(cpu, "emulate")), "tf32@fc1,fc2");
+    ck_assert_int_eq(gd_knobs_from_json(cpu, &back, &err), 0);
+    ck_assert_str_eq(back.emulate_nodes, "fc1,fc2");
+    ck_assert_uint_eq(back.emulate_classes, GD_CLASS_CONV | GD_CLASS_GEMM);
+    ck_assert(gd_knobs_bitwise(&back));
+    json_decref(cpu);
+    gd_knob_unset(&k, GD_KNOB_EMULATE);
     /* what older runs wrote: booleans, ',' between classes; other keys left alone */
     json_t *old = json_loads("{\"tf32\": true, \"emulate\": \"bf16:conv,gemm\", "
                              "\"reduced_reduction\": false, \"batch\": null, \"mine\": 3}",
@@ -186,6 +211,16 @@ START_TEST(test_backends)
     struct gd_session *s = gd_session_new(g, "cpu64", &k, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
     gd_session_free(s);
+    /* a value a caller wrote into the struct that is none of the knob's: refused, named */
+    gd_knobs_init(&k);
+    snprintf(k.capture, sizeof k.capture, "sometimes");
+    ck_assert_ptr_null(gd_session_new(g, "cpu", &k, &err));
+    ck_assert_int_eq(err.code, GD_EINVAL);
+    ck_assert_msg(strstr(err.msg, "--capture takes full, fingerprint") != NULL, "%s", err.msg);
+    gd_knobs_init(&k);
+    k.noise_probe = 7;
+    ck_assert_ptr_null(gd_session_new(g, "cpu", &k, &err));
+    ck_assert_msg(strstr(err.msg, "noise_probe is 0, 1 or -1") != NULL, "%s", err.msg);
     gd_graph_free(g);
 }
 END_TEST
@@ -231,6 +266,51 @@ START_TEST(test_no_version)
 }
 END_TEST
 
+/* --repro: one spelling per value, and gd_knobs_bitwise() */
+START_TEST(test_repro_values)
+{
+    round_trip("repro", "bitwise", "bitwise");
+    round_trip("repro", "off", "off");
+    refused("repro", "Bitwise", "takes off or bitwise, not Bitwise");
+    refused("repro", "", "off or bitwise");
+    struct gd_knobs k;
+    gd_knobs_init(&k);
+    ck_assert_int_eq(gd_knobs_bitwise(&k), 0);
+    ck_assert_int_eq(gd_knob_parse(&k, GD_KNOB_REPRO, "off", NULL), 0);
+    ck_assert_int_eq(gd_knobs_bitwise(&k), 0);
+    ck_assert_int_eq(gd_knob_parse(&k, GD_KNOB_REPRO, "bitwise", NULL), 0);
+    ck_assert_int_eq(gd_knobs_bitwise(&k), 1);
+}
+END_TEST
+
+START_TEST(test_repro_backends)
+{
+    struct gd_graph *g = gd_graph_new("one relu", NULL);
+    struct gd_input_decl decl = {.dtype = GD_F32, .shape = {.ndim = 1, .dim = {2}}};
+    const char *in[1] = {"x"}, *out[1] = {"y"};
+    ck_assert_int_eq(gd_graph_add_input(g, "x", &decl, NULL), 0);
+    ck_assert_int_eq(gd_graph_add_node(g, "r", "Relu", 1, in, 1, out, 0, NULL, NULL), 0);
+    ck_assert_int_eq(gd_graph_add_output(g, "y", NULL), 0);
+    ck_assert_int_eq(gd_graph_finalize(g, NULL), 0);
+    struct gd_knobs k;
+    gd_knobs_init(&k);
+    snprintf(k.repro, sizeof k.repro, "bitwise");
+    struct gd_err err = {0};
+    struct gd_session *s = gd_session_new(g, "cpu", &k, &err);
+    ck_assert_msg(s != NULL, "cpu refused bitwise: %s", err.msg);
+    ck_assert_str_eq(gd_env_get(gd_session_env(s), "repro"), "bitwise");
+    gd_session_free(s);
+    s = gd_session_new(g, "cpu64", &k, &err);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(err.code, GD_ENOTSUP);
+    snprintf(k.repro, sizeof k.repro, "sometimes");
+    s = gd_session_new(g, "cpu", &k, &err);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(err.code, GD_EINVAL);
+    gd_graph_free(g);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -245,6 +325,8 @@ main(void)
     tcase_add_test(tc, test_open_kernel_module);
     tcase_add_test(tc, test_kernel_module);
     tcase_add_test(tc, test_no_version);
+    tcase_add_test(tc, test_repro_values);
+    tcase_add_test(tc, test_repro_backends);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -162,6 +162,13 @@ START_TEST(conv_pins_are_checked)
 }
 END_TEST
 
+/* The staged forward of a model whose folds read an integer input (session_graph.h). */
+START_TEST(staged_forward_folds_read_integer_inputs)
+{
+    sg_check_staged_folds("cpu");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -169,6 +176,7 @@ main(void)
     TCase *tc = tcase_create("session");
     tcase_add_test(tc, end_to_end_outputs_every_batch_size);
     tcase_add_test(tc, staged_forward_leaves_the_session_whole);
+    tcase_add_test(tc, staged_forward_folds_read_integer_inputs);
     tcase_add_test(tc, cpu_has_no_algorithm_choices);
     tcase_add_test(tc, conv_pins_are_checked);
     suite_add_tcase(s, tc);

@@ -16,6 +16,7 @@ struct fx_run {
     json_t *inputs[FX_MAX_LAYERS];
     char *names[FX_MAX_LAYERS], *ops[FX_MAX_LAYERS], *algos[FX_MAX_LAYERS];
     char *maths[FX_MAX_LAYERS];
+    json_t *noise[FX_MAX_LAYERS];
     struct gd_run_view view;
 };
 
@@ -69,6 +70,7 @@ fx_run_free(struct fx_run *r)
         free(r->ops[i]);
         free(r->algos[i]);
         free(r->maths[i]);
+        json_decref(r->noise[i]);
     }
     json_decref(r->run);
     free(r);
@@ -144,6 +146,14 @@ fx_layer(struct fx_run *r, const char *name, const char *op, int64_t reduction_l
     l->math = r->maths[i];
     l->inputs = r->inputs[i];
     return i;
+}
+
+void
+fx_layer_noise(struct fx_run *r, int index, json_t *noise)
+{
+    json_decref(r->noise[index]);
+    r->noise[index] = noise;
+    r->layers[index].noise = noise;
 }
 
 void

@@ -41,6 +41,9 @@ void fx_set(struct fx_run *r, const char *path, json_t *v);
 int fx_layer(struct fx_run *r, const char *name, const char *op, int64_t reduction_len,
              const char *inputs, struct gd_tensor *t);
 
+/* The layer's noise probe record (run.json's "noise", gpudiff/noise.h), taken. */
+void fx_layer_noise(struct fx_run *r, int index, json_t *noise);
+
 /* The per-layer algorithm and math records. */
 void fx_layer_algo(struct fx_run *r, int index, const char *algo);
 void fx_layer_math(struct fx_run *r, int index, const char *math);

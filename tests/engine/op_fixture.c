@@ -15,10 +15,8 @@
 #include "op_harness.h"
 #include "tolerance.h"
 
-/* tests/fixtures, as configured; GD_TEST_FIXTURES overrides it for a build copied to
- * another machine (the GPU one). */
-static const char *
-fixtures_dir(void)
+const char *
+of_fixtures_dir(void)
 {
     const char *dir = getenv("GD_TEST_FIXTURES");
     return dir != NULL && dir[0] != '\0' ? dir : GD_FIXTURES;
@@ -29,7 +27,7 @@ fixtures_dir(void)
 static int
 case_path(char *out, size_t size, const char *group, const char *name, const char *file)
 {
-    int n = snprintf(out, size, "%s/ops/%s/%s%s%s", fixtures_dir(), group, name, file ? "/" : "",
+    int n = snprintf(out, size, "%s/ops/%s/%s%s%s", of_fixtures_dir(), group, name, file ? "/" : "",
                      file ? file : "");
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
@@ -335,7 +333,7 @@ int
 of_case_names(const char *op, char (*names)[OF_NAME_MAX], int max)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/ops/%s", fixtures_dir(), op);
+    snprintf(path, sizeof path, "%s/ops/%s", of_fixtures_dir(), op);
     DIR *d = opendir(path);
     if (d == NULL)
         return -1;
@@ -360,7 +358,7 @@ void
 of_check_listing(const char *op, const char *const *names)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/ops/%s", fixtures_dir(), op);
+    snprintf(path, sizeof path, "%s/ops/%s", of_fixtures_dir(), op);
     DIR *d = opendir(path);
     ck_assert_msg(d != NULL, "no fixture folder %s", path);
     int found = 0, unknown = 0;

@@ -33,6 +33,10 @@ struct of_case {
 };
 
 /* Loads a case; on failure prints why and returns -1 (c is then empty). */
+/* tests/fixtures, as configured; GD_TEST_FIXTURES overrides it for a build copied to
+ * another machine (the GPU one). */
+const char *of_fixtures_dir(void);
+
 int of_case_load(const char *group, const char *name, struct of_case *c);
 
 void of_case_fini(struct of_case *c);

@@ -5,6 +5,9 @@
 
 #include <check.h>
 
+#include "gpudiff/io.h"
+#include "gpudiff/onnx.h"
+#include "gpudiff/session.h"
 #include "session_graph.h"
 
 #define ROWS SG_ROWS
@@ -111,4 +114,55 @@ sg_image(int64_t n)
     for (int64_t i = 0; i < n * 16; i++)
         v[i] = (float)((i * 5) % 9 - 4);
     return t;
+}
+
+/* tests/fixtures, as configured; GD_TEST_FIXTURES overrides it for a build copied to the GPU
+ * machine. */
+static const char *
+fixtures_dir(void)
+{
+    const char *d = getenv("GD_TEST_FIXTURES");
+    return d != NULL && d[0] != '\0' ? d : GD_FIXTURES;
+}
+
+void
+sg_check_staged_folds(const char *backend)
+{
+    struct gd_err err = {0};
+    struct gd_graph *g = NULL;
+    char path[4096], ids_path[4096], mask_path[4096];
+    const char *dir = fixtures_dir();
+    snprintf(path, sizeof path, "%s/onnx/transformers/bert_tiny.onnx", dir);
+    snprintf(ids_path, sizeof ids_path, "%s/onnx/transformers/bert_tiny.input_ids.npy", dir);
+    snprintf(mask_path, sizeof mask_path, "%s/onnx/transformers/bert_tiny.attention_mask.npy",
+             dir);
+    struct gd_onnx_opts oo = {.defer_finalize = 1};
+    ck_assert_msg(gd_onnx_load(path, &oo, NULL, &g, &err) == 0, "%s", err.msg);
+    struct gd_tensor *ids = NULL, *mask = NULL;
+    ck_assert_msg(gd_npy_load(ids_path, &ids, &err) == 0, "%s", err.msg);
+    ck_assert_msg(gd_npy_load(mask_path, &mask, &err) == 0, "%s", err.msg);
+    const struct gd_tensor *in[2] = {ids, mask};
+    ck_assert_msg(gd_graph_finalize_with(g, in, &err) == 0, "%s", err.msg);
+    struct gd_knobs k;
+    gd_knobs_init(&k);
+    struct gd_session *s = gd_session_new(g, backend, &k, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    double us = -1;
+    ck_assert_msg(gd_session_run_end_to_end(s, 2, in, &us, &err) == 0, "%s", err.msg);
+    struct gd_tensor *want = gd_tensor_dup(gd_session_output(s, 0), &err);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_msg(gd_session_stage(s, 2, in, &err) == 0, "%s", err.msg);
+    /* the first forward runs the nodes, the second records them (cuda), the third replays */
+    for (int rep = 0; rep < 3; rep++)
+        ck_assert_msg(gd_session_forward(s, &us, &err) == 0, "%s forward %d: %s", backend, rep,
+                      err.msg);
+    ck_assert_msg(gd_session_run_end_to_end(s, 2, in, &us, &err) == 0, "%s", err.msg);
+    const struct gd_tensor *got = gd_session_output(s, 0);
+    ck_assert_int_eq((long)gd_tensor_nbytes(got), (long)gd_tensor_nbytes(want));
+    ck_assert(memcmp(got->data, want->data, gd_tensor_nbytes(want)) == 0);
+    gd_tensor_free(want);
+    gd_session_free(s);
+    gd_tensor_free(ids);
+    gd_tensor_free(mask);
+    gd_graph_free(g);
 }

@@ -27,4 +27,13 @@ struct gd_tensor *sg_image(int64_t n);
 /* Fails the test unless y is relu(x W^T + b), exactly. */
 void sg_check_output(const struct gd_tensor *y, const struct gd_tensor *x, const char *what);
 
+/*
+ * Runs the tiny BERT fixture (tests/fixtures/onnx/transformers: its attention mask goes
+ * through arithmetic the folds compute on the host) on backend: from host inputs, then
+ * staged and forwarded three times, then from host inputs again, whose output must be the
+ * first run's. A staged input in device memory once gave its folds no value ("input 0 is
+ * missing").
+ */
+void sg_check_staged_folds(const char *backend);
+
 #endif

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Jobs end to end on loopback (issue 15 item 1; docs/AGENT.md, "submit" and "serve"): one
-# daemon, two `gpudiff-agent serve` agents with different labels, `submit --wait` of the
+# daemon, two `gpudiff-agent serve` agents on one host with different labels, two devices
+# (issue 24: their keys hold the labels), a third serve that asks for one of their keys with
+# --device-id refused (exit 8, naming both); `submit --wait` of the
 # seed case (as ONNX, with the input-key knob) finishes on both; the runs carry the job and
 # env.labels, the matrix has both devices; a second job reuses the cached files (no second
 # download); a bad knob value fails with run's message and exit code, an unknown knob with
@@ -8,6 +10,8 @@
 # The daemon stopped for 3 s: the agents log their retries and go on. A lease lost (the
 # agent stopped past lease_seconds): the 409 of its heartbeat ends the run, the second
 # attempt finishes. SIGTERM mid-job: the job is finished and reported, then serve exits 0.
+# SIGINT mid-job (issue 24): the lease is given back, the task pending with no attempt used;
+# the serve started again (the same serve, by its cache's serve-id) runs it to the end.
 . ./tests/integration/env.sh
 . "$GD_SRCDIR/tests/integration/server.sh"
 need_seed
@@ -28,9 +32,9 @@ stop_agents() {
     SERVE_PIDS=""
 }
 SERVER_EXIT_HOOK=stop_agents
-serve() { # NAME GPU-LABEL
-    "$AGENT" serve --server "$URL" --backend cpu --host "$1" --label "gpu=$2" \
-        --cache "$TMP/cache-$1" --poll-wait 2 2>"$TMP/serve-$1.log" &
+serve() { # NAME GPU-LABEL: a serve on host "vm" (both agents share it), its cache and log named
+    "$AGENT" serve --server "$URL" --backend cpu --host vm --label "gpu=$2" \
+        --cache "$TMP/cache-$1" --poll-wait 2 2>>"$TMP/serve-$1.log" &
     SERVE_PIDS="$SERVE_PIDS $!"
     eval "PID_$1=$!"
 }
@@ -40,14 +44,29 @@ A="Authorization: Bearer $GPUDIFF_TOKEN"
 n=0
 until [ "$(api GET /api/v1/agents -H "$A")" = 200 ] &&
     [ "$(jq '.devices | length' "$TMP/body")" = 2 ]; do
-    n=$((n + 1)); [ "$n" -le 100 ] || fail "the two agents did not register: $(cat "$TMP"/serve-*.log)"
+    n=$((n + 1)); [ "$n" -le 100 ] || fail "the two agents did not register as two devices: $(cat "$TMP/body" "$TMP"/serve-*.log)"
     sleep 0.1
 done
-jq -e '[.devices[] | .key] | sort == ["hostA/cpu", "hostB/cpu"]' "$TMP/body" >/dev/null ||
-    fail "device keys: $(cat "$TMP/body")"
-jq -e '[.devices[] | select(.key == "hostA/cpu") | .labels.gpu, .env.engine_version != null]
-    == ["sm_75", true]' "$TMP/body" >/dev/null || fail "hostA's labels or env: $(cat "$TMP/body")"
-echo "ok: two agents registered hostA/cpu and hostB/cpu with their labels and run's env"
+jq -e '[.devices[] | .key] | sort == ["vm/cpu label.gpu=sm_75", "vm/cpu label.gpu=sm_86"]' \
+    "$TMP/body" >/dev/null || fail "device keys: $(cat "$TMP/body")"
+jq -e '[.devices[] | select(.labels.gpu == "sm_75") | .env.engine_version != null,
+    (.agent.serve_id | length) == 36, .agent.host] == [true, true, "vm"]' "$TMP/body" >/dev/null ||
+    fail "hostA's env or agent: $(cat "$TMP/body")"
+echo "ok: two agents on one host registered two devices, their labels in their keys"
+# a third serve asks for the first one's key: refused while that device is live
+set +e
+"$AGENT" serve --server "$URL" --backend cpu --host other --device-id "vm/cpu label.gpu=sm_75" \
+    --cache "$TMP/cache-thief" --poll-wait 2 >/dev/null 2>"$TMP/serve-thief.log"
+rc=$?
+set -e
+[ "$rc" = 8 ] || fail "a serve asking for a live device's key exited $rc: $(cat "$TMP/serve-thief.log")"
+grep -q 'is held by vm (serve .*not other (serve' "$TMP/serve-thief.log" &&
+    grep -q "of serve $(cat "$TMP/cache-hostA/serve-id") on host vm" "$TMP/serve-thief.log" ||
+    fail "the refusal does not name both: $(cat "$TMP/serve-thief.log")"
+expect 200 GET /api/v1/agents -H "$A"
+jq -e '[.devices[] | .agent.host] | sort == ["vm", "vm"]' "$TMP/body" >/dev/null ||
+    fail "the refused serve took a device: $(cat "$TMP/body")"
+echo "ok: serve --device-id of a live device's key exits 8: $(grep -m1 'refused' "$TMP/serve-thief.log")"
 
 # ---- a job on both ----
 "$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/input.npz" \
@@ -62,7 +81,7 @@ expect 200 GET "/api/v1/jobs/$JOB" -H "$A"
 jq -e '.state == "done" and .counts.finished == 2 and .model == "lenet-11-821"
     and ([.tasks[] | .run_id | strings] | length) == 2' "$TMP/body" >/dev/null ||
     fail "the job document: $(cat "$TMP/body")"
-RUN_A=$(jq -r '.tasks[] | select(.device.key == "hostA/cpu") | .run_id' "$TMP/body")
+RUN_A=$(jq -r '.tasks[] | select(.device.labels.gpu == "sm_75") | .run_id' "$TMP/body")
 expect 200 GET "/api/v1/runs/$RUN_A" -H "$A"
 jq -e --arg j "$JOB" '.job.id == $j and (.job.lease | length) > 0 and .env.labels.gpu == "sm_75"
     and .model.name == "lenet-11-821" and .backend == "cpu"' "$TMP/body" >/dev/null ||
@@ -115,7 +134,7 @@ until [ "$(api GET "/api/v1/jobs/$UNK" -H "$A")" = 200 ] &&
     sleep 0.1
 done
 jq -e '.counts.failed == 1 and (.tasks[0].error | test("unknown knob \"warp-speed\""))
-    and .tasks[0].device.key == "hostB/cpu"' "$TMP/body" >/dev/null ||
+    and .tasks[0].device.labels.gpu == "sm_86"' "$TMP/body" >/dev/null ||
     fail "unknown knob: $(cat "$TMP/body")"
 echo "ok: an unknown knob failed on the one device matched, with serve's message"
 
@@ -217,6 +236,37 @@ grep -q ' finished ' "$TMP/term.txt" || fail "the job is not finished: $(cat "$T
 grep -q "reported done" "$TMP/serve-hostA.log" || fail "hostA did not report done"
 echo "ok: SIGTERM during a job: hostA finished it, reported done and exited 0"
 SERVE_PIDS=${SERVE_PIDS#* $PID_A}
+
+# ---- SIGINT mid-job: the lease is given back; the same serve started again finishes it ----
+serve hostA sm_75
+runs=$(grep -c 'running (lease' "$TMP/serve-hostA.log")
+"$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/big.npy" \
+    --match labels.gpu=sm_75 --knob threads=1 --knob capture=fingerprint --wait --timeout 120 \
+    >"$TMP/int.txt" 2>"$TMP/int.err" &
+submit_pid=$!
+n=0
+until [ "$(grep -c 'running (lease' "$TMP/serve-hostA.log")" -gt "$runs" ]; do
+    n=$((n + 1)); [ "$n" -le 300 ] || fail "hostA did not start the job of the SIGINT"
+    sleep 0.1
+done
+kill -INT "$PID_hostA"
+wait "$PID_hostA" || fail "serve exited $? after SIGINT mid-job"
+SERVE_PIDS=$(for p in $SERVE_PIDS; do [ "$p" = "$PID_hostA" ] || printf ' %s' "$p"; done)
+grep -q "gave lease .* back (serve was stopped while the run went on)" "$TMP/serve-hostA.log" ||
+    fail "hostA did not give its lease back: $(tail -n 5 "$TMP/serve-hostA.log")"
+expect 200 GET "/api/v1/jobs?limit=1" -H "$A"
+jq -e '.jobs[0].tasks[0] | .state == "pending" and .attempts_used == 0' "$TMP/body" >/dev/null ||
+    fail "the task given back: $(cat "$TMP/body")"
+echo "ok: SIGINT during a job: hostA stopped its run and gave the lease back; the task is pending"
+serve hostA sm_75
+wait "$submit_pid" || fail "the job given back did not finish after the restart: $(cat "$TMP/int.err")"
+grep -q ' finished ' "$TMP/int.txt" || fail "not finished: $(cat "$TMP/int.txt")"
+expect 200 GET "/api/v1/jobs?limit=1" -H "$A"
+jq -e '.jobs[0].tasks[0] | .state == "finished" and .attempts_used == 1' "$TMP/body" >/dev/null ||
+    fail "the restarted serve's run: $(cat "$TMP/body")"
+grep -q "waiting on vm/cpu label.gpu=sm_75 (pending)" "$TMP/int.err" ||
+    fail "the progress line names no device: $(cat "$TMP/int.err")"
+echo "ok: the serve started again took the task back and finished it (1 attempt used)"
 
 for p in $SERVE_PIDS; do kill -TERM "$p"; done
 for p in $SERVE_PIDS; do wait "$p" || fail "serve exited $? at SIGTERM"; done

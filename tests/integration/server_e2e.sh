@@ -8,7 +8,8 @@
 # holds the three runs with their env. A run finished after the baseline is compared with
 # it by the worker, unasked. A run whose tensors retention dropped before it was compared is
 # left out of the matrix and history (410 for a new diff of it), the rest still answers. A
-# refused token ends an agent with exit 9 and the server's text.
+# refused token ends an agent with exit 9 and the server's text. The runs' noise probes reach
+# the daemon's diffs.
 . ./tests/integration/env.sh
 . "$GD_SRCDIR/tests/integration/server.sh"
 need_seed
@@ -75,6 +76,10 @@ same_diff cpu-tf32-truth cpu tf32 "$CPU" "$TF32" cpu64 "$CPU64"
 [ "$(jq -r .first_divergent "$TMP/server_cpu-tf32.json")" = fc1 ] || fail "first divergent not fc1"
 [ "$(jq -c .amplifiers "$TMP/server_cpu-tf32.json")" = '["relu4"]' ] || fail "amplifiers"
 [ "$(jq -r .first_divergent "$TMP/server_cpu-cpu64.json")" = null ] || fail "cpu vs cpu64"
+# The runs' noise probes reach the daemon's diffs: fc2's float32 noise band is measured, not
+# assumed (docs/COMPARISON.md, "Noise probes").
+[ "$(jq -r '.layers[] | select(.name == "fc2") | .noise_from' "$TMP/server_cpu-cpu64.json")" = \
+    "probe a" ] || fail "fc2's noise band is not from the cpu run's probe"
 [ "$(jq -r '.layers[] | select(.name == "fc1") | .truth.closer' \
     "$TMP/server_cpu-tf32-truth.json")" = a ] || fail "at fc1 the cpu run is closer to cpu64"
 

@@ -8,7 +8,10 @@
 # goes back to pending and is leased again. A done or failed task is never leased again; a
 # long poll waits and wakes for a job submitted meanwhile, beyond --max-polls it is 503
 # with Retry-After, and waiting polls do not hold up other requests. The daemon is restarted
-# mid-way: every state stays. tests/integration/server_pg.sh runs it on PostgreSQL too.
+# mid-way: every state stays. Issue 24: a key another serve holds is refused (409 naming
+# both); a lease no heartbeat confirms is withdrawn (no attempt used); a poll whose client
+# has gone takes nothing; a lease given back is pending again; an admin removes a device and
+# its task ends. tests/integration/server_pg.sh runs it on PostgreSQL too.
 . ./tests/integration/env.sh
 . "$GD_SRCDIR/tests/integration/server.sh"
 need_seed
@@ -54,10 +57,16 @@ expect_error 403 forbidden GET "/api/v1/files/$M" -H "$V"
 [ "$(sqlite3 "$DB" 'SELECT count(*) FROM blobs')" = 2 ] || fail "not one blob per file"
 
 # ---- devices ----
-register() { # HOST GPU-LABEL: registers HOST/cpu; prints the agent id
-    printf '{"host": "%s", "agent_version": "0.test", "devices": [{"key": "%s/cpu",
+serve_of() { # HOST: the serve_id of that host's serve (hN: ...0N)
+    printf '00000000-0000-4000-8000-%012d' "${1#h}"
+}
+register_json() { # HOST GPU-LABEL SERVE-ID [KEY]
+    printf '{"host": "%s", "agent_version": "0.test", "serve_id": "%s", "devices": [{"key": "%s",
         "backend": "cpu", "env": {"host": "%s", "cpu": "test"}, "labels": {"gpu": "%s"}}]}' \
-        "$1" "$1" "$1" "$2" > "$TMP/reg.json"
+        "$1" "$3" "${4:-$1/cpu}" "$1" "$2" > "$TMP/reg.json"
+}
+register() { # HOST GPU-LABEL: registers HOST/cpu as HOST's serve; prints the agent id
+    register_json "$1" "$2" "$(serve_of "$1")"
     st=$(api POST /api/v1/agents -H "$A" -H "$JSON" --data-binary @"$TMP/reg.json")
     [ "$st" = 200 ] || fail "register $1: $st $(cat "$TMP/body")"
     body .agent_id
@@ -79,6 +88,18 @@ AG1B=$(register h1 sm_75)
 [ "$(jq -r '.devices[0].id' "$TMP/body")" = "$D1" ] || fail "a registered key again got a new id"
 echo "ok: registering a key again keeps the device id"
 AG1=$AG1B
+# another serve (on h9) asks for h2's key while h2's device is live: refused, naming both
+register_json h9 sm_99 "$(serve_of h9)" h2/cpu
+expect_error 409 conflict POST /api/v1/agents -H "$A" -H "$JSON" --data-binary @"$TMP/reg.json"
+check '.error.held_by.host == "h2" and .error.held_by.key == "h2/cpu" and
+    .error.held_by.serve_id == "00000000-0000-4000-8000-000000000002" and
+    .error.refused.host == "h9" and (.error.message | test("held by h2 .*not h9"))' \
+    "a live device's key is not taken by another serve: 409 names both"
+expect 200 GET /api/v1/agents -H "$V"
+check '[.devices[] | select(.key == "h2/cpu") | .agent.host, .agent.serve_id, .state] ==
+    ["h2", "00000000-0000-4000-8000-000000000002", "live"] and .stale_seconds == 120 and
+    ([.devices[] | .agent.id, .last_seen | strings] | length) == 6' \
+    "the device list gives each device's agent and last heartbeat"
 
 # ---- submissions ----
 job() { # MATCH [JQ-FILTER]: a job body of the model and input files, changed by the filter
@@ -152,8 +173,12 @@ L2=$(body .lease_id)
 check ".job_id == \"$J1\"" "h3 gets the oldest job first"
 L3=$(body .lease_id)
 [ "$(poll "$AG3" 0)" = 200 ] || fail "poll h3 again"
-check ".job_id == \"$J2\" and .attempt == 1" "then job 2"
+check ".job_id == \"$J2\" and .attempt == 1 and .confirm_seconds == 10" "then job 2"
 L4=$(body .lease_id)
+# each lease is an offer until its first heartbeat (serve sends it at once)
+for l in "$L1" "$L2" "$L3" "$L4"; do
+    expect 200 POST "/api/v1/leases/$l/heartbeat" -H "$A"
+done
 t_lease=$(date +%s)
 [ "$(poll "$AG3" 0)" = 204 ] || fail "a third poll of h3 got work: $(cat "$TMP/body")"
 expect_error 404 not_found POST "/api/v1/agents/11111111-1111-4111-8111-111111111111/poll?wait=0" -H "$A"
@@ -199,6 +224,7 @@ check '.state == "running" and .tasks[0].state == "pending" and .tasks[0].attemp
 [ "$(poll "$AG3" 0)" = 200 ] || fail "h3 does not get job 2 again"
 check ".job_id == \"$J2\" and .attempt == 2" "h3 takes job 2 again: attempt 2"
 L5=$(body .lease_id)
+expect 200 POST "/api/v1/leases/$L5/heartbeat" -H "$A"
 expect_error 409 lease_lost POST "/api/v1/leases/$L4/done" -H "$A" -H "$JSON" \
     --data-binary "{\"run_id\": \"$RUN\"}"
 for ag in "$AG1" "$AG2"; do
@@ -210,7 +236,7 @@ echo "ok: finished and failed tasks are never leased again"
 expect 200 GET "/api/v1/jobs/$J1" -H "$V"
 jq -S 'del(.tasks[].updated)' "$TMP/body" > "$TMP/j1.before"
 server_stop
-server_start --require-auth-read --max-polls 2 --threads 1
+server_start --require-auth-read --max-polls 2 --threads 1 --lease-confirm-seconds 2
 expect 200 GET "/api/v1/jobs/$J1" -H "$V"
 jq -S 'del(.tasks[].updated)' "$TMP/body" | cmp -s - "$TMP/j1.before" ||
     fail "job 1 changed across a restart"
@@ -270,11 +296,76 @@ awk -v a="$s0" -v b="$s1" 'BEGIN { exit !(b - a < 2) }' ||
 echo "ok: reads answer at once beside the waiting polls, on one connection thread"
 for p in $pids; do wait "$p" || true; done
 
+# ---- leases only to live agents (issue 24) ----
+# job 3's lease went to a poll that nothing confirmed: after --lease-confirm-seconds 2 the
+# offer is withdrawn, the task pending again with its attempt not counted
+L_J3=$(jq -r .lease_id "$TMP/lp.json")
+sleep 2.5
+expect 200 GET "/api/v1/jobs/$J3" -H "$V"
+check '.tasks[0].state == "pending" and .tasks[0].attempts_used == 0' \
+    "an offer no heartbeat confirmed is withdrawn: pending, no attempt used"
+expect_error 409 lease_lost POST "/api/v1/leases/$L_J3/heartbeat" -H "$A"
+check '.error.message | test("withdrawn")' "a heartbeat after the withdrawal says so"
+# a poll whose client has gone is never answered with a lease: a client that gives up after
+# 1 s of a 20 s poll, then a job for its device; the daemon sees the closed connection
+[ "$(poll "$AG1" 0)" = 200 ] || fail "h1 does not take job 3 again"
+L_J3=$(body .lease_id)
+expect 200 POST "/api/v1/leases/$L_J3/fail" -H "$A" -H "$JSON" \
+    --data-binary '{"error": "done with job 3", "exit_code": 1}'
+curl -s -m 1 -o /dev/null -X POST -H "$A" "$URL/api/v1/agents/$AG2/poll?wait=20" || true
+job '{"key": "h2/cpu"}'
+expect 201 POST /api/v1/jobs -H "$A" -H "$JSON" --data-binary @"$TMP/job.json"
+J4=$(body .id)
+sleep 1.5
+expect 200 GET "/api/v1/jobs/$J4" -H "$V"
+check '.tasks[0].state == "pending" and .tasks[0].attempts_used == 0' \
+    "a long poll whose client left before a job came took nothing"
+[ "$(sqlite3 "$DB" "SELECT count(*) FROM fleet_leases l JOIN fleet_tasks t ON t.id = l.task_id
+    WHERE t.job_id = '$J4'")" = 0 ] || fail "a lease was handed to the poll of a client that left"
+grep -q "poll of agent $AG2: its client has gone" "$SERVER_LOG" || fail "no log of the gone poll"
+# a serve that stops gives its lease back: pending again, the attempt not counted
+[ "$(poll "$AG2" 0)" = 200 ] || fail "h2 does not take job 4"
+L_J4=$(body .lease_id)
+expect 200 POST "/api/v1/leases/$L_J4/heartbeat" -H "$A"
+expect 200 POST "/api/v1/leases/$L_J4/release" -H "$A"
+check '.state == "pending"' "a lease given back"
+expect 200 GET "/api/v1/jobs/$J4" -H "$V"
+check '.tasks[0].state == "pending" and .tasks[0].attempts_used == 0' \
+    "a released lease's task is pending, no attempt used"
+expect_error 409 lease_lost POST "/api/v1/leases/$L_J4/done" -H "$A" -H "$JSON" \
+    --data-binary "{\"run_id\": \"$RUN\"}"
+# an admin removes a device: its open task ends, it leaves the list and every job
+AG4=$(register h4 sm_99)
+D4=$(jq -r '.devices[0].id' "$TMP/body")
+job '{"key": ["h2/cpu", "h4/cpu"]}'
+expect 201 POST /api/v1/jobs -H "$A" -H "$JSON" --data-binary @"$TMP/job.json"
+J5=$(body .id)
+ADMIN_TOKEN=$(token admin)
+expect_error 403 forbidden DELETE "/api/v1/devices/$D4" -H "$A"
+expect 200 DELETE "/api/v1/devices/$D4" -H "Authorization: Bearer $ADMIN_TOKEN"
+check ".key == \"h4/cpu\" and .tasks_ended == 1" "DELETE /api/v1/devices/{id} ends its task"
+expect_error 404 not_found DELETE "/api/v1/devices/$D4" -H "Authorization: Bearer $ADMIN_TOKEN"
+expect 200 GET "/api/v1/jobs/$J5" -H "$V"
+check '[.tasks[] | select(.device.key == "h4/cpu")][0] | .state == "never_answered" and
+    (.error | test("was removed"))' "the removed device's task: never_answered, with why"
+expect 200 GET /api/v1/agents -H "$V"
+check '[.devices[].key] | index("h4/cpu") == null' "a removed device is not listed"
+[ "$(poll "$AG4" 0)" = 204 ] || fail "a removed device was leased a task"
+# h2's task of job 5 and job 4 end here, so that the counts below do not depend on them
+for j in "$J4" "$J5"; do
+    [ "$(poll "$AG2" 0)" = 200 ] || fail "h2 has no task of job $j"
+    l=$(body .lease_id)
+    expect 200 POST "/api/v1/leases/$l/done" -H "$A" -H "$JSON" --data-binary "{\"run_id\": \"$RUN\"}"
+done
+
 # ---- metrics ----
 expect 200 GET /metrics -H "$V"
 grep -q '^gpudiffd_fleet_devices_seen 3$' "$TMP/body" || fail "devices seen: $(grep fleet "$TMP/body")"
-grep -q '^gpudiffd_fleet_tasks{state="failed"} 3$' "$TMP/body" ||
+grep -q '^gpudiffd_fleet_tasks{state="failed"} 4$' "$TMP/body" ||
     fail "tasks failed: $(grep 'fleet_tasks{' "$TMP/body")"
-grep -q '^gpudiffd_fleet_jobs_submitted_total 1$' "$TMP/body" || fail "jobs submitted since restart"
+grep -q '^gpudiffd_fleet_jobs_submitted_total 3$' "$TMP/body" || fail "jobs submitted since restart"
+grep -q '^gpudiffd_fleet_leases_withdrawn_total [1-9]' "$TMP/body" || fail "no withdrawal counted"
+grep -q '^gpudiffd_fleet_leases_released_total 1$' "$TMP/body" || fail "no release counted"
+grep -q '^gpudiffd_fleet_polls_gone_total [1-9]' "$TMP/body" || fail "no gone poll counted"
 echo "ok: /metrics counts devices, tasks and jobs"
 echo "ok: server_jobs in $(($(date +%s) - t0)) s"

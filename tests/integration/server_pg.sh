@@ -1,7 +1,7 @@
 #!/bin/sh
 # The gpudiffd integration suite against PostgreSQL (issue 15): starts Debian's postgresql 15
 # on a temporary cluster (tests/integration/pg.sh), then runs each server script with
-# GD_TEST_DB set to a fresh database of it (nine scripts), so its daemons use `--db postgresql://...` and
+# GD_TEST_DB set to a fresh database of it (ten scripts), so its daemons use `--db postgresql://...` and
 # its checks of the database run through psql (tests/integration/server.sh). Every script
 # must pass as it does on SQLite. Left out, since they read the database through Python's
 # sqlite3 module or check SQLite itself (query plans, -wal files): the hostile suites and
@@ -12,7 +12,7 @@ trap 'pg_cleanup; rm -rf "$TMP"' EXIT
 
 SCRIPTS=${GD_PG_SCRIPTS:-"server_upload.sh server_bad_input.sh server_crash.sh server_e2e.sh
     server_crash_agent.sh server_web_api.sh server_sweep.sh server_fingerprints.sh
-    server_jobs.sh"}
+    server_jobs.sh server_diff_text.sh"}
 
 pg_start
 n=0

@@ -22,9 +22,9 @@ static char db_path[64];
 static const char *RUN_OK = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
 static const char *RUN_UP = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
 
-/* Takes at now for agent; the lease document (a new reference) or NULL. */
+/* Takes at now for agent, an offer only; the lease document (a new reference) or NULL. */
 static json_t *
-take(struct srv_db *db, const char *agent, int64_t now)
+offer(struct srv_db *db, const char *agent, int64_t now)
 {
     json_t *lease = NULL;
     struct srv_fleet_expired ex;
@@ -37,6 +37,23 @@ static const char *
 lease_id(json_t *lease)
 {
     return json_string_value(json_object_get(lease, "lease_id"));
+}
+
+/* Takes at now and confirms at once, as serve does: the lease lasts lease_seconds from now. */
+static json_t *
+take(struct srv_db *db, const char *agent, int64_t now)
+{
+    json_t *lease = offer(db, agent, now);
+    if (lease != NULL) {
+        int64_t until = 0;
+        int confirmed = 0;
+        struct gd_err err;
+        ck_assert_msg(srv_db_lease_heartbeat(db, lease_id(lease), now, &until, &confirmed, &err) ==
+                          0,
+                      "%s", err.msg);
+        ck_assert_int_eq(confirmed, 1);
+    }
+    return lease;
 }
 
 /* Task `key` of the job document of id: a new reference. */
@@ -87,7 +104,10 @@ START_TEST(one_lease_per_task_oldest_job_first)
     ck_assert_ptr_nonnull(b);
     ck_assert_str_eq(json_string_value(json_object_get(a, "job_id")), j1);
     ck_assert_str_eq(json_string_value(json_object_get(b, "job_id")), j2);
+    /* the document is an offer: live for the confirm time (10 s by default) */
     ck_assert_str_eq(json_string_value(json_object_get(a, "lease_until")), "1970-01-01T00:16:51Z");
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "confirm_seconds")), 10);
+    ck_assert_str_eq(json_string_value(json_object_get(b, "lease_until")), "1970-01-01T00:16:51Z");
     ck_assert_int_eq(json_integer_value(json_object_get(a, "attempt")), 1);
     ck_assert_str_eq(json_string_value(json_object_get(a, "device_key")), "h1/cpu");
     ck_assert_ptr_null(take(db, agent, 1002));
@@ -118,7 +138,7 @@ START_TEST(expiry_requeues_then_fails)
     ck_assert_int_eq(ex.requeued, 1);
     check_task(db, job, "h1/cpu", "pending", 1);
     int64_t until;
-    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(a), 1011, &until, &err), SRV_ELEASE);
+    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(a), 1011, &until, NULL, &err), SRV_ELEASE);
     json_t *b = take(db, agent, 1011);
     ck_assert_ptr_nonnull(b);
     ck_assert_int_eq(json_integer_value(json_object_get(b, "attempt")), 2);
@@ -152,7 +172,7 @@ START_TEST(heartbeat_then_done)
     ck_assert_int_eq(flf_job(db, "{}", 10, 1, 86400, 1000, job), 0);
     json_t *a = take(db, agent, 1000);
     int64_t until = 0;
-    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(a), 1008, &until, &err), 0);
+    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(a), 1008, &until, NULL, &err), 0);
     ck_assert_int_eq(until, 1018);
     ck_assert_int_eq(srv_db_fleet_expire(db, 1015, &ex, &err), 0);
     ck_assert_int_eq(ex.requeued + ex.failed, 0);
@@ -167,7 +187,7 @@ START_TEST(heartbeat_then_done)
     ck_assert_str_eq(json_string_value(json_object_get(t, "run_id")), RUN_OK);
     ck_assert(json_is_null(json_object_get(t, "lease_until")));
     ck_assert_int_eq(srv_db_lease_done(db, lease_id(a), RUN_OK, 1017, &err), SRV_ELEASE);
-    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(a), 1017, &until, &err), SRV_ELEASE);
+    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(a), 1017, &until, NULL, &err), SRV_ELEASE);
     ck_assert_ptr_null(take(db, agent, 1018));
     char *outcome = flf_query(db, "SELECT outcome FROM fleet_leases");
     ck_assert_str_eq(outcome, "finished");
@@ -258,6 +278,185 @@ START_TEST(ready_and_unknown_agents)
 }
 END_TEST
 
+/* An offer no heartbeat confirms is withdrawn: pending again, the attempt not counted. */
+START_TEST(unconfirmed_offer_is_withdrawn)
+{
+    struct srv_db *db = fresh();
+    char agent[40], job[40];
+    struct gd_err err;
+    struct srv_fleet_expired ex;
+    flf_register(db, "h1", "sm_75", 1000, agent, NULL);
+    ck_assert_int_eq(flf_job(db, "{}", 60, 1, 86400, 1000, job), 0);
+    json_t *a = offer(db, agent, 1000);
+    ck_assert_ptr_nonnull(a);
+    check_task(db, job, "h1/cpu", "leased", 1);
+    ck_assert_int_eq(srv_db_fleet_expire(db, 1010, &ex, &err), 0);
+    ck_assert_int_eq(ex.withdrawn, 0);
+    int stale = 0;
+    ck_assert_int_eq(srv_db_fleet_stale(db, job, 1011, &stale, &err), 0);
+    ck_assert_int_eq(stale, 1);
+    ck_assert_int_eq(srv_db_fleet_expire(db, 1011, &ex, &err), 0);
+    ck_assert_int_eq(ex.withdrawn, 1);
+    ck_assert_int_eq(ex.failed + ex.requeued, 0);
+    check_task(db, job, "h1/cpu", "pending", 0);
+    int64_t until = 0;
+    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(a), 1012, &until, NULL, &err), SRV_ELEASE);
+    ck_assert_msg(strstr(err.msg, "withdrawn") != NULL, "%s", err.msg);
+    char *outcome = flf_query(db, "SELECT outcome FROM fleet_leases");
+    ck_assert_str_eq(outcome, "withdrawn");
+    free(outcome);
+    /* the one attempt of the job is still there: the next take is attempt 1 again, and a
+       heartbeat confirms it for lease_seconds */
+    json_t *b = offer(db, agent, 1013);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "attempt")), 1);
+    int confirmed = 0;
+    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(b), 1015, &until, &confirmed, &err), 0);
+    ck_assert_int_eq(confirmed, 1);
+    ck_assert_int_eq(until, 1075);
+    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(b), 1016, &until, &confirmed, &err), 0);
+    ck_assert_int_eq(confirmed, 0);
+    ck_assert_int_eq(srv_db_fleet_expire(db, 1070, &ex, &err), 0);
+    ck_assert_int_eq(ex.withdrawn + ex.failed + ex.requeued, 0);
+    check_task(db, job, "h1/cpu", "leased", 1);
+    json_decref(a);
+    json_decref(b);
+    srv_db_close(db);
+    dbf_remove(db_path);
+}
+END_TEST
+
+/* A lease given back (a serve that stops) is pending again, its attempt not counted. */
+START_TEST(release_gives_the_task_back)
+{
+    struct srv_db *db = fresh();
+    char agent[40], job[40];
+    struct gd_err err;
+    flf_register(db, "h1", "sm_75", 1000, agent, NULL);
+    ck_assert_int_eq(flf_job(db, "{}", 60, 1, 86400, 1000, job), 0);
+    json_t *a = take(db, agent, 1000);
+    ck_assert_int_eq(srv_db_lease_release(db, lease_id(a), 1005, &err), 0);
+    check_task(db, job, "h1/cpu", "pending", 0);
+    ck_assert_int_eq(srv_db_lease_release(db, lease_id(a), 1006, &err), SRV_ELEASE);
+    ck_assert_msg(strstr(err.msg, "given back") != NULL, "%s", err.msg);
+    int64_t until;
+    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(a), 1006, &until, NULL, &err), SRV_ELEASE);
+    json_t *b = take(db, agent, 1007);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "attempt")), 1);
+    char *n = flf_query(db, "SELECT count(*) FROM fleet_leases WHERE outcome = 'released'");
+    ck_assert_str_eq(n, "1");
+    free(n);
+    json_decref(a);
+    json_decref(b);
+    srv_db_close(db);
+    dbf_remove(db_path);
+}
+END_TEST
+
+/*
+ * A device unseen for the stale time (120 s by default) that holds no lease leaves: its
+ * pending tasks end (never_answered; failed after an earlier attempt), with the reason; a
+ * device busy with a lease stays, however long ago it was seen; new jobs skip the stale one.
+ */
+START_TEST(stale_devices_leave_the_targets)
+{
+    struct srv_db *db = fresh();
+    char a1[40], a2[40], a3[40], j0[40], j1[40], j2[40];
+    struct gd_err err;
+    struct srv_fleet_expired ex;
+    flf_register(db, "h1", "sm_75", 1000, a1, NULL);
+    flf_register(db, "h2", "sm_86", 1000, a2, NULL);
+    flf_register(db, "h3", "v100", 1000, a3, NULL);
+    ck_assert_int_eq(flf_job(db, "{\"host\": \"h1\"}", 3600, 1, 86400, 1000, j1), 0);
+    ck_assert_int_eq(flf_job(db, "{\"host\": [\"h1\", \"h2\", \"h3\"]}", 10, 2, 86400, 1000, j0),
+                     0);
+    json_t *l1 = take(db, a1, 1000); /* h1 runs j1 for a long time, no heartbeat due */
+    json_t *l3 = take(db, a3, 1000); /* h3's first attempt of j0 expires, then it is gone */
+    ck_assert_str_eq(json_string_value(json_object_get(l1, "job_id")), j1);
+    ck_assert_int_eq(srv_db_fleet_expire(db, 1011, &ex, &err), 0);
+    ck_assert_int_eq(ex.requeued, 1);
+    ck_assert_int_eq(srv_db_fleet_expire(db, 1120, &ex, &err), 0);
+    ck_assert_int_eq(ex.stale, 0);
+    int stale = 0;
+    ck_assert_int_eq(srv_db_fleet_stale(db, j0, 1121, &stale, &err), 0);
+    ck_assert_int_eq(stale, 1);
+    ck_assert_int_eq(srv_db_fleet_expire(db, 1121, &ex, &err), 0);
+    ck_assert_int_eq(ex.stale, 2);
+    json_t *t2 = task_of(db, j0, "h2/cpu"), *t3 = task_of(db, j0, "h3/cpu");
+    ck_assert_str_eq(json_string_value(json_object_get(t2, "state")), "never_answered");
+    ck_assert_str_eq(json_string_value(json_object_get(t2, "error")),
+                     "device h2/cpu was not seen for 121 s (device-stale-seconds 120): it left "
+                     "the job's targets");
+    ck_assert_str_eq(json_string_value(json_object_get(t3, "state")), "failed");
+    ck_assert_int_eq(json_integer_value(json_object_get(t3, "attempts_used")), 1);
+    /* h1 is busy with j1's lease: its j0 task waits, however long ago h1 was seen */
+    check_task(db, j0, "h1/cpu", "pending", 0);
+    check_task(db, j1, "h1/cpu", "leased", 1);
+    json_decref(t2);
+    json_decref(t3);
+    /* a new job's targets: h1 (busy, seen at 1000) but neither h2 nor h3 */
+    ck_assert_int_eq(flf_job(db, "{}", 60, 1, 86400, 1200, j2), 0);
+    json_t *doc = NULL;
+    ck_assert_int_eq(srv_db_fleet_job_get(db, j2, &doc, &err), 0);
+    ck_assert_int_eq(json_array_size(json_object_get(doc, "tasks")), 1);
+    json_decref(doc);
+    ck_assert_int_eq(flf_job(db, "{\"host\": \"h2\"}", 60, 1, 86400, 1201, j2), SRV_ENODEVICE);
+    /* a poll brings h2 back: the next job has it again */
+    ck_assert_ptr_null(take(db, a2, 1300));
+    ck_assert_int_eq(flf_job(db, "{\"host\": \"h2\"}", 60, 1, 86400, 1301, j2), 0);
+    json_decref(l1);
+    json_decref(l3);
+    srv_db_close(db);
+    dbf_remove(db_path);
+}
+END_TEST
+
+/* DELETE of a device: its lease ends (409 after), its open tasks end, takes skip it, the
+ * list leaves it out; its key registered again brings it back with its id. */
+START_TEST(removed_device_ends_its_tasks)
+{
+    struct srv_db *db = fresh();
+    char agent[40], dev[40], j1[40], j2[40];
+    struct gd_err err;
+    flf_register(db, "h1", "sm_75", 1000, agent, dev);
+    ck_assert_int_eq(flf_job(db, "{}", 60, 1, 86400, 1000, j1), 0);
+    ck_assert_int_eq(flf_job(db, "{}", 60, 1, 86400, 1000, j2), 0);
+    json_t *a = take(db, agent, 1000);
+    char key[512];
+    int64_t ended = 0;
+    ck_assert_int_eq(srv_db_device_remove(db, dev, 1010, key, &ended, &err), 0);
+    ck_assert_str_eq(key, "h1/cpu");
+    ck_assert_int_eq(ended, 1);
+    json_t *t1 = task_of(db, j1, "h1/cpu"), *t2 = task_of(db, j2, "h1/cpu");
+    ck_assert_str_eq(json_string_value(json_object_get(t1, "state")), "failed");
+    ck_assert_str_eq(json_string_value(json_object_get(t2, "state")), "never_answered");
+    ck_assert_msg(strstr(json_string_value(json_object_get(t1, "error")), "was removed") != NULL,
+                  "%s", json_string_value(json_object_get(t1, "error")));
+    int64_t until;
+    ck_assert_int_eq(srv_db_lease_heartbeat(db, lease_id(a), 1011, &until, NULL, &err), SRV_ELEASE);
+    ck_assert_int_eq(srv_db_device_remove(db, dev, 1012, key, &ended, &err), SRV_ENOTFOUND);
+    ck_assert_int_eq(
+        srv_db_device_remove(db, "ffffffff-ffff-4fff-8fff-ffffffffffff", 1012, key, &ended, &err),
+        SRV_ENOTFOUND);
+    json_t *list = NULL;
+    ck_assert_int_eq(srv_db_devices_list(db, 1012, &list, &err), 0);
+    ck_assert_int_eq(json_array_size(json_object_get(list, "devices")), 0);
+    json_decref(list);
+    char j3[40];
+    ck_assert_int_eq(flf_job(db, "{}", 60, 1, 86400, 1013, j3), SRV_ENODEVICE);
+    char d2[40];
+    flf_register(db, "h1", "sm_75", 1014, agent, d2);
+    ck_assert_str_eq(d2, dev);
+    ck_assert_int_eq(flf_job(db, "{}", 60, 1, 86400, 1015, j3), 0);
+    json_decref(t1);
+    json_decref(t2);
+    json_decref(a);
+    srv_db_close(db);
+    dbf_remove(db_path);
+}
+END_TEST
+
 /* Threads on their own connections take at once; the agent has one task. */
 struct racer {
     const char *agent;
@@ -322,6 +521,10 @@ main(void)
     tcase_add_test(tc, deadline_never_answered);
     tcase_add_test(tc, ready_and_unknown_agents);
     tcase_add_test(tc, one_task_one_lease_among_connections);
+    tcase_add_test(tc, unconfirmed_offer_is_withdrawn);
+    tcase_add_test(tc, release_gives_the_task_back);
+    tcase_add_test(tc, stale_devices_leave_the_targets);
+    tcase_add_test(tc, removed_device_ends_its_tasks);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

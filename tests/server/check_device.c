@@ -66,6 +66,15 @@ START_TEST(agent_runs)
               "cuda NVIDIA H200 tf32=on batch=32");
     check_key("{\"backend\":\"cpu\",\"knobs\":{\"emulate\":\"bf16:conv,gemm\",\"batch\":8}}",
               "cpu emulate=bf16:conv+gemm batch=8");
+    /* --repro: bitwise is a device of its own, off (the default) keeps the key */
+    check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\"},"
+              "\"knobs\":{\"emulate\":\"none\",\"batch\":null,\"repro\":\"bitwise\","
+              "\"tf32\":\"off\"}}",
+              "cuda NVIDIA H200 repro=bitwise");
+    check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\"},"
+              "\"knobs\":{\"emulate\":\"none\",\"batch\":null,\"repro\":\"off\","
+              "\"conv_algo\":\"heuristic\"}}",
+              "cuda NVIDIA H200");
 }
 END_TEST
 

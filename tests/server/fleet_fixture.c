@@ -11,18 +11,49 @@
 const char *const FLF_MODEL = "1111111111111111111111111111111111111111111111111111111111111111";
 const char *const FLF_INPUT = "2222222222222222222222222222222222222222222222222222222222222222";
 
+int
+flf_register_as(struct srv_db *db, const char *host, const char *key, const char *serve_id,
+                int64_t now, char *agent, char *device, struct gd_err *err)
+{
+    json_t *env = json_pack("{s:s}", "host", host), *labels = json_pack("{s:s}", "gpu", "x");
+    struct srv_fleet_device_in d = {key, "cpu", env, labels};
+    struct srv_fleet_agent_in a = {host, "0.test", serve_id};
+    json_t *out = NULL;
+    int rc = srv_db_agent_register(db, &a, &d, 1, now, &out, NULL, err);
+    if (rc == 0 && agent != NULL)
+        snprintf(agent, 40, "%s", json_string_value(json_object_get(out, "agent_id")));
+    if (rc == 0 && device != NULL)
+        snprintf(device, 40, "%s",
+                 json_string_value(
+                     json_object_get(json_array_get(json_object_get(out, "devices"), 0), "id")));
+    json_decref(out);
+    json_decref(env);
+    json_decref(labels);
+    return rc;
+}
+
+void
+flf_serve_id(const char *host, char out[40])
+{
+    unsigned h = 2166136261u;
+    for (const char *p = host; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    snprintf(out, 40, "00000000-0000-4000-8000-0000%08x", h);
+}
+
 void
 flf_register(struct srv_db *db, const char *host, const char *gpu, int64_t now, char *agent,
              char *device)
 {
-    char key[128];
+    char key[128], serve[40];
     snprintf(key, sizeof key, "%s/cpu", host);
+    flf_serve_id(host, serve);
     json_t *env = json_pack("{s:s}", "host", host), *labels = json_pack("{s:s}", "gpu", gpu);
     struct srv_fleet_device_in d = {key, "cpu", env, labels};
+    struct srv_fleet_agent_in a = {host, "0.test", serve};
     json_t *out = NULL;
     struct gd_err err;
-    ck_assert_msg(srv_db_agent_register(db, host, "0.test", &d, 1, now, &out, &err) == 0, "%s",
-                  err.msg);
+    ck_assert_msg(srv_db_agent_register(db, &a, &d, 1, now, &out, NULL, &err) == 0, "%s", err.msg);
     snprintf(agent, 40, "%s", json_string_value(json_object_get(out, "agent_id")));
     if (device != NULL)
         snprintf(device, 40, "%s",

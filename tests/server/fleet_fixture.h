@@ -6,10 +6,19 @@
 
 #include "db.h"
 
-/* Registers host with one cpu device HOST/cpu labelled gpu=GPU at now; agent id into
-   agent (40 bytes), the device's id into device (40 bytes, may be NULL). */
+/* Registers host with one cpu device HOST/cpu labelled gpu=GPU at now, as the serve of
+   flf_serve_id(host) (so registering a host again is a restart); agent id into agent (40
+   bytes), the device's id into device (40 bytes, may be NULL). */
 void flf_register(struct srv_db *db, const char *host, const char *gpu, int64_t now, char *agent,
                   char *device);
+
+/* The serve_id flf_register gives host's serve (a UUID made from the name). */
+void flf_serve_id(const char *host, char out[40]);
+
+/* Registers one cpu device of key for host as serve_id (may be NULL); the register call's
+   code (SRV_ECONFLICT, with the message in err). agent and device may be NULL. */
+int flf_register_as(struct srv_db *db, const char *host, const char *key, const char *serve_id,
+                    int64_t now, char *agent, char *device, struct gd_err *err);
 
 /* Records a file of `bytes` bytes named by sha256 (a blob row and a fleet_files row). */
 void flf_file(struct srv_db *db, const char *sha256, int64_t bytes);

@@ -80,6 +80,13 @@ bundle_xss xss-name "$XSS"
 bundle_xss xss1 xss-probe
 bundle_xss xss2 xss-probe
 
+# ---- a cuda run in bitwise mode (knobs.repro, as `run --repro bitwise` records it): the runs
+# view marks it ----
+"$AGENT" bundle --from "$TMP/xss-arrays" --out "$TMP/bitwise" --backend cuda --model bitwise-probe \
+    --env 'gpu_name=NVIDIA H200' >/dev/null
+jq '.knobs = {"repro": "bitwise", "tf32": false, "batch": null}' "$TMP/bitwise/run.json" \
+    >"$TMP/bitwise.json" && mv "$TMP/bitwise.json" "$TMP/bitwise/run.json"
+
 # ---- web2: the seed case's two framework output files (only the output layer dumped) and,
 # from tests/web/make_fleet.py, one network in two model files with a Reciprocal near its
 # pole (pole: model a on cpu, model b emulating TF32) ----
@@ -154,7 +161,7 @@ AGENT_TOKEN=$(token agent)
 ADMIN_TOKEN=$(token admin)
 server_start --web-root "$GD_SRCDIR/web"
 for b in cpu cpu64 replay tf32 gpu-old gpu-new xss1 xss2 xss-name big-cpu big-cpu64 big-tf32 \
-         pytorch_gpu paddle_gpu pole-a pole-b; do
+         pytorch_gpu paddle_gpu pole-a pole-b bitwise; do
     GPUDIFF_TOKEN="$AGENT_TOKEN" "$AGENT" push "$TMP/$b" --server "$URL" >/dev/null ||
         fail "gpudiff-agent push $b failed"
 done
@@ -246,6 +253,7 @@ export GD_URL="$URL" GD_CHROMIUM="$CHROMIUM" GD_TMP="$TMP" ADMIN_TOKEN
 export GD_SHOTS="${GD_SHOTS:-$WEB_TESTS/screenshots}"
 export RUN_CPU="$(id_of "$TMP/cpu")" RUN_CPU64="$(id_of "$TMP/cpu64")"
 export RUN_TF32="$(id_of "$TMP/tf32")" RUN_XSS1="$(id_of "$TMP/xss1")"
+export RUN_BITWISE="$(id_of "$TMP/bitwise")"
 export RUN_XSS2="$(id_of "$TMP/xss2")" RUN_XSS_NAME="$(id_of "$TMP/xss-name")"
 export RUN_GPU_NEW="$(id_of "$TMP/gpu-new")" RUN_BIG_CPU="$(id_of "$TMP/big-cpu")"
 export RUN_BIG_CPU64="$(id_of "$TMP/big-cpu64")" RUN_BIG_TF32="$(id_of "$TMP/big-tf32")"

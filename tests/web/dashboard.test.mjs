@@ -7,7 +7,7 @@
 // when any step failed.
 //
 // Environment (from dashboard.sh): GD_URL, GD_CHROMIUM, GD_TMP, GD_SHOTS, ADMIN_TOKEN, RUN_CPU,
-// RUN_CPU64, RUN_TF32, RUN_XSS1, RUN_XSS2, RUN_XSS_NAME, RUN_GPU_NEW, RUN_BIG_CPU,
+// RUN_CPU64, RUN_TF32, RUN_XSS1, RUN_XSS2, RUN_XSS_NAME, RUN_GPU_NEW, RUN_BITWISE, RUN_BIG_CPU,
 // RUN_BIG_CPU64, RUN_BIG_TF32, RUN_FLEET0, RUN_REPLAY, RUN_PT, RUN_PD, RUN_POLE_A, RUN_POLE_B,
 // SWEEP_ID, BUNDLE_CPU, BUNDLE_TF32; GD_WEB_BENCH=N repeats each timing N times and prints the
 // medians (docs/PERFORMANCE.md).
@@ -22,14 +22,15 @@ import {jobsSteps} from './jobs_steps.mjs';
 
 const env = process.env;
 const ids = {cpu: env.RUN_CPU, cpu64: env.RUN_CPU64, tf32: env.RUN_TF32, xss1: env.RUN_XSS1,
-             xss2: env.RUN_XSS2, gpuNew: env.RUN_GPU_NEW, pt: env.RUN_PT, pd: env.RUN_PD};
+             xss2: env.RUN_XSS2, gpuNew: env.RUN_GPU_NEW, pt: env.RUN_PT, pd: env.RUN_PD,
+             bitwise: env.RUN_BITWISE};
 const XSS = '<script>alert(1)</script>';
 const short = (id) => id.slice(0, 8);
 // The runs dashboard.sh made: 10,000 listed-only runs of "bulk", 8 of the seed model (cpu,
 // cpu64, its replay, tf32, the GPU device's two, the two framework dumps), 3 whose strings are
 // HTML, 3 of the 1,000-layer model, 50 of the fleet, 2 of "pole" and 4 of the sweep.
 const SEED_RUNS = 8;
-const ALL_RUNS = 10000 + SEED_RUNS + 3 + 3 + 50 + 2 + 4;
+const ALL_RUNS = 10000 + SEED_RUNS + 3 + 3 + 50 + 2 + 4 + 1;
 
 function sha256(buf) {
     return createHash('sha256').update(buf).digest('hex');
@@ -79,6 +80,11 @@ await step('runs: the list, paged by the daemon, with status and baseline links'
     check((await page.locator(`tr[data-run="${ids.cpu}"] .badge.s-complete`).innerText()) === 'complete', 'status complete is shown');
     const knobs = await page.locator(`tr[data-run="${ids.tf32}"] .knobs-cell`).innerText();
     check(knobs.includes('emulate=tf32:gemm'), `the tf32 run's knobs are shown (${knobs.replace(/\n/g, ' ')})`);
+    check(await page.locator(`tr[data-run="${ids.bitwise}"] .badge.bitwise`).count() === 1 &&
+          await page.locator('.badge.bitwise').count() === 1,
+          'the run made with --repro bitwise, and it alone, is marked bitwise');
+    const bw = await page.locator(`tr[data-run="${ids.bitwise}"] .knobs-cell`).innerText();
+    check(bw.includes('bitwise mode') && !bw.includes('repro='), `its knobs say bitwise mode (${bw})`);
     await shot('runs');
     await axe('the runs view');
 });

@@ -1,6 +1,7 @@
 // tests/web/jobs_steps.mjs: the jobs view (views/jobs.js) on the job dashboard.sh seeded
 // through the API as two agents would (one task finished with the seed's cpu run, one failed
-// with an error that is HTML): the list holds the job with its counts, the job's page a row
+// with an error that is HTML): the devices table a row per device with its agent and last
+// heartbeat (GET /api/v1/agents), the list holds the job with its counts, the job's page a row
 // per device with the state, attempts, error and run link the daemon answers (GET
 // /api/v1/jobs/{id}), the error as text, and the run link opens that run.
 import {URL0, page, step, check, open, shot, axe, text} from './harness.mjs';
@@ -14,6 +15,17 @@ export async function jobsSteps() {
         const job = await r.json();
         check(job.counts.finished === 1 && job.counts.failed === 1, 'the daemon: one finished, one failed');
         await open('#/jobs');
+        const ar = await page.request.get(`${URL0}/api/v1/agents`, {timeout: 0});
+        const fleet = await ar.json();
+        check(await page.locator('#devices-table tbody tr').count() === fleet.devices.length,
+              `the devices table has a row per device (${fleet.devices.length})`);
+        for (const d of fleet.devices) {
+            const dr = `#devices-table tr[data-device="${d.key}"]`;
+            check((await text(`${dr} td.agent`)).startsWith(`${d.agent.host} (agent ${d.agent.id.slice(0, 8)}`),
+                  `${d.key}: its agent`);
+            check((await text(`${dr} td.last-seen`)).startsWith(d.last_seen.slice(0, 19).replace('T', ' ')),
+                  `${d.key}: its last heartbeat`);
+        }
         const row = `#jobs-table tr[data-job="${env.JOB_ID}"]`;
         check(await page.locator(row).count() === 1, 'the list holds the job');
         check(await text(`${row} td.counts`) === '1 finished, 1 failed', 'with its counts');

@@ -179,7 +179,7 @@ export async function scaleSteps() {
               'the first divergent node is marked');
         check(await page.locator('svg.graph a.node.node-amp[data-layer="b150.floor"]').count() === 1,
               'the amplifier is marked');
-        check(await page.locator('svg.graph a.node.v-divergent').count() === 17 &&
+        check(await page.locator('svg.graph a.node.v-divergent').count() === 9 &&
               await page.locator('svg.graph a.node.v-identical').count() === 600, 'nodes carry their verdict');
         check(await inView('svg.graph a.node-first'), 'the view opens on the first divergent node');
         await shot('graph-1000', false);

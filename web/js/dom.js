@@ -124,8 +124,11 @@ export function knobValue(knob, v)
 {
     if (v === true || v === false)
         return knob && knob.kind === 'onoff' ? (v ? 'on' : 'off') : String(v);
-    if (knob && knob.kind === 'emulate' && typeof v === 'string')
-        return v.replace(/,/g, '+');
+    if (knob && knob.kind === 'emulate' && typeof v === 'string') {
+        // the classes' old ',' (not the commas of a node list after '@')
+        const at = v.indexOf('@');
+        return at < 0 ? v.replace(/,/g, '+') : v.slice(0, at).replace(/,/g, '+') + v.slice(at);
+    }
     return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
@@ -142,13 +145,24 @@ export function knobWords(run) {
         if (knob.category === 'other' || v === undefined || v === null)
             continue;
         const text = knobValue(knob, v);
-        if (text !== knob.default)
+        if (knob.name === 'repro' && text === 'bitwise') // cuda computed the cpu backend's bits
+            out.push('bitwise mode');
+        else if (text !== knob.default)
             out.push(`${knob.name}=${text}`);
     }
     for (const [key, v] of Object.entries(k))
         if (!known.has(key) && key !== 'threads' && v !== null && v !== false && v !== 'none')
             out.push(`${key}=${knobValue(null, v)}`);
     return out;
+}
+
+// A run made with --repro bitwise: every layer bit for bit the cpu backend's (docs/NUMERICS.md).
+export function bitwiseBadge(run) {
+    if (!run || !run.knobs || run.knobs.repro !== 'bitwise')
+        return null;
+    return h('span', {class: 'badge bitwise',
+                      title: "--repro bitwise: gpudiff's own kernels, every layer the cpu " +
+                             "backend's bits on any GPU and batch size"}, 'bitwise');
 }
 
 // A run as one short line: "cpu · NVIDIA H200 · tf32 batch=8 · 2026-11-30 09:25 · 432ca1f0".

@@ -62,6 +62,15 @@ const struct gd_layer_stats *gd_bundle_writer_stats(const struct gd_bundle_write
 /* Number of layers recorded. */
 int gd_bundle_writer_count(const struct gd_bundle_writer *w);
 
+/* The name of layer i as recorded (borrowed; NULL when there is no such layer). */
+const char *gd_bundle_writer_layer_name(const struct gd_bundle_writer *w, int i);
+
+/* Adds field key to layer i's record before commit (value taken, also on failure):
+ * what a step after the run learned of the layer, a noise probe (gpudiff/noise.h). GD_EINVAL
+ * for a layer that was not written or a key the writer owns (name, shape, file, ...). */
+int gd_bundle_writer_layer_note(struct gd_bundle_writer *w, int i, const char *key, json_t *value,
+                                struct gd_err *err);
+
 /*
  * Writes run.json from meta (borrowed: id, model, input, env, knobs, created_at, ...) plus
  * the "format", "version" and "layers" the writer made, flushes everything to disk, and
@@ -86,6 +95,7 @@ void gd_bundle_writer_free(struct gd_bundle_writer *w);
 struct gd_bundle_layer {
     int index;
     const char *name;           /* borrowed from run */
+    const char *node;           /* the node that made it ("" when not recorded) */
     const char *op;             /* "" when unknown (bundles made from dumps) */
     enum gd_dtype dtype;
     struct gd_shape shape;
@@ -97,6 +107,7 @@ struct gd_bundle_layer {
     const char *algo;           /* "" when none */
     const char *math;           /* arithmetic the backend used ("tf32", "fp32"); "" when none */
     json_t *inputs;             /* names of the layers it reads (borrowed); NULL: unknown */
+    json_t *noise;              /* its noise probe (gpudiff/noise.h; borrowed); NULL: none */
     /* fp: the layer's fingerprint (owned by the bundle or the view's maker); NULL: none */
     const struct gd_fingerprint *fingerprint;
     int tensor_absent;          /* fp: 1 when only the fingerprint is there */

@@ -74,6 +74,10 @@ enum gd_diff_mode {
     GD_DIFF_REPLAY  /* one run is a replay of the other: every difference is a layer's own */
 };
 
+/* numpy.isclose's default tolerances, the diff's when none are given */
+#define GD_DIFF_ATOL 1e-8
+#define GD_DIFF_RTOL 1e-5
+
 #define GD_DIFF_MAX_INPUTS 8
 #define GD_DIFF_MAX_ROWS 64
 
@@ -100,7 +104,9 @@ struct gd_diff_layer {
     struct gd_metrics m;         /* a against b, b the reference (numpy's isclose order) */
     double scale;                /* max(|a|, |b|) over finite values (1 when 0) */
     double err;                  /* max |a-b| / scale */
-    double err_median;           /* median of |a-b| / max(|a|, |b|) over all values */
+    double err_median;           /* median of |a-b| / scale over all values (at most err) */
+    double mean_diff;            /* the mean of a - b (signed): the part common to all values */
+    double ulp_scaled;           /* max |a-b| in ULPs of the layer's scale (its largest value) */
     int64_t n_differ;            /* values that differ (NaN against anything included) */
     double differ_fraction;
     int sparse;                  /* fewer than 1% of the values differ */
@@ -113,6 +119,15 @@ struct gd_diff_layer {
     double inherited;            /* what the inputs carry in (same units as err) */
     double input_err;            /* the largest err among the layers it reads */
     double growth;               /* err / max(input_err, bound) */
+    /* the test that decides: err / envelope ("max") or err_median / envelope_median
+     * ("median"), whichever is larger, and that ratio (above 1: beyond noise) */
+    double ratio;
+    const char *decided_by;      /* "max", "median"; NULL when no bound is known */
+    double ratio_max, ratio_median; /* each test's own ratio */
+    /* where the median bound's own part comes from: "probe a", "probe b", "probe truth"
+     * (a noise probe a run recorded: its own rounding measured on a sample of its outputs),
+     * or "model" (rounding errors taken as random: no probe) */
+    const char *noise_from;
     double bits;                 /* -log2(2 median relative error of the values that differ) */
     const char *arithmetic;      /* what that precision looks like; NULL unless own error */
     enum gd_verdict verdict;
@@ -134,6 +149,8 @@ struct gd_diff_layer {
      * is within it ('a', 'b', '2' both, '0' neither, 0 unknown), which is closer ('a', 'b',
      * '=' within 10%), and the rows each side has outside atol + rtol*|truth| */
     double truth_err_a, truth_err_b, truth_bound_a, truth_bound_b;
+    /* the same for the median of |x - t| / the truth's scale, which a side must meet too */
+    double truth_median_a, truth_median_b, truth_bound_median_a, truth_bound_median_b;
     char right;
     char closer;
     int64_t truth_rows_a, truth_rows_b;
@@ -147,6 +164,7 @@ struct gd_diff_layer {
     int n_rows;                  /* how many of them are listed in rows[] */
     int64_t rows[GD_DIFF_MAX_ROWS];
     char note[160];              /* why incomparable or unknown, and similar */
+    int truth_quiet;             /* noise because both sides are right against a float64 truth */
     /* fp: a side had only its fingerprint. Then m and the figures above are over the
      * sample (GD_FINGERPRINT_SAMPLES elements at the same indices on both sides), except
      * m.abs_max and err, which are the largest lower bound of max |a-b| that the sample and
@@ -172,11 +190,20 @@ struct gd_diff {
     int n_sampled;               /* fp: layers judged from fingerprints */
     int inputs_differ;           /* the runs' input sha256: 1 differ, 0 same, -1 unknown */
     int has_truth;
+    /* the truth is a float64 run (cpu64, no emulation): "right" is then within rounding of
+     * the exact values, and a layer where both runs are right is noise whatever the pair's
+     * own band says; another truth is only a reference, and the explanation says so */
+    int truth_float64;
+    char truth_desc[96];         /* "the float64 reference", "the reference run (cpu, ...)" */
     char truth_outcome;          /* 'a', 'b', '2', '0' as per layer; 0 without a truth */
     int has_replay;
     char replay_id[64];          /* the replay run's id and the run it replays */
     char replay_of[64];
     double atol, rtol;
+    /* atol and rtol are not numpy's defaults (GD_DIFF_ATOL, GD_DIFF_RTOL): the explanation
+     * then counts the values outside them; with the defaults, which float32 rounding of a
+     * long sum exceeds in a correct run, it says how many values differ instead */
+    int tolerance_given;
     json_t *env_diff;            /* [{"key", "a", "b", "status", "category"}]; owned */
     char explanation[4096];
 };

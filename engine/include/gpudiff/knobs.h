@@ -33,7 +33,8 @@ enum gd_knob_kind {
     GD_KNOB_KIND_ONOFF,   /* int: 1 on, 0 off, -1 unset; recorded "on" or "off" */
     GD_KNOB_KIND_CHOICE,  /* char[size]: one of the values, "" unset; recorded as it is */
     GD_KNOB_KIND_TEXT,    /* char[size]: free text its user checks, "" unset */
-    GD_KNOB_KIND_EMULATE, /* enum gd_emulate NAME + unsigned NAME_classes; "tf32:gemm" */
+    GD_KNOB_KIND_EMULATE, /* enum gd_emulate NAME + unsigned NAME_classes + char NAME_nodes[]:
+                             "tf32:gemm", or "tf32@fc1,fc2" (only those nodes, either class) */
     GD_KNOB_KIND_COUNT,   /* int: auto (0, unset) or a count in range; recorded as a number */
     GD_KNOB_KIND_ROWS,    /* int64_t: rows, 0 unset (the whole input); a number or null */
     GD_KNOB_KIND_BYTES,   /* int64_t: bytes, -1 unset (none); a number or null */
@@ -68,7 +69,8 @@ enum gd_knob {
 #define GD__KNOB_FIELD_TEXT(name, size)   char name[size];
 #define GD__KNOB_FIELD_EMULATE(name, size)                                                         \
     enum gd_emulate name;                                                                          \
-    unsigned name##_classes;
+    unsigned name##_classes;                                                                       \
+    char name##_nodes[size];
 #define GD__KNOB_FIELD_COUNT(name, size) int name;
 #define GD__KNOB_FIELD_ROWS(name, size)  int64_t name;
 #define GD__KNOB_FIELD_BYTES(name, size) int64_t name;
@@ -161,6 +163,21 @@ int gd_knobs_from_json(json_t *obj, struct gd_knobs *out, struct gd_err *err);
  * numeric (recorded as a number), help}. A new reference.
  */
 json_t *gd_knobs_table_json(void);
+
+/*
+ * 0 when every set knob of knobs that is spelled in words (on/off, choices, text,
+ * emulation) holds one of its values, as gd_knob_parse() would have set it, else GD_EINVAL
+ * naming the knob: for callers that fill struct gd_knobs themselves. The numbers are checked
+ * by the backends that read them. gd_session_new() checks it.
+ */
+int gd_knobs_check(const struct gd_knobs *knobs, struct gd_err *err);
+
+/* 1 when knobs emulate node name, an op of class op_class (GD_CLASS_GEMM or _CONV): the
+ * emulation applies to the class and, with emulate_nodes, names the node. */
+int gd_knobs_emulates(const struct gd_knobs *knobs, const char *name, unsigned op_class);
+
+/* 1 when the knobs ask for bitwise mode (knobs.repro "bitwise"). */
+int gd_knobs_bitwise(const struct gd_knobs *knobs);
 
 /* "none", "tf32", "bf16", "fp16". */
 const char *gd_emulate_name(enum gd_emulate e);

@@ -1,5 +1,6 @@
 // views/jobs.js: jobs that agents run as a service (docs/SERVER.md, "Jobs, devices and
-// leases"): the list (GET /api/v1/jobs, newest first) with each job's counts, and one job
+// leases"): the fleet's devices (GET /api/v1/agents: each with its agent and last heartbeat),
+// the list (GET /api/v1/jobs, newest first) with each job's counts, and one job
 // (GET /api/v1/jobs/{id}): its tasks by device with their state, the attempts used of those
 // allowed, the lease's end while leased, the run a finished task made (a link to it) and the
 // error of a failed one, as the daemon recorded them.
@@ -26,6 +27,43 @@ function countsText(c) {
 function labelsText(labels) {
     const e = Object.entries(labels || {});
     return e.length ? e.map(([k, v]) => `${k}=${v}`).join(' ') : '';
+}
+
+const DEVICE_WORDS = {busy: 'running a job', live: 'live', stale: 'not seen'};
+
+// The devices that serve jobs: each with the agent that registered it and its last heartbeat.
+async function devices(root, ctx) {
+    let r;
+    try {
+        r = await apiGet('agents', {}, {signal: ctx.signal});
+    } catch (e) {
+        if (e.name === 'AbortError')
+            throw e;
+        root.append(message('error', 'Devices: ' + e.message));
+        return;
+    }
+    const rows = r.devices || [];
+    if (!rows.length)
+        return;
+    const cols = [{key: 'key', label: 'device'}, {key: 'state', label: 'state'},
+                  {key: (d) => d.agent && d.agent.host, label: 'agent_host'},
+                  {key: (d) => d.agent && d.agent.id, label: 'agent'},
+                  {key: (d) => d.agent && d.agent.serve_id, label: 'serve_id'},
+                  {key: 'last_seen', label: 'last_heartbeat'}];
+    const table = h('table', {class: 'devices', id: 'devices-table'},
+        h('caption', {}, `Devices leave every job's targets after ${fmtInt(r.stale_seconds)} s without a ` +
+          'heartbeat (a poll, a lease\'s heartbeat or a report) while they hold no lease.'),
+        h('thead', {}, h('tr', {}, ['Device', 'State', 'Agent', 'Last heartbeat']
+            .map((t) => h('th', {scope: 'col'}, t)))),
+        h('tbody', {}, rows.map((d) => h('tr', {'data-device': d.key, 'data-state': d.state},
+            h('th', {scope: 'row'}, h('code', {}, d.key)),
+            h('td', {}, h('span', {class: 'badge j-' + (d.state === 'stale' ? 'never_answered' : 'leased')},
+                          DEVICE_WORDS[d.state] || d.state)),
+            h('td', {class: 'agent'}, `${d.agent ? d.agent.host : '?'} (agent ${shortId(d.agent && d.agent.id)}, ` +
+              `serve ${shortId(d.agent && d.agent.serve_id)})`),
+            h('td', {class: 'nowrap last-seen'}, `${fmtTime(d.last_seen, true)} (${fmtInt(d.seen_seconds_ago)} s ago)`)))));
+    root.append(h('div', {class: 'section-head'}, h('h2', {}, 'Devices'), tableExports('devices', cols, () => rows)),
+                h('div', {class: 'table-wrap'}, table));
 }
 
 async function list(root, ctx) {
@@ -114,8 +152,10 @@ export async function render(root, ctx) {
     const id = ctx.segment;
     root.append(h('div', {class: 'title-row'}, h('h1', {}, id ? ['Job ', h('code', {}, shortId(id))] : 'Jobs'),
                   h('div', {class: 'share-bar', role: 'group', 'aria-label': 'Share this view'}, copyLinkButton())));
-    if (id)
+    if (id) {
         await one(root, ctx, id);
-    else
+    } else {
+        await devices(root, ctx);
         await list(root, ctx);
+    }
 }

@@ -5,7 +5,7 @@
 // knobs and labels, and its standing against its model's baseline; radio buttons pick two
 // runs (and a truth run) to compare; an admin token makes a run the baseline.
 import {h, message, fmtTime, fmtInt, fmtNum, shortId, routeHref, verdictBadge, deviceLabel,
-        knobWords} from '../dom.js';
+        knobWords, bitwiseBadge} from '../dom.js';
 import {apiGet, apiPost, getModels, getToken} from '../api.js';
 import {copyLinkButton, tableExports} from '../share.js';
 
@@ -330,7 +330,8 @@ function runRow(run, again) {
         h('td', {class: 'pick'}, radio('pick-truth')),
         h('td', {class: 'nowrap'}, fmtTime(run.created_at)),
         h('td', {}, h('a', {href: routeHref('/runs', {model: run.model})}, run.model)),
-        h('td', {}, run.backend, framework ? h('span', {class: 'sub'}, 'framework dump') : null),
+        h('td', {}, run.backend, framework ? h('span', {class: 'sub'}, 'framework dump') : null,
+          bitwiseBadge(run)),
         h('td', {class: device === run.gpu ? null : 'muted', title: run.device || null}, device),
         h('td', {class: 'knobs-cell', title: allKnobs.join(' ') || null},
           knobs.length ? h('ul', {class: 'knobs'}, knobs.map((k) => h('li', {}, k)))
