@@ -70,6 +70,7 @@ int agt_cmd_run(int argc, char **argv);
 int agt_cmd_diff(int argc, char **argv);
 int agt_cmd_bundle(int argc, char **argv);
 int agt_cmd_push(int argc, char **argv);
+int agt_cmd_outbox(int argc, char **argv); /* an upload folder (cmd_outbox.c) */
 int agt_cmd_sweep(int argc, char **argv);
 int agt_cmd_ops(int argc, char **argv);
 

@@ -26,9 +26,11 @@
 #include "upload.h"
 
 struct replay_opts {
-    const char *bundle;       /* a bundle folder, or with server a run id */
+    const char *bundle; /* a bundle folder, or with server a run id */
     const char *server;
     const char *token;
+    const char *cacert;
+    int insecure_http;
     const char *model;
     const char *weights_dir;
     const char *inputs[AGT_MAX_INPUTS]; /* --input, as run takes them; none: the run's own */
@@ -83,6 +85,10 @@ replay_usage(FILE *out)
             "                      where the server requires one to read, and by --push\n"
             "  --push              upload the replay to --server when it is written, as\n"
             "                      `push` would (an agent token)\n"
+            "  --cacert FILE       PEM file of the CAs an https:// --server is verified with\n"
+            "  --insecure-http     allow the token over http:// to a host that is not a\n"
+            "                      loopback address (else such a --server with a token is\n"
+            "                      refused: exit 2)\n"
             "  --weights-dir DIR   JSON models: folder weight paths are relative to (default:\n"
             "                      the model's \"weights_dir\", relative to the model file)\n"
             "  --input [NAME=]FILE the run's input, as run takes it (.npy, .npz,\n"
@@ -123,7 +129,9 @@ parse_args(int argc, char **argv, struct replay_opts *o)
         O_REPLACE,
         O_JSON,
         O_PROGRESS,
-        O_BACKEND
+        O_BACKEND,
+        O_CACERT,
+        O_INSECURE
     };
     static const struct option own[] = {
         {"model", required_argument, NULL, 'm'},
@@ -131,6 +139,8 @@ parse_args(int argc, char **argv, struct replay_opts *o)
         {"server", required_argument, NULL, O_SERVER},
         {"token", required_argument, NULL, O_TOKEN},
         {"push", no_argument, NULL, O_PUSH},
+        {"cacert", required_argument, NULL, O_CACERT},
+        {"insecure-http", no_argument, NULL, O_INSECURE},
         {"weights-dir", required_argument, NULL, O_WEIGHTS},
         {"input", required_argument, NULL, O_INPUT},
         {"input-key", required_argument, NULL, O_INPUT_KEY},
@@ -176,6 +186,12 @@ parse_args(int argc, char **argv, struct replay_opts *o)
             break;
         case O_PUSH:
             o->push = 1;
+            break;
+        case O_CACERT:
+            o->cacert = optarg;
+            break;
+        case O_INSECURE:
+            o->insecure_http = 1;
             break;
         case O_WEIGHTS:
             o->weights_dir = optarg;
@@ -229,8 +245,31 @@ parse_args(int argc, char **argv, struct replay_opts *o)
         fprintf(stderr, "gpudiff-agent replay: --push needs --server\n");
         return -1;
     }
-    if (o->token == NULL)
+    if (o->token == NULL || o->token[0] == '\0')
         o->token = getenv(AGT_TOKEN_ENV);
+    if (o->token != NULL && o->token[0] == '\0')
+        o->token = NULL;
+    if (o->server != NULL) {
+        /* The token rule of every command that sends one (server_url.h), before any work. */
+        struct agt_server srv;
+        struct gd_err err;
+        int rc = agt_server_parse(o->server, o->insecure_http, &srv, &err);
+        if (rc == 0) {
+            if (o->token != NULL)
+                rc = agt_server_token_check(&srv, &err);
+            agt_server_fini(&srv);
+        }
+        if (rc == 0 && o->push && o->token == NULL)
+            rc = gd_err_set(&err, GD_EINVAL, "--push needs an agent token: --token T or $%s",
+                            AGT_TOKEN_ENV);
+        if (rc != 0) {
+            fprintf(stderr, "gpudiff-agent replay: %s%s\n", err.msg,
+                    o->token != NULL && !o->push
+                        ? " (the token comes from --token or $" AGT_TOKEN_ENV ")"
+                        : "");
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -267,7 +306,11 @@ static int
 pull(const struct replay_opts *o, const char *id, const char *dir, const unsigned char *want,
      json_t *doc, struct gd_err *err)
 {
-    struct agt_fetch_opts fo = {.server = o->server, .token = o->token, .retries = 5};
+    struct agt_fetch_opts fo = {.server = o->server,
+                                .token = o->token,
+                                .retries = 5,
+                                .cacert = o->cacert,
+                                .insecure_http = o->insecure_http};
     char path[4096];
     snprintf(path, sizeof path, "%s/layers", dir);
     if (mkdir(path, 0700) != 0 && errno != EEXIST) {
@@ -281,8 +324,8 @@ pull(const struct replay_opts *o, const char *id, const char *dir, const unsigne
     for (int i = 0; i < n; i++) {
         if (!want[i])
             continue;
-        const char *file = json_string_value(json_object_get(json_array_get(layers, (size_t)i),
-                                                             "file"));
+        const char *file =
+            json_string_value(json_object_get(json_array_get(layers, (size_t)i), "file"));
         if (file == NULL || strncmp(file, "layers/", 7) != 0 || strchr(file + 7, '/') != NULL) {
             gd_err_set(err, GD_EFORMAT, "run %s: layer %d has no layers/<name>.npy file", id, i);
             return AGT_EXIT_INPUT;
@@ -296,13 +339,14 @@ pull(const struct replay_opts *o, const char *id, const char *dir, const unsigne
     }
     /* run.json: the document less what the server adds. */
     json_t *run = json_deep_copy(doc);
-    const char *drop[] = {"state", "received_at", "finished_at", "trimmed_at", "layers_present",
-                          "layers_missing"};
+    const char *drop[] = {"state",      "received_at",    "finished_at",
+                          "trimmed_at", "layers_present", "layers_missing"};
     for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
         json_object_del(run, drop[k]);
     size_t i;
     json_t *rec;
-    json_array_foreach(json_object_get(run, "layers"), i, rec) {
+    json_array_foreach(json_object_get(run, "layers"), i, rec)
+    {
         json_object_del(rec, "present");
         json_object_del(rec, "stored");
     }
@@ -352,7 +396,8 @@ needed_layers(const struct gd_graph *g, json_t *layers, unsigned char *want, str
             int found = -1;
             size_t i;
             json_t *rec;
-            json_array_foreach(layers, i, rec) {
+            json_array_foreach(layers, i, rec)
+            {
                 const char *name = json_string_value(json_object_get(rec, "name"));
                 if (name != NULL && strcmp(name, g->values[v].name) == 0)
                     found = (int)i;
@@ -389,10 +434,14 @@ load_model(const struct replay_opts *o, json_t *run, struct agt_model *m, struct
         json_string_value(json_object_get(json_object_get(run, "knobs"), "dtype"));
     if (dtype[0] == '\0' && run_dtype != NULL)
         dtype = run_dtype;
-    struct agt_model_req req = {.model = o->model, .weights_dir = o->weights_dir,
-                                .inputs = o->inputs, .n_inputs = o->n_inputs,
-                                .input_key = o->input_key, .input_records = records,
-                                .expect = records, .dtype = dtype};
+    struct agt_model_req req = {.model = o->model,
+                                .weights_dir = o->weights_dir,
+                                .inputs = o->inputs,
+                                .n_inputs = o->n_inputs,
+                                .input_key = o->input_key,
+                                .input_records = records,
+                                .expect = records,
+                                .dtype = dtype};
     int rc = agt_model_load(&req, m, err);
     json_decref(records);
     return rc;
@@ -411,12 +460,11 @@ replay_meta(const struct replay_opts *o, const struct gd_graph *g, json_t *src_r
     for (int i = 0; i < e->n; i++)
         json_object_set_new(env, e->items[i].key, json_string(e->items[i].value));
     json_t *src_env = json_object_get(src_run, "env");
-    json_t *replay = json_pack("{s:O?, s:s, s:{s:O?, s:O?, s:O?, s:O?}}", "of",
-                               json_object_get(src_run, "id"), "inputs", "captured", "source",
-                               "backend", json_object_get(src_run, "backend"), "created_at",
-                               json_object_get(src_run, "created_at"), "host",
-                               json_object_get(src_env, "host"), "gpu_name",
-                               json_object_get(src_env, "gpu_name"));
+    json_t *replay = json_pack(
+        "{s:O?, s:s, s:{s:O?, s:O?, s:O?, s:O?}}", "of", json_object_get(src_run, "id"), "inputs",
+        "captured", "source", "backend", json_object_get(src_run, "backend"), "created_at",
+        json_object_get(src_run, "created_at"), "host", json_object_get(src_env, "host"),
+        "gpu_name", json_object_get(src_env, "gpu_name"));
     json_t *input = json_object_get(src_run, "input");
     json_t *inputs = json_object_get(src_run, "inputs");
     return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O?, s:O?, s:s, s:o, s:o, s:O, s:f, s:o}",
@@ -452,13 +500,17 @@ execute(struct replay_opts *o)
     char tmp[4096] = "";
     const char *bundle_dir = o->bundle;
     if (o->server != NULL) {
-        struct agt_fetch_opts fo = {.server = o->server, .token = o->token, .retries = 5};
+        struct agt_fetch_opts fo = {.server = o->server,
+                                    .token = o->token,
+                                    .retries = 5,
+                                    .cacert = o->cacert,
+                                    .insecure_http = o->insecure_http};
         long status = 0;
         if (agt_fetch_run(&fo, o->bundle, &doc, &status, &err) != 0) {
             fprintf(stderr, "gpudiff-agent replay: %s\n", err.msg);
             code = status == 401 || status == 403 ? AGT_EXIT_TOKEN
-                   : err.code == GD_ENOENT          ? AGT_EXIT_INPUT
-                                                    : AGT_EXIT_UPLOAD;
+                   : err.code == GD_ENOENT        ? AGT_EXIT_INPUT
+                                                  : AGT_EXIT_UPLOAD;
             goto done;
         }
         if (load_model(o, doc, &m, &err) != 0) {
@@ -498,18 +550,22 @@ execute(struct replay_opts *o)
         }
         g = m.g;
     }
-    const char *sha = json_string_value(json_object_get(json_object_get(src->run, "model"),
-                                                        "sha256"));
+    const char *sha =
+        json_string_value(json_object_get(json_object_get(src->run, "model"), "sha256"));
     const char *run_id = json_string_value(json_object_get(src->run, "id"));
     if (sha == NULL) {
-        gd_err_set(&err, GD_EINVAL, "run %s records no model sha256: a framework dump cannot be "
-                   "replayed, only a bundle of `gpudiff-agent run`", run_id ? run_id : "?");
+        gd_err_set(&err, GD_EINVAL,
+                   "run %s records no model sha256: a framework dump cannot be "
+                   "replayed, only a bundle of `gpudiff-agent run`",
+                   run_id ? run_id : "?");
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
     if (strcmp(sha, g->sha256) != 0) {
-        gd_err_set(&err, GD_EINVAL, "%s is not the model run %s ran: its sha256 is %.16s..., the "
-                   "run's %.16s...", o->model, run_id ? run_id : "?", g->sha256, sha);
+        gd_err_set(&err, GD_EINVAL,
+                   "%s is not the model run %s ran: its sha256 is %.16s..., the "
+                   "run's %.16s...",
+                   o->model, run_id ? run_id : "?", g->sha256, sha);
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
@@ -585,8 +641,8 @@ execute(struct replay_opts *o)
     int n_layers = 0;
     for (int i = 0; i < g->n_nodes; i++)
         n_layers += g->nodes[i].n_outputs;
-    struct capture_ctx cc = {.writer = w, .graph = g, .progress = o->progress,
-                             .n_layers = n_layers};
+    struct capture_ctx cc = {
+        .writer = w, .graph = g, .progress = o->progress, .n_layers = n_layers};
     double t0 = now_us();
     if (gd_session_run(s, r->n_inputs, (const struct gd_tensor *const *)ins, capture_layer, &cc,
                        &err) != 0) {
@@ -608,6 +664,8 @@ execute(struct replay_opts *o)
         agt_upload_opts_init(&uo);
         uo.server = o->server;
         uo.token = o->token;
+        uo.cacert = o->cacert;
+        uo.insecure_http = o->insecure_http;
         uo.who = "replay";
         uo.progress = o->progress;
         if (agt_upload_opts_check(&uo, &err) == 0)
@@ -615,8 +673,9 @@ execute(struct replay_opts *o)
         else
             code = AGT_EXIT_USAGE;
         if (code != AGT_EXIT_OK)
-            fprintf(stderr, "gpudiff-agent replay: %s\ngpudiff-agent replay: the replay is in "
-                            "%s; `gpudiff-agent push %s --server %s` uploads it later\n",
+            fprintf(stderr,
+                    "gpudiff-agent replay: %s\ngpudiff-agent replay: the replay is in "
+                    "%s; `gpudiff-agent push %s --server %s` uploads it later\n",
                     err.msg, o->out, o->out, o->server);
     }
 done:

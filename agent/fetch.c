@@ -54,7 +54,10 @@ get(struct agt_http *c, const struct agt_fetch_opts *o, const char *path, const 
     }
 }
 
-/* A client for o: reads need no token, and no upload's rules (docs/AGENT.md, "replay"). */
+/*
+ * A client for o: reads need no token (docs/AGENT.md, "replay"); a token given goes only
+ * where server_url.c's rule allows it, checked here before any connection (GD_EINVAL).
+ */
 static int
 open_client(struct agt_http *c, const struct agt_fetch_opts *o, struct agt_upload_opts *uo,
             struct gd_err *err)
@@ -63,9 +66,15 @@ open_client(struct agt_http *c, const struct agt_fetch_opts *o, struct agt_uploa
     uo->server = o->server;
     uo->token = o->token;
     uo->retries = o->retries;
+    uo->cacert = o->cacert;
+    uo->insecure_http = o->insecure_http;
     if (agt_http_open(c, uo, "agt-replay", err) != 0) {
         agt_http_close(c);
         return err != NULL ? err->code : GD_ENOMEM;
+    }
+    if (o->token != NULL && o->token[0] != '\0' && agt_server_token_check(&c->srv, err) != 0) {
+        agt_http_close(c);
+        return GD_EINVAL;
     }
     c->body_max = FETCH_DOC_MAX;
     return 0;

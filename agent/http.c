@@ -1,9 +1,9 @@
 /*
  * http.c: the agent's one HTTP client (http.h): submit, serve, uploads, replay's and
- * fetch-layers's reads. One libcurl handle kept open (one connection for many requests), the
- * TLS rules of uploads (--cacert, the token only as agt_upload_opts_check() allows it), every
- * answer's status and body given back, and the retries of uploads for connection errors,
- * timeouts and 5xx answers.
+ * fetch-layers's reads. One libcurl handle kept open (one connection for many requests), every
+ * request made from the URL parsed once by server_url.c (the token only as its rule allows,
+ * --cacert), every answer's status and body given back, and the retries of uploads for
+ * connection errors, timeouts and 5xx answers.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,13 +49,12 @@ agt_http_open(struct agt_http *c, const struct agt_upload_opts *o, const char *w
     c->o = o;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || (c->h = curl_easy_init()) == NULL)
         return gd_err_set(err, GD_ENOMEM, "libcurl could not start");
-    size_t n = strlen(o->server);
-    while (n > 0 && o->server[n - 1] == '/')
-        n--;
-    snprintf(c->base, sizeof c->base, "%.*s", (int)n, o->server);
-    /* the token's one place: sent on every request of a client made with one */
-    if (o->token != NULL && o->token[0] != '\0')
-        snprintf(c->auth, sizeof c->auth, "Authorization: Bearer %s", o->token);
+    if (agt_server_parse(o->server, o->insecure_http, &c->srv, err) != 0) {
+        curl_easy_cleanup(c->h);
+        c->h = NULL;
+        curl_global_cleanup();
+        return GD_EINVAL;
+    }
     snprintf(c->rid_prefix, sizeof c->rid_prefix, "%s-%ld", who, (long)getpid());
     c->body_max = BODY_MAX;
     c->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(now() * 1e6) ^ 0x9e3779b97f4a7c15ULL;
@@ -69,6 +68,7 @@ agt_http_close(struct agt_http *c)
         curl_easy_cleanup(c->h);
         curl_global_cleanup();
     }
+    agt_server_fini(&c->srv);
     free(c->body);
     memset(c, 0, sizeof *c);
 }
@@ -137,7 +137,7 @@ on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t 
 CURLcode
 agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, struct gd_err *err)
 {
-    char url[1400], rid[128];
+    char rid[128];
     *status = 0;
     c->len = 0;
     c->too_big = 0;
@@ -145,7 +145,6 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     if (c->body != NULL)
         c->body[0] = '\0';
     c->curl_err[0] = '\0';
-    snprintf(url, sizeof url, "%s%s", c->base, r->path);
     snprintf(c->rid, sizeof c->rid, "%s-%u", c->rid_prefix, ++c->n_requests);
     snprintf(rid, sizeof rid, "X-Request-Id: %s", c->rid);
     c->sent = 0;
@@ -163,8 +162,7 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
             fclose(in);
         return CURLE_WRITE_ERROR;
     }
-    struct curl_slist *headers = c->auth[0] ? curl_slist_append(NULL, c->auth) : NULL;
-    headers = curl_slist_append(headers, rid);
+    struct curl_slist *headers = curl_slist_append(NULL, rid);
     if (r->json != NULL)
         headers = curl_slist_append(headers, "Content-Type: application/json");
     if (r->file != NULL)
@@ -173,7 +171,21 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     struct source source = {c, in};
     CURL *h = c->h;
     curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url);
+    CURLU *url = NULL;
+    /* the token's one place: server_url.c's rule, on every request of a client made with
+     * one (none without) */
+    const char *token = c->o->token != NULL && c->o->token[0] != '\0' ? c->o->token : NULL;
+    if (headers != NULL &&
+        agt_server_request(&c->srv, h, r->path, token, &headers, &url, err) != 0) {
+        /* the reason (the token rule's) where callers read a failed request's message */
+        snprintf(c->curl_err, sizeof c->curl_err, "%s", err->msg);
+        curl_slist_free_all(headers);
+        if (in != NULL)
+            fclose(in);
+        if (out != NULL)
+            fclose(out);
+        return CURLE_URL_MALFORMAT;
+    }
     if (c->o->cacert != NULL)
         curl_easy_setopt(h, CURLOPT_CAINFO, c->o->cacert);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -216,6 +228,7 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     if (in != NULL)
         fclose(in);
     curl_slist_free_all(headers);
+    curl_url_cleanup(url);
     if (rc != CURLE_OK && err->code == 0) {
         char why[CURL_ERROR_SIZE + 300];
         snprintf(why, sizeof why, "%s",

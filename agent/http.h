@@ -2,9 +2,10 @@
  * http.h: the agent's one HTTP client (http.c), used by every command that talks to
  * gpudiffd: push and run --server (upload.c), replay --server (fetch.c), fetch-layers,
  * sweep's upload, submit and serve. One libcurl handle kept open (one connection for many
- * requests), the TLS rules of uploads (--cacert; the token only as agt_upload_opts_check()
- * in upload.c allows it, and sent only when there is one), every answer's status and body
- * given back, and the retries of uploads for connection errors, timeouts and 5xx answers.
+ * requests), every request built by agt_server_request() (server_url.h) from --server parsed
+ * once: the token only as agt_server_token_check() allows it, and sent only when there is
+ * one; --cacert), every answer's status and body given back, and the retries of uploads for
+ * connection errors, timeouts and 5xx answers.
  */
 #ifndef GPUDIFF_AGENT_HTTP_H
 #define GPUDIFF_AGENT_HTTP_H
@@ -22,8 +23,9 @@
 struct agt_http {
     CURL *h;
     const struct agt_upload_opts *o; /* server, token, cacert, retries */
-    char base[1024];
-    char auth[600]; /* "" when o has no token: no Authorization header */
+    /* o->server, parsed once (server_url.h): every request goes there, a token only as
+     * agt_server_token_check() allows */
+    struct agt_server srv;
     char curl_err[CURL_ERROR_SIZE];
     char *body; /* the latest answer's body, NUL-terminated (NULL when none) */
     size_t len, cap;

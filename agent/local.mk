@@ -14,10 +14,13 @@ gpudiff_agent_SOURCES = \
 	agent/cmd_bundle.c \
 	agent/framework_ops.c \
 	agent/cmd_push.c \
+	agent/cmd_outbox.c \
 	agent/report.c \
 	agent/upload.c \
 	agent/http.h \
 	agent/http.c \
+	agent/server_url.h \
+	agent/server_url.c \
 	agent/fetch.h \
 	agent/fetch.c \
 	agent/knob_opts.c \

@@ -19,6 +19,7 @@ static const struct {
     {"diff", agt_cmd_diff, "compare two run bundles layer by layer, here, without a daemon"},
     {"bundle", agt_cmd_bundle, "make a run bundle from .npy/.npz dumps of another framework"},
     {"push", agt_cmd_push, "upload a run bundle to gpudiffd (or finish a cut upload)"},
+    {"outbox", agt_cmd_outbox, "send an upload folder's bundles; list what waits or was refused"},
     {"sweep", agt_cmd_sweep, "run one model under a grid of settings: what moves, why, the cost"},
     {"ops", agt_cmd_ops, "list the engine's ops, their traits and the backends that run them"},
     {"replay", agt_cmd_replay, "rerun each node of a bundle's model from its captured inputs"},

@@ -42,12 +42,14 @@ agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err)
 {
     if (o->server == NULL)
         return gd_err_set(err, GD_EINVAL, "--server URL is required");
-    if ((strncmp(o->server, "http://", 7) != 0 && strncmp(o->server, "https://", 8) != 0) ||
-        strlen(o->server) > 1000)
-        return gd_err_set(err, GD_EINVAL,
-                          "--server takes a URL of http:// or https:// (e.g. "
-                          "http://gpudiffd:8470), not %.200s",
-                          o->server);
+    struct agt_server srv;
+    int rc = agt_server_parse(o->server, o->insecure_http, &srv, err);
+    if (rc != 0)
+        return rc;
+    rc = agt_server_token_check(&srv, err);
+    agt_server_fini(&srv);
+    if (rc != 0)
+        return rc;
     if (o->token == NULL || o->token[0] == '\0')
         o->token = getenv(AGT_TOKEN_ENV);
     if (o->token == NULL || o->token[0] == '\0')
@@ -62,53 +64,12 @@ agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err)
                               "copied with it?)");
     if (strlen(o->token) > 512)
         return gd_err_set(err, GD_EINVAL, "the token is longer than 512 characters");
-    if (strncmp(o->server, "http://", 7) == 0 && !o->insecure_http &&
-        !agt_url_is_loopback(o->server))
-        return gd_err_set(err, GD_EINVAL,
-                          "%.200s is plain HTTP to another host: the token would cross the "
-                          "network readable by anyone on the way; use https:// (gpudiffd "
-                          "--tls-cert, or a TLS proxy in front, docs/DEPLOY.md), or "
-                          "--insecure-http on a network you trust",
-                          o->server);
     if (o->cacert != NULL && access(o->cacert, R_OK) != 0)
         return gd_err_set(err, GD_EINVAL, "--cacert %.200s: %s", o->cacert, strerror(errno));
     if (o->retries < 0 || !(o->retry_time >= 0) || !(o->backoff_first > 0) ||
         !(o->backoff_max >= o->backoff_first))
         return gd_err_set(err, GD_EINVAL, "bad retry settings");
     return 0;
-}
-
-int
-agt_url_is_loopback(const char *url)
-{
-    const char *p = strstr(url, "://");
-    if (p == NULL)
-        return 0;
-    p += 3;
-    const char *at = strpbrk(p, "@/");
-    if (at != NULL && *at == '@')
-        p = at + 1; /* user:password@ */
-    size_t n;
-    if (*p == '[') {
-        const char *close = strchr(p, ']');
-        if (close == NULL)
-            return 0;
-        n = (size_t)(close + 1 - p);
-        return n == 5 && strncmp(p, "[::1]", 5) == 0;
-    }
-    n = strcspn(p, ":/?#");
-    if (n == 9 && strncasecmp(p, "localhost", 9) == 0)
-        return 1;
-    if (n < 4 || strncmp(p, "127.", 4) != 0)
-        return 0;
-    int dots = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == '.')
-            dots++;
-        else if (p[i] < '0' || p[i] > '9')
-            return 0;
-    }
-    return dots == 3;
 }
 
 void
@@ -424,6 +385,11 @@ run_steps(struct upload *u, struct gd_err *err)
             return AGT_EXIT_TOKEN;
         }
         if (outcome == AGT_OUTCOME_FAILED) {
+            if (status >= 400 && status < 500) {
+                u->st.refused_status = status;
+                snprintf(u->st.refused_reason, sizeof u->st.refused_reason, "%s: %s", what, why);
+                snprintf(u->st.refused_request, sizeof u->st.refused_request, "%s", u->c.rid);
+            }
             if (status != 0)
                 gd_err_set(err, GD_EIO, "%s: the server answered %ld %s (request %s)", what, status,
                            why, u->c.rid);
@@ -525,9 +491,15 @@ agt_upload_bundle(const char *dir, const struct agt_upload_opts *o, struct agt_u
     snprintf(u.st.run_id, sizeof u.st.run_id, "%s", u.id);
     u.st.layers = u.b->n_layers;
     u.missing = calloc(u.b->n_layers > 0 ? (size_t)u.b->n_layers : 1, 1);
-    if (u.missing == NULL || agt_http_open(&u.c, o, "agt", &local) != 0) {
-        gd_err_set(err, GD_ENOMEM, "out of memory, or libcurl could not start");
+    if (u.missing == NULL) {
+        gd_err_set(err, GD_ENOMEM, "out of memory");
         code = AGT_EXIT_INTERNAL;
+        goto done;
+    }
+    if (agt_http_open(&u.c, o, "agt", &local) != 0) {
+        /* a --server server_url.c does not take, or libcurl that could not start */
+        gd_err_set(err, local.code, "%s", local.msg);
+        code = local.code == GD_EINVAL ? AGT_EXIT_USAGE : AGT_EXIT_INTERNAL;
         goto done;
     }
     char prefix[24];
@@ -565,8 +537,8 @@ request_retry(const char *method, const char *path, const char *json, const char
     struct gd_err local = {0};
     if (agt_http_open(&c, o, "agt", &local) != 0) {
         agt_http_close(&c);
-        gd_err_set(err, GD_ENOMEM, "out of memory, or libcurl could not start");
-        return AGT_EXIT_INTERNAL;
+        gd_err_set(err, local.code, "%s", local.msg);
+        return local.code == GD_EINVAL ? AGT_EXIT_USAGE : AGT_EXIT_INTERNAL;
     }
     char prefix[24];
     snprintf(prefix, sizeof prefix, "agt-%.8s", id);

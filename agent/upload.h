@@ -15,6 +15,7 @@
 
 #include "gpudiff/error.h"
 #include "agent.h"
+#include "server_url.h"
 
 /* The environment variable a token may come from, so it is not in the process list. */
 #define AGT_TOKEN_ENV "GPUDIFF_TOKEN"
@@ -38,13 +39,12 @@ void agt_upload_opts_init(struct agt_upload_opts *o);
 
 /*
  * Completes opts from the command line: the token from $GPUDIFF_TOKEN when --token was not
- * given; checks the URL is http:// or https:// and a token is there. 0, or GD_EINVAL with
- * the message in err (a usage error).
+ * given; checks the URL with agt_server_parse() (http:// or https://, no user, query or
+ * fragment), that the token may go there (agt_server_token_check(): TLS, a loopback host,
+ * or insecure_http) and that a token is there. 0, or GD_EINVAL with the message in err (a
+ * usage error).
  */
 int agt_upload_opts_check(struct agt_upload_opts *o, struct gd_err *err);
-
-/* 1 when the URL's host is a loopback address: localhost, 127.0.0.0/8 or [::1]. */
-int agt_url_is_loopback(const char *url);
 
 /* Adds to why (a curl message) what to do when code is a TLS verification failure. */
 void agt_tls_hint(CURLcode code, char *why, size_t size);
@@ -57,6 +57,11 @@ struct agt_upload_stats {
     uint64_t bytes_sent; /* layer bodies sent, counting the ones cut and sent again */
     double seconds;
     int retries;
+    /* outbox: the daemon refused the bundle for good: a 4xx other than 401, 403, 408, 429
+     * (0 when it did not), its "code: message" and the request's id */
+    long refused_status;
+    char refused_reason[400];
+    char refused_request[80]; /* as long as agt_http's rid */
 };
 
 /*

@@ -77,10 +77,13 @@ srv_unshuffle(const void *in, void *out, size_t len, size_t elem_size)
 struct srv_blob_enc {
     ZSTD_CCtx *cctx;
     size_t elem_size;
+    uint64_t raw_size; /* UINT64_MAX: not known */
+    uint64_t taken;    /* raw bytes written so far */
+    int frames;        /* frames made */
     unsigned char *block; /* raw bytes gathered toward one block */
     size_t block_len, block_cap;
     unsigned char *shuffled;
-    unsigned char *out;
+    unsigned char *out; /* one frame: ZSTD_compressBound of a block */
     size_t out_cap;
     srv_blob_sink_fn sink;
     void *user;
@@ -104,12 +107,13 @@ srv_blob_enc_new(size_t elem_size, uint64_t raw_size, int level, srv_blob_sink_f
     if (e == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory for a blob encoder");
     e->elem_size = elem_size;
+    e->raw_size = raw_size;
     e->sink = sink;
     e->user = user;
-    e->out_cap = ZSTD_CStreamOutSize();
     /* A small tensor needs no full block of buffer: uploads waiting to commit hold these. */
     e->block_cap =
         raw_size < SRV_BLOB_BLOCK ? (size_t)(raw_size > 0 ? raw_size : 1) : SRV_BLOB_BLOCK;
+    e->out_cap = ZSTD_compressBound(e->block_cap);
     e->cctx = ZSTD_createCCtx();
     e->block = malloc(e->block_cap);
     e->shuffled = malloc(e->block_cap);
@@ -118,12 +122,10 @@ srv_blob_enc_new(size_t elem_size, uint64_t raw_size, int level, srv_blob_sink_f
         srv_blob_enc_free(e);
         return gd_err_set(err, GD_ENOMEM, "out of memory for a blob encoder");
     }
+    /* Each block one frame, with its content size (ZSTD_compress2 writes it) and checksum. */
     size_t r = ZSTD_CCtx_setParameter(e->cctx, ZSTD_c_compressionLevel, level);
     if (!ZSTD_isError(r))
         r = ZSTD_CCtx_setParameter(e->cctx, ZSTD_c_checksumFlag, 1);
-    /* A pledged size puts it in the frame header and makes zstd refuse any other length. */
-    if (!ZSTD_isError(r) && raw_size != UINT64_MAX)
-        r = ZSTD_CCtx_setPledgedSrcSize(e->cctx, raw_size);
     if (ZSTD_isError(r)) {
         srv_blob_enc_free(e);
         return zstd_fail(r, "zstd setup", err);
@@ -132,28 +134,19 @@ srv_blob_enc_new(size_t elem_size, uint64_t raw_size, int level, srv_blob_sink_f
     return 0;
 }
 
-/* Compresses in with the given directive until zstd has taken all of it (and, at the end,
- * flushed the frame), handing each full output buffer to the sink. */
+/* Compresses len shuffled bytes as one frame and hands it to the sink. */
 static int
-enc_push(struct srv_blob_enc *e, const void *data, size_t len, ZSTD_EndDirective mode,
-         struct gd_err *err)
+enc_frame(struct srv_blob_enc *e, const void *data, size_t len, struct gd_err *err)
 {
-    ZSTD_inBuffer in = {data, len, 0};
-    for (;;) {
-        ZSTD_outBuffer o = {e->out, e->out_cap, 0};
-        size_t left = ZSTD_compressStream2(e->cctx, &o, &in, mode);
-        if (ZSTD_isError(left))
-            return zstd_fail(left, "zstd compression", err);
-        if (o.pos > 0) {
-            int rc = e->sink(e->user, e->out, o.pos, err);
-            if (rc != 0)
-                return rc;
-            e->stored += o.pos;
-        }
-        int done = mode == ZSTD_e_end ? left == 0 : in.pos == in.size;
-        if (done)
-            return 0;
-    }
+    size_t n = ZSTD_compress2(e->cctx, e->out, e->out_cap, data, len);
+    if (ZSTD_isError(n))
+        return zstd_fail(n, "zstd compression", err);
+    int rc = e->sink(e->user, e->out, n, err);
+    if (rc != 0)
+        return rc;
+    e->stored += n;
+    e->frames++;
+    return 0;
 }
 
 static int
@@ -164,24 +157,25 @@ enc_flush_block(struct srv_blob_enc *e, struct gd_err *err)
     srv_shuffle(e->block, e->shuffled, e->block_len, e->elem_size);
     size_t len = e->block_len;
     e->block_len = 0;
-    return enc_push(e, e->shuffled, len, ZSTD_e_continue, err);
+    return enc_frame(e, e->shuffled, len, err);
 }
 
 int
 srv_blob_enc_write(struct srv_blob_enc *e, const void *data, size_t len, struct gd_err *err)
 {
     const unsigned char *p = data;
+    if (e->raw_size != UINT64_MAX && len > e->raw_size - e->taken)
+        return gd_err_set(err, GD_EINVAL, "more data than the blob's size");
     while (len > 0) {
         size_t n = e->block_cap - e->block_len;
-        if (n == 0)
-            return gd_err_set(err, GD_EINVAL, "more data than the blob's size");
         if (n > len)
             n = len;
         memcpy(e->block + e->block_len, p, n);
         e->block_len += n;
+        e->taken += n;
         p += n;
         len -= n;
-        if (e->block_len == SRV_BLOB_BLOCK) {
+        if (e->block_len == e->block_cap) {
             int rc = enc_flush_block(e, err);
             if (rc != 0)
                 return rc;
@@ -193,9 +187,13 @@ srv_blob_enc_write(struct srv_blob_enc *e, const void *data, size_t len, struct 
 int
 srv_blob_enc_finish(struct srv_blob_enc *e, uint64_t *stored, struct gd_err *err)
 {
+    if (e->raw_size != UINT64_MAX && e->taken != e->raw_size)
+        return gd_err_set(err, GD_EINVAL, "the blob holds %llu bytes, not the %llu expected",
+                          (unsigned long long)e->taken, (unsigned long long)e->raw_size);
     int rc = enc_flush_block(e, err);
-    if (rc == 0)
-        rc = enc_push(e, NULL, 0, ZSTD_e_end, err);
+    /* No data: one empty frame, so that every stored blob is a frame to check. */
+    if (rc == 0 && e->frames == 0)
+        rc = enc_frame(e, e->shuffled, 0, err);
     if (rc == 0 && stored != NULL)
         *stored = e->stored;
     return rc;
@@ -225,7 +223,7 @@ struct srv_blob_dec {
     unsigned char *in;
     size_t in_cap, in_len, in_pos;
     int in_eof;
-    int frame_done;
+    int frame_end; /* the last zstd call ended a frame and nothing was read since */
     unsigned char *shuffled; /* one block as it comes out of zstd */
     unsigned char *block;    /* the same, unshuffled, being handed out */
     size_t block_len, block_pos;
@@ -274,14 +272,23 @@ dec_refill(struct srv_blob_dec *d, struct gd_err *err)
     return 0;
 }
 
-/* Decompresses into out until want bytes are there, the frame ends, or the input does. */
+/*
+ * Decompresses into out until want bytes are there or the input ends at the end of a frame.
+ * Frames follow each other: one per block (SRV_BLOB_CODEC), or one for the whole blob in
+ * blobs stored before it ("shuffle256k+zstd"); either is read the same way.
+ */
 static int
 dec_fill(struct srv_blob_dec *d, unsigned char *out, size_t want, size_t *have, struct gd_err *err)
 {
-    while (*have < want && !d->frame_done) {
+    while (*have < want) {
         int rc = dec_refill(d, err);
         if (rc != 0)
             return rc;
+        if (d->in_pos == d->in_len && d->in_eof) {
+            if (d->frame_end)
+                return 0;
+            return gd_err_set(err, GD_EFORMAT, "stored blob: the zstd frame is cut short");
+        }
         ZSTD_inBuffer in = {d->in, d->in_len, d->in_pos};
         ZSTD_outBuffer o = {out, want, *have};
         size_t r = ZSTD_decompressStream(d->dctx, &o, &in);
@@ -291,9 +298,9 @@ dec_fill(struct srv_blob_dec *d, unsigned char *out, size_t want, size_t *have, 
         d->in_pos = in.pos;
         *have = o.pos;
         if (r == 0)
-            d->frame_done = 1;
-        else if (!progress && d->in_eof)
-            return gd_err_set(err, GD_EFORMAT, "stored blob: the zstd frame is cut short");
+            d->frame_end = 1;
+        else if (progress)
+            d->frame_end = 0;
     }
     return 0;
 }
@@ -318,7 +325,7 @@ dec_next_block(struct srv_blob_dec *d, struct gd_err *err)
     return 0;
 }
 
-/* After the last byte: the frame must end there (its checksum is checked on the way). */
+/* After the last byte: a frame must end there (checksums are checked on the way). */
 static int
 dec_check_end(struct srv_blob_dec *d, struct gd_err *err)
 {
@@ -330,8 +337,6 @@ dec_check_end(struct srv_blob_dec *d, struct gd_err *err)
     if (have > 0)
         return gd_err_set(err, GD_EFORMAT, "stored blob holds more than the %llu bytes expected",
                           (unsigned long long)d->raw_size);
-    if (!d->frame_done)
-        return gd_err_set(err, GD_EFORMAT, "stored blob: the zstd frame is cut short");
     return 0;
 }
 
@@ -374,4 +379,89 @@ srv_blob_dec_free(struct srv_blob_dec *d)
     free(d->shuffled);
     free(d->block);
     free(d);
+}
+
+/* ---- one block at a time ---- */
+
+uint64_t
+srv_blob_frame_size(const void *head, size_t n)
+{
+    unsigned long long size = ZSTD_getFrameContentSize(head, n);
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR)
+        return UINT64_MAX;
+    return (uint64_t)size;
+}
+
+struct srv_blob_scratch {
+    ZSTD_DCtx *dctx;
+    unsigned char *in;
+    size_t in_cap;
+};
+
+int
+srv_blob_scratch_new(struct srv_blob_scratch **out, struct gd_err *err)
+{
+    struct srv_blob_scratch *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return gd_err_set(err, GD_ENOMEM, "out of memory for a blob decoder");
+    s->in_cap = ZSTD_DStreamInSize();
+    s->dctx = ZSTD_createDCtx();
+    s->in = malloc(s->in_cap);
+    if (s->dctx == NULL || s->in == NULL) {
+        srv_blob_scratch_free(s);
+        return gd_err_set(err, GD_ENOMEM, "out of memory for a blob decoder");
+    }
+    *out = s;
+    return 0;
+}
+
+void
+srv_blob_scratch_free(struct srv_blob_scratch *s)
+{
+    if (s == NULL)
+        return;
+    ZSTD_freeDCtx(s->dctx);
+    free(s->in);
+    free(s);
+}
+
+int
+srv_blob_block_decode(struct srv_blob_scratch *s, size_t elem_size, srv_blob_source_fn source,
+                      void *user, void *shuffled, void *out, size_t len, uint64_t *frame_len,
+                      struct gd_err *err)
+{
+    size_t r = ZSTD_DCtx_reset(s->dctx, ZSTD_reset_session_only);
+    if (ZSTD_isError(r))
+        return zstd_fail(r, "zstd reset", err);
+    uint64_t fed = 0;
+    ZSTD_outBuffer o = {shuffled, len, 0};
+    for (;;) {
+        size_t got = 0;
+        int rc = source(user, s->in, s->in_cap, &got, err);
+        if (rc != 0)
+            return rc;
+        if (got == 0)
+            return gd_err_set(err, GD_EFORMAT, "stored blob: a block's frame is cut short");
+        ZSTD_inBuffer in = {s->in, got, 0};
+        while (in.pos < in.size) {
+            size_t before = o.pos;
+            r = ZSTD_decompressStream(s->dctx, &o, &in);
+            if (ZSTD_isError(r))
+                return zstd_fail(r, "stored blob", err);
+            if (r == 0) {
+                /* The frame ended here: what is left of the input is the next frame's. */
+                if (o.pos != len)
+                    return gd_err_set(err, GD_EFORMAT,
+                                      "stored blob: a block's frame holds %zu bytes, not %zu",
+                                      o.pos, len);
+                *frame_len = fed + in.pos;
+                srv_unshuffle(shuffled, out, len, elem_size);
+                return 0;
+            }
+            if (o.pos == len && o.pos == before && in.pos < in.size)
+                return gd_err_set(err, GD_EFORMAT,
+                                  "stored blob: a block's frame holds more than %zu bytes", len);
+        }
+        fed += got;
+    }
 }

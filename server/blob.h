@@ -4,9 +4,13 @@
  *
  * The raw bytes are cut into blocks of SRV_BLOB_BLOCK bytes (the last one shorter); each
  * block is shuffled on its own (byte 0 of every element, then byte 1, ...: the sign and
- * exponent bytes of floats end up side by side, which zstd compresses far better) and the
- * shuffled blocks form one zstd frame with its content size and checksum. Decoding undoes
- * both, block by block. The codec is recorded per blob as SRV_BLOB_CODEC.
+ * exponent bytes of floats end up side by side, which zstd compresses far better) and
+ * compressed as a zstd frame of its own, with its content size and checksum; the frames
+ * follow each other. Decoding undoes both, block by block. The codec is recorded per blob
+ * as SRV_BLOB_CODEC. Since each block is a frame, a block can be decoded from its frame's
+ * offset alone, with no state from the blocks before it: a download keeps no decoder
+ * between the pieces it sends (blob_get.c). Blobs stored before this codec are one frame
+ * for all blocks ("shuffle256k+zstd"), which the same decoder reads.
  */
 #ifndef GPUDIFF_SERVER_BLOB_H
 #define GPUDIFF_SERVER_BLOB_H
@@ -17,7 +21,8 @@
 #include "gpudiff/error.h"
 
 #define SRV_BLOB_BLOCK ((size_t)256 * 1024)
-#define SRV_BLOB_CODEC "shuffle256k+zstd"
+#define SRV_BLOB_CODEC        "shuffle256k+zstd256k"
+#define SRV_BLOB_CODEC_LEGACY "shuffle256k+zstd"
 
 /*
  * Shuffles len bytes of elements of elem_size bytes from in to out (which must not
@@ -67,5 +72,31 @@ int srv_blob_dec_read(struct srv_blob_dec *d, void *buf, size_t len, size_t *got
                       struct gd_err *err);
 
 void srv_blob_dec_free(struct srv_blob_dec *d);
+
+/* ---- one block at a time (SRV_BLOB_CODEC: a frame per block) ---- */
+
+/*
+ * The content size of the zstd frame whose first n bytes are at head (n at least 18, or all
+ * of a shorter blob): what one frame decodes to. UINT64_MAX when head is not the start of a
+ * frame, or names no size. A blob of more than one block whose first frame holds the whole
+ * blob is SRV_BLOB_CODEC_LEGACY's, to be read in order with srv_blob_dec_*.
+ */
+uint64_t srv_blob_frame_size(const void *head, size_t n);
+
+/* A decoder context and input buffer, reused by srv_blob_block_decode() (one per thread). */
+struct srv_blob_scratch;
+
+int srv_blob_scratch_new(struct srv_blob_scratch **out, struct gd_err *err);
+void srv_blob_scratch_free(struct srv_blob_scratch *s);
+
+/*
+ * Decodes one block: source gives the stored bytes from the start of the block's frame on;
+ * its frame must hold exactly len bytes (the block's length), which are unshuffled into out
+ * (shuffled: len bytes of scratch space). *frame_len gets the frame's stored length, so the
+ * next block's frame starts that much further. GD_EFORMAT for a damaged or wrong frame.
+ */
+int srv_blob_block_decode(struct srv_blob_scratch *s, size_t elem_size, srv_blob_source_fn source,
+                          void *user, void *shuffled, void *out, size_t len, uint64_t *frame_len,
+                          struct gd_err *err);
 
 #endif

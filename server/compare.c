@@ -25,10 +25,12 @@
 #include <unistd.h>
 
 #include "gpudiff/diff.h"
+#include "gpudiff/fingerprint.h"
 #include "gpudiff/session.h"
 #include "compare.h"
 #include "db.h"
 #include "pool.h"
+#include "tensor_cache.h"
 
 /*
  * What a diff holds besides its layers' tensors, per layer of the runs compared: the
@@ -61,6 +63,11 @@
  */
 #define POOL_NICE   5
 #define WORKER_NICE 10
+/*
+ * The decoded tensors kept between diffs (tensor_cache.h): a device matrix of 50 runs of a
+ * small model reads each run's layers once, not 98 times (docs/PERFORMANCE.md).
+ */
+#define TENSOR_CACHE_BYTES ((size_t)64 << 20)
 
 /* A key being computed; waiters block on done_cv until it leaves the list. */
 struct inflight {
@@ -80,7 +87,8 @@ struct srv_compare {
     int jobs_wanted; /* a job was queued since the worker last looked */
     struct inflight *inflight;
     int computing;
-    struct srv_pool *pool; /* runs the requests that need a diff computed */
+    struct srv_pool *pool;            /* runs the requests that need a diff computed */
+    struct srv_tensor_cache *tensors; /* layers read lately, by content */
 };
 
 void
@@ -102,8 +110,8 @@ struct stored_run {
     char id[40];
     json_t *meta, *records;
     struct gd_bundle_layer *layers;
-    struct gd_fingerprint *fps;    /* fp: per layer, read where the record has one */
-    unsigned char *present;        /* fp: per layer, 1 where its tensor is stored */
+    struct gd_fingerprint *fps; /* fp: per layer, read where the record has one */
+    unsigned char *present;     /* fp: per layer, 1 where its tensor is stored */
     struct gd_run_view view;
 };
 
@@ -154,12 +162,21 @@ stored_load(void *user, int index, struct gd_tensor **out, struct gd_err *err)
         return gd_err_set(err, SRV_EDIFFTIME,
                           "the diff took longer than --diff-timeout-ms (%.0f ms): it was stopped",
                           r->svc->opts.timeout * 1e3);
+    /* A layer this run stores whose content was read lately needs no database read. */
+    const struct gd_bundle_layer *l =
+        index >= 0 && index < r->view.n_layers ? &r->layers[index] : NULL;
+    if (l != NULL && r->present[index] &&
+        (*out = srv_tensor_cache_get(r->svc->tensors, l->sha256, l->dtype, l->shape.ndim,
+                                     l->shape.dim)) != NULL)
+        return 0;
     struct srv_db *db = NULL;
     int rc = srv_store_acquire(r->svc->store, &db, err);
     if (rc != 0)
         return rc;
     rc = srv_db_layer_load(db, r->id, index, 0, out, err);
     srv_store_release(r->svc->store, db);
+    if (rc == 0 && l != NULL)
+        srv_tensor_cache_put(r->svc->tensors, l->sha256, *out);
     /* Data that does not hash right is damaged storage, not a bad request. */
     if (rc == GD_EFORMAT && err != NULL)
         err->code = GD_EIO;
@@ -196,8 +213,7 @@ fingerprints_read(struct srv_db *db, struct stored_run *r, int n, struct gd_err 
         if (r->fps == NULL && (r->fps = calloc(m, sizeof *r->fps)) == NULL)
             return gd_err_set(err, GD_ENOMEM, "out of memory for %d fingerprints", n);
         struct gd_err e;
-        if (gd_fingerprint_from_json(j, l->dtype, l->shape.ndim, l->shape.dim, &r->fps[i],
-                                     &e) != 0)
+        if (gd_fingerprint_from_json(j, l->dtype, l->shape.ndim, l->shape.dim, &r->fps[i], &e) != 0)
             return gd_err_set(err, GD_EIO, "stored fingerprint of layer %d is damaged: %s", i,
                               e.msg);
         l->fingerprint = &r->fps[i];
@@ -253,6 +269,40 @@ stored_run_open(struct srv_compare *svc, struct srv_db *db, const char *id, stru
     r->view.layers = r->layers;
     r->view.load = stored_load;
     r->view.user = r;
+    return 0;
+}
+
+int
+srv_compare_output_nonfinite(struct srv_compare *c, const char *run, int64_t *nan, int64_t *inf,
+                             struct gd_err *err)
+{
+    struct stored_run r;
+    struct srv_db *db = NULL;
+    int rc = srv_store_acquire(c->store, &db, err);
+    if (rc == 0)
+        rc = stored_run_open(c, db, run, &r, err);
+    srv_store_release(c->store, db);
+    if (rc != 0)
+        return rc;
+    int last = r.view.n_layers - 1;
+    struct gd_fingerprint fp;
+    memset(&fp, 0, sizeof fp);
+    if (last >= 0 && r.present[last]) {
+        struct gd_tensor *t = NULL;
+        r.deadline = srv_clock() + c->opts.timeout;
+        rc = stored_load(&r, last, &t, err);
+        /* The fingerprint's counts are the tensor's: one pass, every dtype. */
+        if (rc == 0)
+            rc = gd_fingerprint_compute(t, &fp, err);
+        gd_tensor_free(t);
+    } else if (last >= 0 && r.layers[last].fingerprint != NULL) {
+        fp = *r.layers[last].fingerprint; /* captured as a fingerprint only */
+    }
+    stored_run_fini(&r);
+    if (rc != 0)
+        return rc;
+    *nan = fp.nan_count;
+    *inf = fp.inf_count;
     return 0;
 }
 
@@ -380,6 +430,7 @@ compute(struct srv_compare *c, const struct srv_diff_key *key, char **text, size
         .layers = sums,
         .json = json,
         .seconds = srv_clock() - t0,
+        .cache_max = c->opts.cache_max,
     };
     srv_metrics_observe_compare(row.seconds);
     rc = srv_store_acquire(c->store, &db, err);
@@ -581,6 +632,13 @@ jobs_pass(struct srv_compare *c)
 {
     int64_t after = 0;
     int again = 0;
+    /* sec: the diff cache's reads since the last write become its LRU order. */
+    struct srv_db *tdb = NULL;
+    struct gd_err terr = {0};
+    if (srv_store_acquire(c->store, &tdb, &terr) == 0 &&
+        srv_db_diff_touch_flush(tdb, srv_now(), &terr) != 0)
+        SRV_LOG(GD_LOG_WARN, NULL, "diff cache: %s", terr.msg);
+    srv_store_release(c->store, tdb);
     while (!atomic_load(&c->stop)) {
         struct srv_db *db = NULL;
         struct gd_err err = {0};
@@ -677,6 +735,7 @@ worker(void *arg)
 static void
 compare_free(struct srv_compare *c)
 {
+    srv_tensor_cache_free(c->tensors);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->work_cv);
     pthread_cond_destroy(&c->done_cv);
@@ -695,11 +754,14 @@ srv_compare_start(struct srv_store *store, const struct srv_compare_opts *opts,
     c->opts.queue = opts != NULL && opts->queue > 0 ? opts->queue : 64;
     c->opts.timeout = opts != NULL && opts->timeout > 0 ? opts->timeout : 60;
     c->opts.max_memory = opts != NULL && opts->max_memory > 0 ? opts->max_memory : 1LL << 30;
+    c->opts.cache_max = opts != NULL && opts->cache_max > 0 ? opts->cache_max : 0;
     atomic_init(&c->stop, 0);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work_cv, NULL);
     pthread_cond_init(&c->done_cv, NULL);
-    int rc = srv_pool_start("compare", c->opts.threads, c->opts.queue, POOL_NICE, &c->pool, err);
+    int rc = srv_tensor_cache_new(TENSOR_CACHE_BYTES, &c->tensors, err);
+    if (rc == 0)
+        rc = srv_pool_start("compare", c->opts.threads, c->opts.queue, POOL_NICE, &c->pool, err);
     if (rc == 0) {
         if (pthread_create(&c->thread, NULL, worker, c) != 0)
             rc = gd_err_set(err, GD_EIO, "cannot start the compare thread");

@@ -29,6 +29,12 @@ struct srv_diff_key {
 /* A key of a against b with the default tolerances, no truth, this engine. */
 void srv_diff_key_default(struct srv_diff_key *key, const char *a, const char *b);
 
+/*
+ * The key a request's query names: a, b, truth (optional), atol, rtol (route_diff.c); the
+ * strings are the request's. On a bad value req is failed and its code returned.
+ */
+int srv_diff_key_from_query(struct srv_req *req, struct srv_diff_key *key);
+
 /* ---- device keys (device.c) ---- */
 
 /*
@@ -52,6 +58,7 @@ struct srv_compare_opts {
     int queue;          /* requests waiting for a pool thread at most (more: 503) */
     double timeout;     /* seconds one diff may take (more: 503 diff_timeout) */
     int64_t max_memory; /* bytes one diff may need, estimated first (more: 422) */
+    int64_t cache_max;  /* sec: bytes all cached diffs may hold (--diff-cache-max); 0: no cap */
 };
 
 /*
@@ -106,6 +113,24 @@ void srv_compare_load(struct srv_compare *c, int64_t *queued, int64_t *running, 
  */
 int srv_compare_json(struct srv_compare *c, const struct srv_diff_key *key, char **text,
                      size_t *len, int *hit, struct gd_err *err);
+
+/*
+ * What a request reads of one layer (NULL: the last) of the diff of key, computed first when
+ * it is not cached (route_models.c). SRV_EGONE (req untouched) when it is not cached and
+ * cannot be made any more (retention); SRV_EDEFER (req untouched) when it is not cached and
+ * the request is not on the compare pool; any other error fails req.
+ */
+struct srv_diff_summary;
+int srv_diff_summary_ensure(struct srv_req *req, const struct srv_diff_key *key,
+                            const char *layer, struct srv_diff_summary *sum);
+
+/*
+ * The NaN and Inf values in the last layer (the model's output) of a complete run, read
+ * through the service's tensors (a fingerprint-only layer: its fingerprint's counts): what
+ * marks a device whose output is not finite, even beside a bitwise twin. Errors as above.
+ */
+int srv_compare_output_nonfinite(struct srv_compare *c, const char *run, int64_t *nan,
+                                 int64_t *inf, struct gd_err *err);
 
 /* Makes sure the diff of key is cached, computing it if it is not. Errors as above. */
 int srv_compare_ensure(struct srv_compare *c, const struct srv_diff_key *key, int *hit,

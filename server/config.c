@@ -82,6 +82,15 @@ const struct srv_setting srv_settings[] = {
      "memory one diff may need (estimated from its runs' layers before it starts); a bigger "
      "one is refused (422 diff_too_large)",
      FIELD(diff_max_memory), NULL},
+    /* sec (issue 25): the disk the diff cache may take */
+    {"diff-cache-max", SRV_SET_BYTES, 1 << 20, 1LL << 40, "1G",
+     "bytes all cached diffs may hold together; past it the least recently used are dropped, "
+     "those of other tolerances than the defaults first",
+     FIELD(diff_cache_max), NULL},
+    {"response-memory", SRV_SET_BYTES, 1 << 20, 1LL << 40, "256M",
+     "bytes of answers over 64 KiB made in memory (run documents, lists, diffs just computed) "
+     "that may wait for their clients at once; more are answered 503 with Retry-After",
+     FIELD(response_memory), NULL},
     {"write-threads", SRV_SET_INT, 1, 64, "2",
      "threads that run the requests that write to the database (run, layer, finish), so "
      "that the threads serving connections never wait for the write lock",
@@ -471,17 +480,33 @@ srv_config_args(struct srv_config *cfg, int argc, char **argv, char **rest, int 
     return 0;
 }
 
-/* "(1 to 256)", "(one of normal, full)", ... */
+/* A byte count as the file would spell it: 60K, 900M, 1G, 1000. */
+static void
+bytes_text(int64_t v, char *out, size_t size)
+{
+    if (v % (1 << 30) == 0 && v > 0)
+        snprintf(out, size, "%lldG", (long long)(v >> 30));
+    else if (v % (1 << 20) == 0 && v > 0)
+        snprintf(out, size, "%lldM", (long long)(v >> 20));
+    else if (v % (1 << 10) == 0 && v > 0)
+        snprintf(out, size, "%lldK", (long long)(v >> 10));
+    else
+        snprintf(out, size, "%lld", (long long)v);
+}
+
+/* "(1 to 256)", "(one of normal, full)", ... from the table's own min and max. */
 static void
 range_text(const struct srv_setting *s, char *out, size_t size)
 {
+    char lo[24], hi[24];
     switch (s->type) {
     case SRV_SET_INT:
         snprintf(out, size, "an integer, %lld to %lld", (long long)s->min, (long long)s->max);
         break;
     case SRV_SET_BYTES:
-        snprintf(out, size, "bytes with an optional K, M or G, %lld to %lldM", (long long)s->min,
-                 (long long)(s->max >> 20));
+        bytes_text(s->min, lo, sizeof lo);
+        bytes_text(s->max, hi, sizeof hi);
+        snprintf(out, size, "bytes with an optional K, M or G, %s to %s", lo, hi);
         break;
     case SRV_SET_BOOL:
         snprintf(out, size, "true or false");
@@ -546,7 +571,7 @@ srv_config_usage(FILE *out)
     fprintf(out, "  --config FILE\n      read settings from FILE first (flags override it)\n");
     for (int i = 0; i < srv_setting_count; i++) {
         const struct srv_setting *s = &srv_settings[i];
-        char range[96], text[512];
+        char range[128], text[512];
         range_text(s, range, sizeof range);
         snprintf(text, sizeof text, "%s (%s; default %s)", s->help, range,
                  s->def[0] ? s->def : "empty");
@@ -567,7 +592,7 @@ srv_config_write_example(FILE *out)
          "which docs/SERVER.md describes.");
     for (int i = 0; i < srv_setting_count; i++) {
         const struct srv_setting *s = &srv_settings[i];
-        char range[96], text[512];
+        char range[128], text[512];
         range_text(s, range, sizeof range);
         snprintf(text, sizeof text, "%s: %s (%s).", s->name, s->help, range);
         fprintf(out, "\n");
@@ -593,14 +618,7 @@ value_text(const struct srv_config *cfg, const struct srv_setting *s, char *out,
         snprintf(out, size, "%lld", (long long)v);
         break;
     case SRV_SET_BYTES:
-        if (v % (1 << 30) == 0 && v > 0)
-            snprintf(out, size, "%lldG", (long long)(v >> 30));
-        else if (v % (1 << 20) == 0 && v > 0)
-            snprintf(out, size, "%lldM", (long long)(v >> 20));
-        else if (v % (1 << 10) == 0 && v > 0)
-            snprintf(out, size, "%lldK", (long long)(v >> 10));
-        else
-            snprintf(out, size, "%lld", (long long)v);
+        bytes_text(v, out, size);
         break;
     case SRV_SET_BOOL:
         snprintf(out, size, "%s", v ? "true" : "false");

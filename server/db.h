@@ -129,6 +129,10 @@ int srv_db_run_get(struct srv_db *db, const char *id, int include_uploading, jso
 int srv_db_run_records(struct srv_db *db, const char *id, json_t **meta, json_t **records,
                        struct gd_err *err);
 
+/* sec: the id of the token that created run id, 0 for a run older than owners (migration
+ * 020). SRV_ENOTFOUND for no such run, whatever its state. */
+int srv_db_run_owner(struct srv_db *db, const char *id, int64_t *owner, struct gd_err *err);
+
 /* Marks the run complete when every layer is present (SRV_EINCOMPLETE names the missing). */
 int srv_db_run_finish(struct srv_db *db, const char *id, int64_t now, struct gd_err *err);
 
@@ -306,7 +310,8 @@ int srv_db_run_baseline(struct srv_db *db, const char *run_id, char baseline[40]
 /*
  * The matrix's devices: for each device key of the model's complete runs whose tensors
  * retention kept, its newest run, as [{"key", "run", "backend", "gpu" (null on CPU
- * backends), "created_at"}] ordered by key.
+ * backends), "created_at", "env": {"driver", "cuda_runtime", "cudnn", "cublas", "host",
+ * "labels"} (null where not recorded), "knobs", "labels"}] ordered by key.
  * SRV_ENOTFOUND when there is no such model.
  */
 int srv_db_model_devices(struct srv_db *db, const char *model, json_t **out, struct gd_err *err);
@@ -418,6 +423,7 @@ struct srv_diff_row {
     const struct srv_diff_layer_sum *layers;
     const char *json; /* what GET /api/v1/diff serves */
     double seconds;   /* how long it took to compute */
+    int64_t cache_max; /* sec: bytes all cached diffs may hold (--diff-cache-max); 0: no cap */
 };
 
 /*
@@ -442,9 +448,22 @@ int srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, uint64
 int srv_db_diff_read(struct srv_db *db, int64_t row, uint64_t len, uint64_t off, void *buf,
                      size_t n, struct gd_err *err);
 
-/* Caches a diff with its layer summaries, in one transaction; a row already there stays. */
+/*
+ * Caches a diff with its layer summaries, in one transaction; a row already there stays.
+ * With row->cache_max, the least recently used rows (of other tolerances than the
+ * defaults first) are dropped first until the new one fits; a diff larger than the whole
+ * cap is not cached (0 all the same). Counts in SRV_M_DIFF_EVICTIONS, SRV_M_DIFF_UNCACHED.
+ */
 int srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key,
                     const struct srv_diff_row *row, int64_t now, struct gd_err *err);
+
+/* sec: applies the reads recorded since the last write to the rows' last_used (one write
+ * transaction, none when nothing was read). */
+int srv_db_diff_touch_flush(struct srv_db *db, int64_t now, struct gd_err *err);
+
+/* sec: the bytes and rows of the diff cache (for /metrics). */
+int srv_db_diff_cache_totals(struct srv_db *db, int64_t *bytes, int64_t *entries,
+                             struct gd_err *err);
 
 struct srv_diff_summary {
     int has_first; /* the diff has a first divergent layer */
@@ -460,6 +479,78 @@ struct srv_diff_summary {
  */
 int srv_db_diff_summary(struct srv_db *db, const struct srv_diff_key *key, const char *layer,
                         struct srv_diff_summary *out, struct gd_err *err);
+
+/* ---- the dashboard's views of cached diffs (db_diff_views.c, migration 013) ---- */
+
+struct srv_diff_view; /* diff_view.h */
+
+/*
+ * The row of the cached diff of key (*diff_id), and whether a view of this format is stored
+ * for it (*has_view, with its *n_layers). SRV_ENOTFOUND when the diff is not cached.
+ */
+int srv_db_diff_view_locate(struct srv_db *db, const struct srv_diff_key *key, int64_t *diff_id,
+                            int *has_view, int64_t *n_layers, struct gd_err *err);
+
+/* The view's summary text and a newline (owned by the caller); SRV_ENOTFOUND for none. */
+int srv_db_diff_view_summary(struct srv_db *db, int64_t diff_id, char **text, size_t *len,
+                             struct gd_err *err);
+
+/*
+ * Stores the view of diff row diff_id in one transaction, in place of one of another format;
+ * one stored meanwhile by another request stays. Nothing when the diff is gone.
+ */
+int srv_db_diff_view_put(struct srv_db *db, int64_t diff_id, const struct srv_diff_view *v,
+                         int64_t now, struct gd_err *err);
+
+/* What a page of rows is filtered by; NULL: not. q is a substring of the name, any case. */
+struct srv_diff_view_filter {
+    const char *verdict, *op, *q, *name;
+};
+
+/*
+ * Appends {"total", "offset", "limit", "layers": [row, ...]} and a newline to out: the rows
+ * of the view that pass f, from the offset-th of them, at most limit, in the diff's order;
+ * total counts those that pass (n_layers without a filter).
+ */
+int srv_db_diff_view_page(struct srv_db *db, int64_t diff_id, int64_t n_layers,
+                          const struct srv_diff_view_filter *f, int64_t offset, int64_t limit,
+                          struct srv_buf *out, struct gd_err *err);
+
+/* Called for each layer of a view in order; err is NaN for null. Non-zero stops. */
+typedef int srv_diff_view_node_fn(void *user, int64_t idx, const char *name, const char *op,
+                                  const char *verdict, double err_value, struct gd_err *err);
+
+int srv_db_diff_view_nodes(struct srv_db *db, int64_t diff_id, srv_diff_view_node_fn *fn,
+                           void *user, struct gd_err *err);
+
+/*
+ * A run's stored run.json without layers, with "n_layers" and "state" added (a new
+ * reference), whatever retention did to its tensors. SRV_ENOTFOUND for no run.
+ */
+int srv_db_run_meta(struct srv_db *db, const char *id, json_t **out, struct gd_err *err);
+
+/* ---- per-layer summaries of cached diffs, in order (db_diff_views.c) ---- */
+
+/* Called for each layer of a cached diff in order; err is NaN for null. Non-zero stops. */
+typedef int srv_diff_layer_fn(void *user, const char *name, const char *verdict,
+                              double err_value, struct gd_err *err);
+
+/*
+ * The layers of the cached diff of key, through fn, and its first divergent layer ("" for
+ * none). SRV_ENOTFOUND when it is not cached.
+ */
+int srv_db_diff_layers(struct srv_db *db, const struct srv_diff_key *key,
+                       char first_divergent[256], srv_diff_layer_fn *fn, void *user,
+                       struct gd_err *err);
+
+/* ---- truths (db_standing.c) ---- */
+
+/*
+ * The newest complete cpu64 run of run's model with the same input sha256 (or none recorded
+ * by both), other than run itself: what it is measured against when no truth is named.
+ * SRV_ENOTFOUND when there is none.
+ */
+int srv_db_truth_find(struct srv_db *db, const char *run, char out[40], struct gd_err *err);
 
 /* ---- tokens (db_tokens.c) ---- */
 

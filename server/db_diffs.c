@@ -3,8 +3,16 @@
  * it is) and its per-layer summaries in diff_layers, written together in one transaction;
  * read back as text for GET /api/v1/diff and as one layer's summary for the matrix and
  * history, which then never parse a diff's JSON.
+ *
+ * sec: the cache has a size (--diff-cache-max, migration 021). Each row records its bytes
+ * (text and layer rows), when it was last used and whether its tolerances are the
+ * defaults. A write that would pass the cap first drops the least recently used rows, of
+ * other tolerances before any of the defaults, in the same transaction. A read records
+ * its row in a small list kept in memory (no write on the read path), which the next
+ * write, or the compare worker's pass, applies.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,19 +23,153 @@
 
 static const char SQL_DIFF_INSERT[] =
     "INSERT INTO diffs(run_a, run_b, truth, atol, rtol, engine_version, first_divergent, "
-    "n_layers, json, seconds, created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+    "n_layers, json, seconds, created_at, bytes, last_used, tol_default) "
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?11, ?13) "
     "ON CONFLICT DO NOTHING RETURNING id";
+static const char SQL_CACHE_TOTALS[] =
+    "SELECT CAST(coalesce(sum(bytes), 0) AS BIGINT), count(*) FROM diffs";
+static const char SQL_CACHE_OLDEST[] =
+    "SELECT id, bytes FROM diffs ORDER BY tol_default, last_used, id LIMIT 64";
+static const char SQL_CACHE_DROP[] = "DELETE FROM diffs WHERE id = ?1";
+static const char SQL_CACHE_TOUCH[] =
+    "UPDATE diffs SET last_used = ?2 WHERE id = ?1 AND last_used < ?2";
 static const char SQL_DIFF_LAYER_INSERT[] =
     "INSERT INTO diff_layers(diff_id, idx, name, verdict, err, max_abs) "
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6)";
 /* The named layer (the first of that name), or with ?7 NULL the last one. */
 static const char SQL_DIFF_SUMMARY[] =
-    "SELECT d.first_divergent, l.verdict, l.err, l.max_abs, l.idx IS NOT NULL "
+    "SELECT d.first_divergent, l.verdict, l.err, l.max_abs, l.idx IS NOT NULL, d.id "
     "FROM diffs d LEFT JOIN diff_layers l ON l.diff_id = d.id AND "
     "l.idx = CASE WHEN CAST(?7 AS TEXT) IS NULL THEN d.n_layers - 1 ELSE (SELECT min(idx) "
     "FROM diff_layers WHERE diff_id = d.id AND name = ?7) END "
     "WHERE d.run_a = ?1 AND d.run_b = ?2 AND d.truth = ?3 AND d.atol = ?4 AND d.rtol = ?5 "
     "AND d.engine_version = ?6";
+
+/* ---- the rows read since the last write: their last_used is set then ---- */
+
+#define TOUCH_MAX 4096
+
+static pthread_mutex_t touch_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t touched[TOUCH_MAX];
+static int n_touched;
+
+/* Records that row was read (once; the rest of a full list is dropped: LRU is an order). */
+static void
+touch(int64_t row)
+{
+    pthread_mutex_lock(&touch_lock);
+    int i = 0;
+    while (i < n_touched && touched[i] != row)
+        i++;
+    if (i == n_touched && n_touched < TOUCH_MAX)
+        touched[n_touched++] = row;
+    pthread_mutex_unlock(&touch_lock);
+}
+
+/* Sets last_used of the rows read, inside the caller's write transaction. */
+static int
+touch_apply(struct srv_db *db, int64_t now, struct gd_err *err)
+{
+    static int64_t rows[TOUCH_MAX];
+    static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&apply_lock);
+    pthread_mutex_lock(&touch_lock);
+    int n = n_touched;
+    memcpy(rows, touched, sizeof rows[0] * (size_t)n);
+    n_touched = 0;
+    pthread_mutex_unlock(&touch_lock);
+    struct srv_stmt *st;
+    int rc = n > 0 ? srv_db_prepare(db, SQL_CACHE_TOUCH, &st, err) : 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        srv_stmt_bind_int64(st, 1, rows[i]);
+        srv_stmt_bind_int64(st, 2, now);
+        rc = srv_stmt_exec(st, "diff touch", err);
+    }
+    pthread_mutex_unlock(&apply_lock);
+    return rc;
+}
+
+int
+srv_db_diff_touch_flush(struct srv_db *db, int64_t now, struct gd_err *err)
+{
+    pthread_mutex_lock(&touch_lock);
+    int n = n_touched;
+    pthread_mutex_unlock(&touch_lock);
+    if (n == 0)
+        return 0;
+    int rc = srv_db_begin(db, err);
+    if (rc == 0)
+        rc = touch_apply(db, now, err);
+    if (rc == 0)
+        rc = srv_db_commit(db, err);
+    srv_db_rollback(db);
+    return rc;
+}
+
+int
+srv_db_diff_cache_totals(struct srv_db *db, int64_t *bytes, int64_t *entries, struct gd_err *err)
+{
+    struct srv_stmt *st;
+    int rc = srv_db_prepare(db, SQL_CACHE_TOTALS, &st, err);
+    if (rc != 0)
+        return rc;
+    int s = srv_stmt_step(st, "diff cache size", err);
+    if (s == SRV_SQL_ROW) {
+        *bytes = srv_stmt_int64(st, 0);
+        *entries = srv_stmt_int64(st, 1);
+    }
+    srv_stmt_done(st);
+    return s == SRV_SQL_ROW ? 0 : s < 0 ? s : gd_err_set(err, GD_EIO, "diff cache size: no row");
+}
+
+/*
+ * Drops the least recently used rows (other tolerances first) until need more bytes fit
+ * under cap, inside the caller's write transaction.
+ */
+static int
+evict(struct srv_db *db, int64_t need, int64_t cap, struct gd_err *err)
+{
+    int64_t total = 0, entries = 0;
+    int rc = srv_db_diff_cache_totals(db, &total, &entries, err);
+    while (rc == 0 && total + need > cap && entries > 0) {
+        struct srv_stmt *st;
+        int64_t ids[64], sizes[64];
+        int n = 0, s;
+        rc = srv_db_prepare(db, SQL_CACHE_OLDEST, &st, err);
+        if (rc != 0)
+            break;
+        while (n < 64 && (s = srv_stmt_step(st, "diff cache order", err)) == SRV_SQL_ROW) {
+            ids[n] = srv_stmt_int64(st, 0);
+            sizes[n++] = srv_stmt_int64(st, 1);
+        }
+        srv_stmt_done(st);
+        if (n < 64 && s < 0) {
+            rc = s;
+            break;
+        }
+        if (n == 0)
+            break;
+        rc = srv_db_prepare(db, SQL_CACHE_DROP, &st, err);
+        for (int i = 0; rc == 0 && i < n && total + need > cap; i++) {
+            srv_stmt_bind_int64(st, 1, ids[i]);
+            rc = srv_stmt_exec(st, "diff cache eviction", err);
+            total -= sizes[i];
+            entries--;
+            srv_metrics_add(SRV_M_DIFF_EVICTIONS, 1);
+        }
+    }
+    return rc;
+}
+
+/* What a row holds: its text, its layer rows (name, verdict, numbers, keys) and the row. */
+static int64_t
+row_bytes(const struct srv_diff_row *row)
+{
+    int64_t n = (int64_t)strlen(row->json) + 128;
+    for (int i = 0; i < row->n_layers; i++)
+        n += (int64_t)(strlen(row->layers[i].name) + strlen(row->layers[i].verdict)) + 48;
+    return n;
+}
 
 static void
 bind_key(struct srv_stmt *st, const struct srv_diff_key *key)
@@ -113,6 +255,7 @@ srv_db_diff_locate(struct srv_db *db, const struct srv_diff_key *key, uint64_t i
     }
     int64_t id = srv_stmt_int64(st, 0);
     int64_t pg_len = pg ? srv_stmt_int64(st, 1) : 0;
+    touch(id); /* a use, however the text is read (it was missed on PostgreSQL's inline path) */
     if (pg && !srv_stmt_null(st, 2) && pg_len >= 0 && (uint64_t)pg_len <= inline_max &&
         (uint64_t)pg_len < SIZE_MAX - 2) {
         size_t esc_len = 0;
@@ -209,10 +352,20 @@ srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key, const struct 
                 int64_t now, struct gd_err *err)
 {
     struct srv_stmt *st;
+    int64_t bytes = row_bytes(row);
+    /* Larger than the whole cache: served, never stored (and counted). */
+    if (row->cache_max > 0 && bytes > row->cache_max) {
+        srv_metrics_add(SRV_M_DIFF_UNCACHED, 1);
+        return 0;
+    }
     int rc = srv_db_begin(db, err);
     if (rc != 0)
         return rc;
-    rc = srv_db_prepare(db, SQL_DIFF_INSERT, &st, err);
+    rc = touch_apply(db, now, err);
+    if (rc == 0 && row->cache_max > 0)
+        rc = evict(db, bytes, row->cache_max, err);
+    if (rc == 0)
+        rc = srv_db_prepare(db, SQL_DIFF_INSERT, &st, err);
     if (rc != 0)
         goto done;
     bind_key(st, key);
@@ -225,6 +378,8 @@ srv_db_diff_put(struct srv_db *db, const struct srv_diff_key *key, const struct 
         srv_stmt_bind_text(st, 9, row->json);
     srv_stmt_bind_double(st, 10, row->seconds);
     srv_stmt_bind_int64(st, 11, now);
+    srv_stmt_bind_int64(st, 12, bytes);
+    srv_stmt_bind_int64(st, 13, key->atol == SRV_DIFF_ATOL && key->rtol == SRV_DIFF_RTOL);
     int s = srv_stmt_step(st, "diff insert", err);
     /* No row: another daemon cached it first; its row is as good as this one. */
     int64_t id = s == SRV_SQL_ROW ? srv_stmt_int64(st, 0) : 0;
@@ -280,6 +435,7 @@ srv_db_diff_summary(struct srv_db *db, const struct srv_diff_key *key, const cha
     snprintf(sum.verdict, sizeof sum.verdict, "%s", sum.layer_found ? srv_stmt_text(st, 1) : "");
     sum.err = srv_stmt_null(st, 2) ? NAN : srv_stmt_double(st, 2);
     sum.max_abs = srv_stmt_null(st, 3) ? NAN : srv_stmt_double(st, 3);
+    touch(srv_stmt_int64(st, 5));
     *out = sum;
 done:
     srv_stmt_done(st);

@@ -25,9 +25,9 @@ static const char SQL_RUN_BASELINE[] =
  * most of them new): one walk of runs_by_device per key.
  */
 static const char SQL_DEVICES[] =
-    "SELECT device, id, backend, gpu, created_at FROM (SELECT device, id, backend, gpu, "
-    "created_at, row_number() OVER (PARTITION BY device ORDER BY created_ts DESC, id DESC) AS k "
-    "FROM runs WHERE model_id = ?1 AND state = 'complete' AND trimmed_at IS NULL) AS newest "
+    "SELECT device, id, backend, gpu, created_at, meta FROM (SELECT device, id, backend, gpu, "
+    "created_at, meta, row_number() OVER (PARTITION BY device ORDER BY created_ts DESC, id DESC) "
+    "AS k FROM runs WHERE model_id = ?1 AND state = 'complete' AND trimmed_at IS NULL) AS newest "
     "WHERE k = 1 ORDER BY device";
 static const char SQL_HISTORY_RUNS[] =
     "SELECT device, id, created_at, meta FROM (SELECT device, id, created_at, created_ts, meta, "
@@ -196,6 +196,28 @@ text_or_null(struct srv_stmt *st, int col)
     return t[0] != '\0' ? json_string(t) : json_null();
 }
 
+/*
+ * web: what tells a matrix's devices apart beyond their keys, from the run's stored meta:
+ * the versions and host of its env, its knobs and labels (a filter and a label each).
+ */
+static void
+device_facts(json_t *d, const char *meta_text)
+{
+    static const char *const env_keys[] = {"driver", "cuda_runtime", "cudnn", "cublas",
+                                           "host",   "labels",       NULL};
+    json_t *meta = json_loads(meta_text, 0, NULL);
+    json_t *env = json_object_get(meta, "env"), *facts = json_object();
+    for (int i = 0; env_keys[i] != NULL; i++) {
+        json_t *v = json_object_get(env, env_keys[i]);
+        json_object_set(facts, env_keys[i], v != NULL ? v : json_null());
+    }
+    json_t *knobs = json_object_get(meta, "knobs"), *labels = json_object_get(meta, "labels");
+    json_object_set_new(d, "env", facts);
+    json_object_set(d, "knobs", json_is_object(knobs) ? knobs : json_null());
+    json_object_set(d, "labels", json_is_object(labels) ? labels : json_null());
+    json_decref(meta);
+}
+
 int
 srv_db_model_devices(struct srv_db *db, const char *model, json_t **out, struct gd_err *err)
 {
@@ -216,6 +238,7 @@ srv_db_model_devices(struct srv_db *db, const char *model, json_t **out, struct 
         json_object_set_new(d, "backend", json_string(srv_stmt_text(st, 2)));
         json_object_set_new(d, "gpu", text_or_null(st, 3));
         json_object_set_new(d, "created_at", json_string(srv_stmt_text(st, 4)));
+        device_facts(d, srv_stmt_text(st, 5));
         json_array_append_new(devices, d);
     }
     srv_stmt_done(st);

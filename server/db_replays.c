@@ -9,20 +9,39 @@
 
 #include "db.h"
 
-/* By dialect (sql.h): SQLite's json_extract, PostgreSQL's json path operator. */
+/*
+ * sec: a replay counts for a run only when the run's owner made it, or an admin did (the
+ * same owner: IS in SQLite, IS NOT DISTINCT FROM in PostgreSQL, so that runs from before
+ * owners, NULL on both sides, keep their replays). A replay another token attached changes
+ * no diff of runs it does not own, and drops none of their cached diffs.
+ */
+#define REPLAY_MAY(same)                                                                           \
+    "(r.owner_token " same " s.owner_token OR EXISTS (SELECT 1 FROM tokens t "                     \
+    "WHERE t.id = r.owner_token AND t.role = 'admin'))"
+
+/*
+ * By dialect (sql.h): SQLite's json_extract, PostgreSQL's json path operator. A replay runs
+ * its source's model, so the search walks runs_by_device for that model and the device only:
+ * without the model it read the meta of every complete run, 30 ms per diff with 10,000 runs
+ * in the store, twice per diff (docs/PERFORMANCE.md, "The device matrix").
+ */
 static const char *const SQL_REPLAY_FIND[] = {
-    "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 WHERE r.state = 'complete' "
-    "AND r.device = o.device AND json_extract(r.meta, '$.replay.of') = ?1 "
+    "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 JOIN runs s ON s.id = ?1 "
+    "WHERE r.model_id = s.model_id AND r.device = o.device AND r.state = 'complete' "
+    "AND json_extract(r.meta, '$.replay.of') = ?1 AND " REPLAY_MAY("IS") " "
     "ORDER BY r.created_ts DESC, r.id DESC LIMIT 1",
-    "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 WHERE r.state = 'complete' "
-    "AND r.device = o.device AND r.meta::json #>> '{replay,of}' = ?1 "
+    "SELECT r.id FROM runs r JOIN runs o ON o.id = ?2 JOIN runs s ON s.id = ?1 "
+    "WHERE r.model_id = s.model_id AND r.device = o.device AND r.state = 'complete' "
+    "AND r.meta::json #>> '{replay,of}' = ?1 AND " REPLAY_MAY("IS NOT DISTINCT FROM") " "
     "ORDER BY r.created_ts DESC, r.id DESC LIMIT 1",
 };
 static const char *const SQL_REPLAY_DROP[] = {
-    "DELETE FROM diffs WHERE (SELECT json_extract(meta, '$.replay.of') FROM runs WHERE id = ?1) "
+    "DELETE FROM diffs WHERE (SELECT s.id FROM runs r JOIN runs s "
+    "ON s.id = json_extract(r.meta, '$.replay.of') WHERE r.id = ?1 AND " REPLAY_MAY("IS") ") "
     "IN (run_a, run_b)",
-    "DELETE FROM diffs WHERE (SELECT meta::json #>> '{replay,of}' FROM runs WHERE id = ?1) "
-    "IN (run_a, run_b)",
+    "DELETE FROM diffs WHERE (SELECT s.id FROM runs r JOIN runs s "
+    "ON s.id = r.meta::json #>> '{replay,of}' WHERE r.id = ?1 AND "
+    REPLAY_MAY("IS NOT DISTINCT FROM") ") IN (run_a, run_b)",
 };
 
 int

@@ -14,8 +14,8 @@ static const char SQL_MODEL_ADD[] =
 static const char SQL_MODEL_ID[] = "SELECT id FROM models WHERE name = ?1";
 static const char SQL_RUN_INSERT[] =
     "INSERT INTO runs(id, model_id, model_sha256, backend, gpu, host, created_at, created_ts, "
-    "state, received_at, n_layers, content_sha256, meta, device) "
-    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'uploading', ?9, ?10, ?11, ?12, ?13)";
+    "state, received_at, n_layers, content_sha256, meta, device, owner_token) "
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'uploading', ?9, ?10, ?11, ?12, ?13, ?14)";
 static const char SQL_BLOB_SIZE[] = "SELECT raw_size FROM blobs WHERE sha256 = ?1";
 static const char SQL_LAYER_INSERT[] =
     "INSERT INTO layers(run_id, idx, name, op, dtype, shape, sha256, raw_size, reduction_len, "
@@ -137,6 +137,8 @@ srv_db_run_create(struct srv_db *db, const struct srv_run_doc *doc, int64_t now,
     srv_stmt_bind_text(st, 11, doc->content_sha256);
     srv_stmt_bind_text(st, 12, doc->meta);
     srv_stmt_bind_text(st, 13, doc->device);
+    if (doc->owner_token > 0)
+        srv_stmt_bind_int64(st, 14, doc->owner_token);
     rc = srv_stmt_exec(st, "run insert", err);
     int n_linked = 0;
     for (int i = 0; rc == 0 && i < doc->n_layers; i++) {
@@ -373,6 +375,25 @@ srv_db_runs_count(struct srv_db *db, int64_t *uploading, int64_t *complete, stru
             *uploading = srv_stmt_int64(st, 1);
     }
     srv_stmt_done(st);
+    return s < 0 ? s : 0;
+}
+
+static const char SQL_RUN_OWNER[] = "SELECT owner_token FROM runs WHERE id = ?1";
+
+int
+srv_db_run_owner(struct srv_db *db, const char *id, int64_t *owner, struct gd_err *err)
+{
+    struct srv_stmt *st;
+    int rc = srv_db_prepare(db, SQL_RUN_OWNER, &st, err);
+    if (rc != 0)
+        return rc;
+    srv_stmt_bind_text(st, 1, id);
+    int s = srv_stmt_step(st, "run owner", err);
+    if (s == SRV_SQL_ROW)
+        *owner = srv_stmt_null(st, 0) ? 0 : srv_stmt_int64(st, 0);
+    srv_stmt_done(st);
+    if (s == SRV_SQL_DONE)
+        return gd_err_set(err, SRV_ENOTFOUND, "no run %s", id);
     return s < 0 ? s : 0;
 }
 

@@ -1,11 +1,13 @@
 /*
  * head.c: the strict HTTP/1.x request head parser (RFC 9112 without its tolerances). It
  * accepts only what every reader of the bytes would read the same way: CRLF line ends, no
- * folded lines, one Host, one decimal Content-Length and no Transfer-Encoding beside it,
+ * folded lines, one valid Host, one decimal Content-Length and no Transfer-Encoding beside it,
  * tokens where tokens belong, and no NUL or control byte anywhere, raw or percent-encoded.
  * Whatever a more lenient reader (libmicrohttpd, a proxy in front) could read differently
  * is refused here, before any handler runs.
  */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -228,16 +230,62 @@ parse_field(struct srv_head *h, char *line, size_t n, struct gd_err *err)
     return 0;
 }
 
+int
+srv_head_host_valid(const char *v)
+{
+    /* uri-host [ ":" port ] (RFC 9112 3.2, RFC 3986 3.2.2): an IP-literal in brackets, or a
+     * reg-name of unreserved characters, sub-delims and percent escapes; empty is allowed. */
+    const char *p = v;
+    if (*p == '[') {
+        const char *close = strchr(p, ']');
+        if (close == NULL || close - p - 1 <= 0 || close - p - 1 >= 64)
+            return 0;
+        char inner[64];
+        memcpy(inner, p + 1, (size_t)(close - p - 1));
+        inner[close - p - 1] = '\0';
+        struct in6_addr a6;
+        int future = (inner[0] == 'v' || inner[0] == 'V') && strchr(inner, '.') != NULL &&
+                     strspn(inner + 1, "0123456789abcdefABCDEF") > 0 &&
+                     inner[1 + strspn(inner + 1, "0123456789abcdefABCDEF")] == '.' &&
+                     inner[strlen(inner) - 1] != '.';
+        for (const char *q = inner; future && *q; q++)
+            future = isalnum((unsigned char)*q) || strchr("-._~!$&'()*+,;=:", *q) != NULL;
+        if (!future && inet_pton(AF_INET6, inner, &a6) != 1)
+            return 0;
+        p = close + 1;
+    } else {
+        for (; *p != '\0' && *p != ':'; p++) {
+            if (*p == '%') {
+                if (!isxdigit((unsigned char)p[1]) || !isxdigit((unsigned char)p[2]))
+                    return 0;
+                p += 2;
+            } else if (!isalnum((unsigned char)*p) && strchr("-._~!$&'()*+,;=", *p) == NULL) {
+                return 0;
+            }
+        }
+    }
+    if (*p == '\0')
+        return 1;
+    if (*p != ':')
+        return 0;
+    size_t digits = strlen(p + 1);
+    if (digits > 5 || strspn(p + 1, "0123456789") != digits)
+        return 0;
+    return digits == 0 || atoi(p + 1) <= 65535;
+}
+
 /* The fields that say how long the body is, and Host. */
 static int
 check_framing(struct srv_head *h, struct gd_err *err)
 {
     int n_host = 0, n_length = 0, n_te = 0;
-    const char *length = NULL, *te = NULL;
+    const char *length = NULL, *te = NULL, *host = NULL;
     for (int i = 0; i < h->n_fields; i++) {
         const char *name = h->fields[i].name;
-        if (strcasecmp(name, "Host") == 0)
+        if (strcasecmp(name, "Host") == 0) {
             n_host++;
+            host = h->fields[i].value;
+        }
         else if (strcasecmp(name, "Content-Length") == 0) {
             n_length++;
             length = h->fields[i].value;
@@ -250,6 +298,9 @@ check_framing(struct srv_head *h, struct gd_err *err)
         return gd_err_set(err, SRV_EBADREQ, "more than one Host header");
     if (n_host == 0 && h->minor >= 1)
         return gd_err_set(err, SRV_EBADREQ, "an HTTP/1.1 request needs a Host header");
+    if (host != NULL && !srv_head_host_valid(host))
+        return gd_err_set(err, SRV_EBADREQ,
+                          "the Host header is not a host and port (RFC 9112 section 3.2)");
     if (n_length > 1)
         return gd_err_set(err, SRV_EBADREQ, "more than one Content-Length header");
     if (n_length == 1 && n_te > 0)

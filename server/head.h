@@ -13,7 +13,9 @@
 
 #include "gpudiff/error.h"
 
-#define SRV_HEAD_FIELDS_MAX 64 /* header lines at most; more is 431 */
+/* Header lines at most (a documented limit, docs/SERVER.md "Strict HTTP"); more is 431. Real
+ * clients send 5 to 20; a fixed array keeps a head's parse one allocation. */
+#define SRV_HEAD_FIELDS_MAX 64
 #define SRV_HEAD_QUERY_MAX  32 /* query pairs at most; more is 400 */
 #define SRV_HEAD_METHOD_MAX 16 /* bytes of a method at most */
 
@@ -57,7 +59,7 @@ size_t srv_head_end(const char *data, size_t len);
  * wrong: SRV_EBADREQ for anything malformed (a bare LF, a folded or colon-less line, a space
  * before a colon, NUL or control bytes raw or percent-encoded in the target, a bad escape,
  * a header value with a control byte, a target not starting with '/', HTTP/1.1 without
- * exactly one Host, more than one Content-Length or one that is not decimal digits fitting
+ * exactly one Host, a Host that is not one (srv_head_host_valid), more than one Content-Length or one that is not decimal digits fitting
  * in 63 bits, Content-Length with Transfer-Encoding, a Transfer-Encoding other than one
  * "chunked", a query key given twice or empty); SRV_EVERSION for a version other than
  * HTTP/1.x; SRV_EHEADERS for more than SRV_HEAD_FIELDS_MAX header lines. out is filled only
@@ -78,6 +80,14 @@ int srv_head_parse(const char *data, size_t len, struct srv_head *out, struct gd
 int srv_head_rebuild(const char *method, const char *target, const char *version,
                      const struct srv_head_field *fields, int n_fields, size_t max_head,
                      struct srv_head *out, struct gd_err *err);
+
+/*
+ * 1 when v is a valid Host field value (RFC 9112 3.2): uri-host [":" port] of RFC 3986, an
+ * IP-literal in brackets or a reg-name (unreserved characters, sub-delims, percent
+ * escapes), a port of at most 5 digits up to 65535; empty is allowed. srv_head_parse()
+ * refuses any other Host with SRV_EBADREQ.
+ */
+int srv_head_host_valid(const char *v);
 
 /* Frees mem. Accepts a zeroed struct. */
 void srv_head_fini(struct srv_head *h);

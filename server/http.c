@@ -7,6 +7,7 @@
  * answer, and the clean-up in the completion callback, whatever happened.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -294,12 +295,73 @@ srv_reply(struct srv_req *req, unsigned status, struct MHD_Response *resp)
     return 0;
 }
 
+/*
+ * sec: an answer made in memory larger than this is counted against --response-memory
+ * until libmicrohttpd has sent it and let it go, so clients that ask for large documents
+ * and never read them hold at most that much; smaller ones are bounded by the connections.
+ */
+#define RESPONSE_COUNTED ((size_t)64 * 1024)
+
+static _Atomic int64_t response_bytes; /* of the counted answers not yet freed */
+
+struct counted_text {
+    char *text;
+    size_t len;
+};
+
+static void
+counted_free(void *cls)
+{
+    struct counted_text *t = cls;
+    atomic_fetch_sub(&response_bytes, (int64_t)t->len);
+    free(t->text);
+    free(t);
+}
+
+int64_t
+srv_response_memory(void)
+{
+    return atomic_load(&response_bytes);
+}
+
+/* The answer of a large text, counted; NULL with req failed when the budget is spent. */
+static struct MHD_Response *
+counted_response(struct srv_req *req, char *text, size_t len)
+{
+    int64_t max = req->srv->cfg.response_memory;
+    int64_t now = atomic_fetch_add(&response_bytes, (int64_t)len) + (int64_t)len;
+    struct counted_text *t = now <= max ? malloc(sizeof *t) : NULL;
+    struct MHD_Response *resp = NULL;
+    if (t != NULL) {
+        t->text = text;
+        t->len = len;
+        resp = MHD_create_response_from_buffer_with_free_callback_cls(len, text, counted_free, t);
+        if (resp != NULL)
+            return resp;
+        free(t);
+    }
+    atomic_fetch_sub(&response_bytes, (int64_t)len);
+    free(text);
+    if (now > max)
+        srv_req_fail(req, SRV_EBUSY,
+                     "answers of more than 64 KiB waiting for their clients hold %lld MB "
+                     "already (--response-memory); try again",
+                     (long long)((now - (int64_t)len) >> 20));
+    else
+        srv_req_fail(req, GD_ENOMEM, "out of memory");
+    return NULL;
+}
+
 /* A JSON text made here (or a fixed one when memory ran out), sent as it is. */
 static int
 reply_text(struct srv_req *req, unsigned status, char *text, size_t len, const char *type)
 {
     struct MHD_Response *resp;
-    if (text != NULL) {
+    if (text != NULL && len > RESPONSE_COUNTED) {
+        resp = counted_response(req, text, len);
+        if (resp == NULL)
+            return req->err.code;
+    } else if (text != NULL) {
         resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     } else {
         static const char oom[] = "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of "
@@ -316,11 +378,16 @@ reply_text(struct srv_req *req, unsigned status, char *text, size_t len, const c
     return srv_reply(req, status, resp);
 }
 
-int
-srv_reply_json(struct srv_req *req, unsigned status, json_t *body)
+/* sec: a document this large was built of very many small blocks (jansson's), now freed. */
+#define TRIM_AFTER_JSON ((size_t)1 << 20)
+
+static int
+reply_dumped(struct srv_req *req, unsigned status, json_t *body, size_t flags)
 {
-    char *text = body ? json_dumps(body, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    char *text = body ? json_dumps(body, flags) : NULL;
     json_decref(body);
+    if (text != NULL && strlen(text) > TRIM_AFTER_JSON)
+        malloc_trim(0);
     if (text != NULL) {
         size_t n = strlen(text);
         char *nl = realloc(text, n + 2);
@@ -333,6 +400,18 @@ srv_reply_json(struct srv_req *req, unsigned status, json_t *body)
         }
     }
     return reply_text(req, status, text, text != NULL ? strlen(text) : 0, "application/json");
+}
+
+int
+srv_reply_json(struct srv_req *req, unsigned status, json_t *body)
+{
+    return reply_dumped(req, status, body, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+}
+
+int
+srv_reply_json_compact(struct srv_req *req, unsigned status, json_t *body, int digits)
+{
+    return reply_dumped(req, status, body, JSON_COMPACT | JSON_REAL_PRECISION(digits));
 }
 
 int
@@ -373,11 +452,25 @@ srv_reply_error(struct srv_req *req)
 
 /* ---- the request's life ---- */
 
+/* 1 when type is want, alone or with parameters ("application/json; charset=utf-8"). */
+static int
+is_type(const char *type, const char *want)
+{
+    size_t n = strlen(want);
+    return strncasecmp(type, want, n) == 0 &&
+           (type[n] == '\0' || type[n] == ';' || type[n] == ' ' || type[n] == '\t');
+}
+
 static int
 is_json_type(const char *type)
 {
-    size_t n = strlen("application/json");
-    return strncasecmp(type, "application/json", n) == 0 && (type[n] == '\0' || type[n] == ';');
+    return is_type(type, "application/json");
+}
+
+static int
+is_octet_type(const char *type)
+{
+    return is_type(type, "application/octet-stream");
 }
 
 /* Everything decided from the headers alone. Returns 0, or an error to answer at once. */
@@ -417,11 +510,17 @@ req_begin(struct srv_req *req)
                             (unsigned long long)req->content_length, (unsigned long long)limit);
     if ((body == SRV_BODY_STREAM || body == SRV_BODY_FILE) && !req->has_length)
         return srv_req_fail(req, SRV_ELENGTH, "send a Content-Length");
-    if (body == SRV_BODY_JSON) {
-        const char *type = srv_req_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (type != NULL && !is_json_type(type))
-            return srv_req_fail(req, SRV_EMEDIA, "the body must be application/json");
-    }
+    /* sec: a JSON body must say so (a missing type was taken as JSON); a tensor or file body
+     * may say nothing, or application/octet-stream, never a form's or text's type. */
+    const char *type = srv_req_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (body == SRV_BODY_JSON && (type == NULL || !is_json_type(type)))
+        return srv_req_fail(req, SRV_EMEDIA,
+                            "the body must be sent as Content-Type: application/json");
+    if ((body == SRV_BODY_STREAM || body == SRV_BODY_FILE) && type != NULL &&
+        !is_octet_type(type))
+        return srv_req_fail(req, SRV_EMEDIA,
+                            "the body is raw bytes: send Content-Type: "
+                            "application/octet-stream, or none");
     if (route != NULL && route->begin != NULL)
         return route->begin(req);
     return 0;
@@ -645,9 +744,14 @@ srv_http_start(struct srv_server *srv, struct gd_err *err)
         tls_opts[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
                                               (void *)srv->tls->priorities};
     }
-    size_t pool = (size_t)128 * 1024;
-    if (pool < (size_t)srv->cfg.max_header * 4)
-        pool = (size_t)srv->cfg.max_header * 4;
+    /*
+     * libmicrohttpd zeroes the whole pool of a connection (MHD_pool_reset, and the shrink of
+     * its write buffer), so every connection holds all of it resident, a client that never
+     * reads included: twice the largest head and 16 KiB for the answer's headers, no more
+     * (it was 128 KiB: issue 25 item 2). Upload pieces are a little smaller for it; ingest
+     * measured the same (docs/PERFORMANCE.md).
+     */
+    size_t pool = (size_t)srv->cfg.max_header * 2 + 16 * 1024;
     for (int k = split ? 0 : 1; k < 2 && rc == 0; k++) {
         /* k 0: the light reads' daemon; 1: the one of everything else */
         struct MHD_Daemon *d = MHD_start_daemon(

@@ -121,3 +121,18 @@ libsrv_la_SOURCES += server/fleet.h server/fleet_check.c server/fleet_sweep.c se
 SERVER_DEPS_CFLAGS += $(GNUTLS_CFLAGS)
 SERVER_DEPS_LIBS += $(GNUTLS_LIBS)
 libsrv_la_SOURCES += server/tls.h server/tls.c
+# ---- sec (issue 25): run ownership, the diff cache's cap, bounded downloads ----
+SERVER_SQL += schema/sql/020_run_owner.sql
+SERVER_PG_SQL += schema/pg/020_run_owner.sql
+libsrv_la_SOURCES += server/owner.c
+SERVER_SQL += schema/sql/021_diff_cache_cap.sql
+SERVER_PG_SQL += schema/pg/021_diff_cache_cap.sql
+
+# ---- web (issue 26): the dashboard at LLM depth and fleet width: decoded tensors kept
+# between diffs, a diff's summary and pages of rows (migration 013), overlays, heatmaps,
+# standings ----
+SERVER_SQL += schema/sql/013_diff_views.sql
+SERVER_PG_SQL += schema/pg/013_diff_views.sql
+libsrv_la_SOURCES += server/tensor_cache.h server/tensor_cache.c server/diff_view.h \
+	server/diff_view.c server/db_diff_views.c server/db_standing.c \
+	server/route_diff_views.c server/route_overlay.c server/route_standing.c

@@ -418,6 +418,9 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
         if (srv.tls->not_after - now < 14 * 86400)
             SRV_LOG(GD_LOG_WARN, NULL,
                     "the TLS certificate expires in less than 14 days: renew it");
+        char warning[1400];
+        if (srv_tls_key_warning(srv.tls, warning, sizeof warning))
+            SRV_LOG(GD_LOG_WARN, NULL, "%s", warning);
     } else {
         SRV_LOG(GD_LOG_INFO, NULL, "TLS off: plain HTTP (--tls-cert and --tls-key serve HTTPS)");
     }
@@ -471,7 +474,8 @@ cmd_serve(struct srv_config *cfg, int argc, char **argv)
             cfg->retention_days > 0 ? "on (tensors of older runs are dropped daily)" : "off");
 
     struct srv_compare_opts copts = {(int)cfg->compare_threads, (int)cfg->compare_queue,
-                                     (double)cfg->diff_timeout_ms / 1000.0, cfg->diff_max_memory};
+                                     (double)cfg->diff_timeout_ms / 1000.0, cfg->diff_max_memory,
+                                     cfg->diff_cache_max};
     if (srv_retention_start(srv.store, cfg->retention_days, &retention, &err) != 0 ||
         srv_compare_start(srv.store, &copts, &srv.compare, &err) != 0 ||
         srv_fleet_sweep_start(srv.store, 5, &fleet_sweep, &err) != 0 ||

@@ -88,6 +88,12 @@ static const struct {
                            "--device-stale-seconds, or was removed (by this daemon)."},
     [SRV_M_POLLS_GONE] = {"gpudiffd_fleet_polls_gone_total",
                           "Long polls whose client had gone: answered with no lease."},
+    /* issue 25 */
+    [SRV_M_DIFF_EVICTIONS] = {"gpudiffd_diff_cache_evictions_total",
+                              "Cached diffs dropped to keep the cache under --diff-cache-max "
+                              "(by this daemon)."},
+    [SRV_M_DIFF_UNCACHED] = {"gpudiffd_diff_cache_uncached_total",
+                             "Diffs computed but not cached: larger than --diff-cache-max."},
 };
 
 static void
@@ -206,14 +212,27 @@ srv_metrics_render(struct srv_db *db, struct srv_buf *out, struct gd_err *err)
         return gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
 
     int64_t uploading, complete, blobs, raw, stored;
-    int64_t jobs = 0;
+    int64_t jobs = 0, cache_bytes = 0, cache_entries = 0;
     rc = srv_db_runs_count(db, &uploading, &complete, err);
     if (rc == 0)
         rc = srv_db_blob_totals(db, &blobs, &raw, &stored, err);
     if (rc == 0)
         rc = srv_db_jobs_count(db, &jobs, err);
+    if (rc == 0)
+        rc = srv_db_diff_cache_totals(db, &cache_bytes, &cache_entries, err);
     if (rc != 0)
         return rc;
+    rc = srv_buf_printf(out,
+                        "# HELP gpudiffd_diff_cache_bytes Bytes of the cached diffs (their text "
+                        "and layer rows), which --diff-cache-max bounds.\n"
+                        "# TYPE gpudiffd_diff_cache_bytes gauge\n"
+                        "gpudiffd_diff_cache_bytes %lld\n"
+                        "# HELP gpudiffd_diff_cache_entries Cached diffs.\n"
+                        "# TYPE gpudiffd_diff_cache_entries gauge\n"
+                        "gpudiffd_diff_cache_entries %lld\n",
+                        (long long)cache_bytes, (long long)cache_entries);
+    if (rc != 0)
+        return gd_err_set(err, GD_ENOMEM, "out of memory for /metrics");
     rc = srv_buf_printf(out,
                         "# HELP gpudiffd_runs Runs in the database, by state.\n"
                         "# TYPE gpudiffd_runs gauge\n"
@@ -349,9 +368,18 @@ srv_metrics_render_limits(const struct srv_server *srv, struct srv_buf *out)
         "# HELP gpudiffd_write_limit The write pool's limits (--write-queue, --write-threads).\n"
         "# TYPE gpudiffd_write_limit gauge\n"
         "gpudiffd_write_limit{scope=\"queue\"} %lld\n"
-        "gpudiffd_write_limit{scope=\"threads\"} %lld\n",
+        "gpudiffd_write_limit{scope=\"threads\"} %lld\n"
+        "# HELP gpudiffd_diff_cache_limit_bytes The diff cache's cap (--diff-cache-max).\n"
+        "# TYPE gpudiffd_diff_cache_limit_bytes gauge\n"
+        "gpudiffd_diff_cache_limit_bytes %lld\n"
+        "# HELP gpudiffd_response_memory_bytes Answers over 64 KiB made in memory and not yet "
+        "sent, and their limit (--response-memory).\n"
+        "# TYPE gpudiffd_response_memory_bytes gauge\n"
+        "gpudiffd_response_memory_bytes{state=\"held\"} %lld\n"
+        "gpudiffd_response_memory_bytes{state=\"limit\"} %lld\n",
         (long long)waiting, (long long)served, (long long)srv->cfg.max_connections,
         (long long)srv->cfg.max_connections_per_ip, (long long)queued, (long long)running,
         (long long)queue_max, (long long)threads, (long long)w_queued, (long long)w_running,
-        (long long)w_queue_max, (long long)w_threads);
+        (long long)w_queue_max, (long long)w_threads, (long long)srv->cfg.diff_cache_max,
+        (long long)srv_response_memory(), (long long)srv->cfg.response_memory);
 }

@@ -32,10 +32,11 @@ tolerance(struct srv_req *req, const char *name, double def, double *out)
 
 /*
  * A cached diff larger than this is sent in pieces read from the database as the client
- * takes them, so a 100 MB diff never sits whole in memory, once per reader.
+ * takes them, so a 100 MB diff never sits whole in memory, once per reader; a client that
+ * never reads holds one piece (sec, issue 25 item 2: it was 1 MiB inline, 256 KiB pieces).
  */
-#define STREAM_FROM  ((uint64_t)1 << 20)
-#define STREAM_PIECE ((size_t)256 << 10)
+#define STREAM_FROM  ((uint64_t)64 << 10)
+#define STREAM_PIECE ((size_t)32 << 10)
 
 struct diff_stream {
     struct srv_store *store;
@@ -71,7 +72,7 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 }
 
 static int
-reply_streamed(struct srv_req *req, int64_t row, uint64_t len)
+reply_streamed(struct srv_req *req, int64_t row, uint64_t len, const char *cache)
 {
     struct diff_stream *d = malloc(sizeof *d);
     if (d == NULL)
@@ -87,7 +88,7 @@ reply_streamed(struct srv_req *req, int64_t row, uint64_t len)
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    MHD_add_response_header(resp, "X-Cache", "hit");
+    MHD_add_response_header(resp, "X-Cache", cache);
     return srv_reply(req, 200, resp);
 }
 
@@ -103,18 +104,26 @@ run_param(struct srv_req *req, const char *name, int required, const char **out)
 }
 
 int
+srv_diff_key_from_query(struct srv_req *req, struct srv_diff_key *key)
+{
+    srv_diff_key_default(key, NULL, NULL);
+    const char *truth;
+    if (run_param(req, "a", 1, &key->a) != 0 || run_param(req, "b", 1, &key->b) != 0 ||
+        run_param(req, "truth", 0, &truth) != 0 ||
+        tolerance(req, "atol", SRV_DIFF_ATOL, &key->atol) != 0 ||
+        tolerance(req, "rtol", SRV_DIFF_RTOL, &key->rtol) != 0)
+        return req->err.code;
+    key->truth = truth != NULL ? truth : "";
+    return 0;
+}
+
+int
 srv_diff_get(struct srv_req *req)
 {
     static const char *const known[] = {"a", "b", "truth", "atol", "rtol", NULL};
     struct srv_diff_key key;
-    srv_diff_key_default(&key, NULL, NULL);
-    const char *truth;
-    if (srv_req_query_check(req, known) != 0 || run_param(req, "a", 1, &key.a) != 0 ||
-        run_param(req, "b", 1, &key.b) != 0 || run_param(req, "truth", 0, &truth) != 0 ||
-        tolerance(req, "atol", SRV_DIFF_ATOL, &key.atol) != 0 ||
-        tolerance(req, "rtol", SRV_DIFF_RTOL, &key.rtol) != 0)
+    if (srv_req_query_check(req, known) != 0 || srv_diff_key_from_query(req, &key) != 0)
         return req->err.code;
-    key.truth = truth != NULL ? truth : "";
     char *text = NULL;
     size_t len = 0;
     int hit = 0;
@@ -134,10 +143,29 @@ srv_diff_get(struct srv_req *req)
         if (rc == 0)
             srv_metrics_add(SRV_M_DIFF_HITS, 1);
         if (rc == 0 && size > STREAM_FROM)
-            return reply_streamed(req, row, size);
+            return reply_streamed(req, row, size, "hit");
         hit = 1;
     } else {
         rc = srv_compare_json(req->srv->compare, &key, &text, &len, &hit, &err);
+        /* A large diff just cached goes out from the database too, not from this copy. */
+        struct srv_db *db = rc == 0 && len > STREAM_FROM ? srv_req_db(req) : NULL;
+        int64_t row = 0;
+        uint64_t size = 0;
+        char *none = NULL;
+        size_t none_len = 0;
+        if (db != NULL && srv_db_diff_locate(db, &key, 0, &row, &size, &none, &none_len,
+                                             &err) == 0 && size > STREAM_FROM) {
+            srv_req_db_release(req, db);
+            free(text);
+            free(none);
+            return reply_streamed(req, row, size, hit ? "hit" : "miss");
+        }
+        free(none);
+        srv_req_db_release(req, db);
+        if (rc == 0) {
+            gd_err_clear(&req->err); /* no connection to be had: the copy is sent */
+            gd_err_clear(&err);
+        }
     }
     if (rc != 0)
         return srv_req_fail_err(req, &err);

@@ -104,6 +104,11 @@ srv_layer_put_begin(struct srv_req *req)
     if (db == NULL)
         return req->err.code;
     struct gd_err err;
+    /* sec: before a byte of the body: only the run's owner (or an admin) sends its layers */
+    if (srv_run_owner_check(req, db, run_id, "send layers to") != 0) {
+        srv_req_db_release(req, db);
+        return req->err.code;
+    }
     int rc = srv_db_layer_spec(db, run_id, index, &u->spec, &err);
     srv_req_db_release(req, db);
     if (rc != 0)

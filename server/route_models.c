@@ -19,6 +19,8 @@
 #define HISTORY_LIMIT     100
 #define HISTORY_LIMIT_MAX 1000
 #define DEVICE_KEY_MAX    4096
+/* The layout of a cached matrix: another layout is made again (part of its signature). */
+#define MATRIX_FORMAT "matrix 2"
 
 int
 srv_models_list(struct srv_req *req)
@@ -103,17 +105,15 @@ srv_models_baseline(struct srv_req *req)
     return srv_reply_json(req, 200, json_pack("{s:s,s:s}", "model", model, "baseline", run_id));
 }
 
-
-
 /*
  * The summary of one layer (NULL: the last) of the diff of key, computed if not cached.
  * SRV_EGONE (with req untouched) when it is not cached and cannot be made any more because
  * retention dropped a run's tensors; SRV_EDEFER (req untouched) when it is not cached and
  * the request is not on the compare pool; any other error fails req.
  */
-static int
-diff_summary(struct srv_req *req, const struct srv_diff_key *key, const char *layer,
-             struct srv_diff_summary *sum)
+int
+srv_diff_summary_ensure(struct srv_req *req, const struct srv_diff_key *key, const char *layer,
+                        struct srv_diff_summary *sum)
 {
     struct gd_err err;
     for (int attempt = 0;; attempt++) {
@@ -157,6 +157,9 @@ matrix_signature(json_t *devices, char hex[GD_SHA256_HEX_LEN + 1], struct gd_err
         return rc;
     const char *engine = gd_version();
     rc = gd_sha256_update(&h, engine, strlen(engine) + 1, err);
+    /* web: the answer's layout (devices' env, knobs, labels and nonfinite since issue 26) */
+    if (rc == 0)
+        rc = gd_sha256_update(&h, MATRIX_FORMAT, sizeof MATRIX_FORMAT, err);
     size_t i;
     json_t *d;
     json_array_foreach(devices, i, d)
@@ -207,7 +210,7 @@ matrix_cell(struct srv_req *req, const char *a, const char *b, int compute, json
         struct srv_diff_key key;
         srv_diff_key_default(&key, a, b);
         if (compute) {
-            int rc = diff_summary(req, &key, NULL, &sum);
+            int rc = srv_diff_summary_ensure(req, &key, NULL, &sum);
             if (rc != 0)
                 return rc == SRV_EGONE ? srv_req_fail(req, rc, "a run's tensors are gone") : rc;
         } else {
@@ -235,6 +238,30 @@ matrix_cell(struct srv_req *req, const char *a, const char *b, int compute, json
 }
 
 /*
+ * Marks each device whose output holds NaN or Inf values ("nonfinite": {"nan", "inf"}; null
+ * when its output cannot be read): a device beside its bitwise twin differs from it by
+ * nothing, and its cell alone would read as equal and finite.
+ */
+static void
+devices_nonfinite(struct srv_req *req, json_t *devices)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(devices, i, d)
+    {
+        int64_t nan = 0, inf = 0;
+        struct gd_err err;
+        const char *run = json_string_value(json_object_get(d, "run"));
+        if (srv_compare_output_nonfinite(req->srv->compare, run, &nan, &inf, &err) == 0)
+            json_object_set_new(
+                d, "nonfinite",
+                json_pack("{s:I, s:I}", "nan", (json_int_t)nan, "inf", (json_int_t)inf));
+        else
+            json_object_set_new(d, "nonfinite", json_null());
+    }
+}
+
+/*
  * GET .../matrix[?compute=none][&row=I]. The whole matrix (no row, every cell cached or
  * computed now) is kept in the matrix cache, and a later load with the same devices and runs
  * is served from it. compute=none answers at once with the cells not cached yet as null and
@@ -249,7 +276,8 @@ srv_models_matrix(struct srv_req *req)
     if (srv_req_query_check(req, known) != 0 || (model = model_of(req)) == NULL)
         return req->err.code;
     const char *compute_text = srv_req_query(req, "compute"), *row_text = srv_req_query(req, "row");
-    if (compute_text != NULL && strcmp(compute_text, "none") != 0 && strcmp(compute_text, "all") != 0)
+    if (compute_text != NULL && strcmp(compute_text, "none") != 0 &&
+        strcmp(compute_text, "all") != 0)
         return srv_req_fail(req, SRV_EBADREQ, "compute: all (the default) or none");
     int compute = compute_text == NULL || strcmp(compute_text, "all") == 0;
     int64_t row = -1;
@@ -292,6 +320,14 @@ srv_models_matrix(struct srv_req *req)
         return srv_req_fail(req, SRV_EBADREQ, "row: %lld is past the last of %zu devices",
                             (long long)row, n);
     }
+    if (row < 0) {
+        /* web: each device's NaN and Inf outputs, read on the compare pool. */
+        if (!req->on_pool) {
+            json_decref(devices);
+            return SRV_EDEFER;
+        }
+        devices_nonfinite(req, devices);
+    }
     json_t *cells = json_array();
     int64_t pending = 0;
     size_t from = row < 0 ? 0 : (size_t)row, to = row < 0 ? n : (size_t)row + 1;
@@ -314,8 +350,8 @@ srv_models_matrix(struct srv_req *req)
         json_decref(cells);
         return rc;
     }
-    json_t *answer = json_pack("{s:s, s:o, s:o, s:I}", "model", model, "devices", devices,
-                               "cells", cells, "pending", (json_int_t)pending);
+    json_t *answer = json_pack("{s:s, s:o, s:o, s:I}", "model", model, "devices", devices, "cells",
+                               cells, "pending", (json_int_t)pending);
     if (row >= 0)
         json_object_set_new(answer, "row", json_integer(row));
     text = answer != NULL ? matrix_text(answer, &len) : NULL;
@@ -414,7 +450,7 @@ srv_models_history(struct srv_req *req)
         } else {
             struct srv_diff_key key;
             srv_diff_key_default(&key, id, baseline);
-            rc = diff_summary(req, &key, layer, &sum);
+            rc = srv_diff_summary_ensure(req, &key, layer, &sum);
             if (rc == SRV_EGONE) {
                 /* Never compared before retention dropped its tensors: left out. */
                 rc = 0;

@@ -56,7 +56,23 @@ srv_runs_create(struct srv_req *req)
     }
     int created = 0;
     json_t *run = NULL;
+    /* sec: a replay is attached to the run it replays only by that run's owner (an admin) */
+    const char *of = json_string_value(json_object_get(json_object_get(doc.root, "replay"), "of"));
+    int64_t of_owner;
+    if (of != NULL && srv_db_run_owner(db, of, &of_owner, &err) == 0 &&
+        srv_run_owner_check(req, db, of, "attach a replay to") != 0) {
+        srv_req_db_release(req, db);
+        srv_run_doc_fini(&doc);
+        return req->err.code;
+    }
+    doc.owner_token = req->token_id;
     rc = srv_db_run_create(db, &doc, srv_now(), &created, &err);
+    /* The same document again is the owner's retry; anyone else's is refused. */
+    if (rc == 0 && !created && srv_run_owner_check(req, db, doc.id, "post again") != 0) {
+        srv_req_db_release(req, db);
+        srv_run_doc_fini(&doc);
+        return req->err.code;
+    }
     if (rc == 0)
         rc = srv_db_run_get(db, doc.id, 1, &run, &err);
     srv_req_db_release(req, db);
@@ -271,6 +287,10 @@ srv_runs_finish(struct srv_req *req)
     struct srv_db *db = srv_req_db(req);
     if (db == NULL)
         return req->err.code;
+    if (srv_run_owner_check(req, db, req->params[0], "finish") != 0) {
+        srv_req_db_release(req, db);
+        return req->err.code;
+    }
     json_t *run = NULL;
     struct gd_err err;
     int rc = srv_db_run_finish(db, req->params[0], srv_now(), &err);

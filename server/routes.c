@@ -66,6 +66,14 @@ const struct srv_route srv_routes[] = {
      srv_leases_done},
     {"POST", "/api/v1/leases/{lease_id}/fail", SRV_ROLE_AGENT, SRV_BODY_JSON, NULL, NULL,
      srv_leases_fail},
+    /* web (issue 26): a diff in pages, overlays of runs against one truth, heatmaps */
+    {"GET", "/api/v1/diff/summary", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL,
+     srv_diff_summary_get},
+    {"GET", "/api/v1/diff/layers", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_diff_layers_get},
+    {"GET", "/api/v1/diff/graph", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_diff_graph_get},
+    {"GET", "/api/v1/overlay", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_overlay_get},
+    {"GET", "/api/v1/heatmap", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_heatmap_get},
+    {"GET", "/api/v1/standing", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_standing_get},
     {"POST", "/api/v1/leases/{lease_id}/release", SRV_ROLE_AGENT, SRV_BODY_NONE, NULL, NULL,
      srv_leases_release},
 };

@@ -40,6 +40,7 @@ struct srv_run_doc {
     char *device;            /* the device key (srv_device_key), owned */
     int n_layers;
     struct srv_layer_doc *layers;
+    int64_t owner_token; /* sec: not from the document: the token posting it (0: none) */
 };
 
 /*

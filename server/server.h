@@ -144,6 +144,8 @@ struct srv_config {
     int64_t write_nice;                   /* issue 24: nice of the threads serving writes */
     int64_t device_stale_seconds;         /* issue 24: a device unseen this long leaves */
     int64_t lease_confirm_seconds;        /* issue 24: an offer not confirmed is withdrawn */
+    int64_t diff_cache_max;               /* issue 25: bytes of all cached diffs at most */
+    int64_t response_memory;              /* issue 25: bytes of large answers held at most */
     unsigned char from[SRV_SETTINGS_MAX]; /* per setting: SRV_FROM_DEFAULT, _FILE or _FLAG */
 };
 
@@ -420,7 +422,11 @@ int srv_req_query_check(struct srv_req *req, const char *const *known);
 int srv_reply_json(struct srv_req *req, unsigned status, json_t *body);
 /* JSON text made elsewhere (a cached diff), sent as it is; steals text (malloc'd, ends in NUL). */
 int srv_reply_json_text(struct srv_req *req, unsigned status, char *text, size_t len);
+/* Steals body; compact, its numbers to `digits` significant digits (web's large answers). */
+int srv_reply_json_compact(struct srv_req *req, unsigned status, json_t *body, int digits);
 int srv_reply_error(struct srv_req *req);
+/* sec: bytes of answers over 64 KiB made in memory and not yet sent (--response-memory). */
+int64_t srv_response_memory(void);
 int srv_reply(struct srv_req *req, unsigned status, struct MHD_Response *resp);
 
 /* A stored blob to send back (blob_get.c): which blob, its sizes, the SHA-256 of its data,
@@ -442,6 +448,14 @@ struct srv_blob_spec {
 int srv_blob_response(struct srv_req *req, const struct srv_blob_spec *spec,
                       struct MHD_Response **out, struct gd_err *err);
 
+/*
+ * sec: 0 when req's token may change run_id (`what`: "finish", "send layers to", ...):
+ * the token that created it, or an admin. Else SRV_EFORBIDDEN, logged with the token's id
+ * (owner.c); SRV_ENOTFOUND for no such run.
+ */
+int srv_run_owner_check(struct srv_req *req, struct srv_db *db, const char *run_id,
+                        const char *what);
+
 /* Acquires a database connection for the request or fails it with SRV_EBUSY. */
 struct srv_db *srv_req_db(struct srv_req *req);
 void srv_req_db_release(struct srv_req *req, struct srv_db *db);
@@ -455,6 +469,13 @@ int srv_models_baseline(struct srv_req *req);
 int srv_models_matrix(struct srv_req *req);
 int srv_models_history(struct srv_req *req);
 int srv_diff_get(struct srv_req *req);
+/* web (issue 26): route_diff_views.c, route_overlay.c, route_standing.c */
+int srv_diff_summary_get(struct srv_req *req);
+int srv_diff_layers_get(struct srv_req *req);
+int srv_diff_graph_get(struct srv_req *req);
+int srv_overlay_get(struct srv_req *req);
+int srv_heatmap_get(struct srv_req *req);
+int srv_standing_get(struct srv_req *req);
 int srv_runs_create(struct srv_req *req);
 int srv_runs_list(struct srv_req *req);
 int srv_runs_get(struct srv_req *req);
@@ -535,6 +556,9 @@ enum srv_counter {
     SRV_M_LEASES_RELEASED,  /* leases given back by their agent */
     SRV_M_TASKS_STALE,      /* pending tasks of devices that left (stale or removed) */
     SRV_M_POLLS_GONE,       /* long polls whose client had gone */
+    /* issue 25: the diff cache's cap */
+    SRV_M_DIFF_EVICTIONS, /* cached diffs dropped to make room */
+    SRV_M_DIFF_UNCACHED,  /* diffs computed but larger than the whole cache */
     SRV_M_COUNTER_COUNT
 };
 

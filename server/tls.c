@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
@@ -17,12 +18,16 @@
 #include "tls.h"
 
 /* Reads path whole (at most SRV_TLS_FILE_MAX bytes), NUL-terminated. */
+/* Reads path whole; *mode gets the file's permission bits (of the file opened). */
 static int
-read_file(const char *flag, const char *path, char **out, struct gd_err *err)
+read_file(const char *flag, const char *path, char **out, unsigned *mode, struct gd_err *err)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return gd_err_set(err, GD_EIO, "%s %s: %s", flag, path, strerror(errno));
+    struct stat st;
+    if (mode != NULL)
+        *mode = fstat(fileno(f), &st) == 0 ? (unsigned)(st.st_mode & 07777) : 0;
     char *buf = malloc(SRV_TLS_FILE_MAX + 1);
     if (buf == NULL) {
         fclose(f);
@@ -171,9 +176,10 @@ srv_tls_load(const char *cert_path, const char *key_path, const char *priorities
         return gd_err_set(err, GD_ENOMEM, "out of memory");
     tls->priorities = priorities;
 
-    rc = read_file("--tls-cert", cert_path, &tls->cert_pem, err);
+    rc = read_file("--tls-cert", cert_path, &tls->cert_pem, NULL, err);
     if (rc == 0)
-        rc = read_file("--tls-key", key_path, &tls->key_pem, err);
+        rc = read_file("--tls-key", key_path, &tls->key_pem, &tls->key_mode, err);
+    snprintf(tls->key_path, sizeof tls->key_path, "%s", key_path);
     if (rc != 0)
         goto done;
 
@@ -247,6 +253,20 @@ done:
     }
     *out = tls;
     return 0;
+}
+
+int
+srv_tls_key_warning(const struct srv_tls *tls, char *out, size_t size)
+{
+    out[0] = '\0';
+    if ((tls->key_mode & 07) == 0)
+        return 0;
+    snprintf(out, size,
+             "--tls-key %s is %s by every user of this host (mode %04o): anyone who can read "
+             "it can pose as this server; chmod 600 it (or 640 for a group of its own), or "
+             "hand it over with systemd's LoadCredential (docs/DEPLOY.md)",
+             tls->key_path, (tls->key_mode & 02) ? "writable" : "readable", tls->key_mode);
+    return 1;
 }
 
 void

@@ -31,6 +31,8 @@ struct srv_tls {
     char key_type[64];            /* "RSA 2048 bits", "EC/ECDSA 256 bits", ... */
     time_t not_before, not_after; /* the leaf's validity */
     int chain_len;                /* certificates in the file, the leaf included */
+    unsigned key_mode;            /* sec: the key file's permission bits when read */
+    char key_path[1024];          /* sec: for the warning */
 };
 
 /*
@@ -42,6 +44,12 @@ struct srv_tls {
  */
 int srv_tls_load(const char *cert_path, const char *key_path, const char *priorities, time_t now,
                  struct srv_tls **out, struct gd_err *err);
+
+/*
+ * sec: 1 with the warning in out when the key file is readable or writable by every user
+ * (its mode has any of 007): logged at start (a key 0640 for a group of its own is fine).
+ */
+int srv_tls_key_warning(const struct srv_tls *tls, char *out, size_t size);
 
 /* Frees tls, wiping the key's bytes first. Accepts NULL. */
 void srv_tls_free(struct srv_tls *tls);

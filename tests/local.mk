@@ -161,9 +161,15 @@ tests_server_check_run_doc_LDADD = $(SERVER_TEST_LIBS)
 check_PROGRAMS += tests/agent/check_upload
 TESTS += tests/agent/check_upload
 tests_agent_check_upload_SOURCES = tests/agent/check_upload.c agent/upload.c agent/upload.h \
-	agent/http.c agent/http.h
+	agent/http.c agent/http.h agent/server_url.c agent/server_url.h
 tests_agent_check_upload_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent $(CURL_CFLAGS)
 tests_agent_check_upload_LDADD = $(TEST_LIBS) $(CURL_LIBS)
+check_PROGRAMS += tests/agent/check_server_url
+TESTS += tests/agent/check_server_url
+tests_agent_check_server_url_SOURCES = tests/agent/check_server_url.c agent/server_url.c \
+	agent/server_url.h
+tests_agent_check_server_url_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent $(CURL_CFLAGS)
+tests_agent_check_server_url_LDADD = $(TEST_LIBS) $(CURL_LIBS)
 check_PROGRAMS += tests/engine/check_metrics
 TESTS += tests/engine/check_metrics
 tests_engine_check_metrics_SOURCES = tests/engine/check_metrics.c
@@ -229,7 +235,7 @@ EXTRA_DIST += tests/bench/bench_metrics.py
 BENCH_SERVER_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/server -I$(top_srcdir)/agent \
 	$(SERVER_DEPS_CFLAGS) $(CURL_CFLAGS) -DGD_BUILDDIR=\"$(abs_top_builddir)\"
 BENCH_SERVER_SOURCES = tests/bench/bench_server.c tests/bench/bench_server.h agent/upload.c \
-	agent/http.c
+	agent/http.c agent/server_url.c
 EXTRA_PROGRAMS += tests/bench/bench_ingest tests/bench/bench_diff_latency
 tests_bench_bench_ingest_SOURCES = tests/bench/bench_ingest.c $(BENCH_SERVER_SOURCES)
 tests_bench_bench_ingest_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
@@ -588,6 +594,25 @@ tests_engine_check_fold_SOURCES = tests/engine/check_fold.c
 tests_engine_check_fold_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_fold_LDADD = $(TEST_LIBS)
 endif
+# web (issue 26): decoded tensors kept between diffs, a diff's view, its storage
+if HAVE_CHECK
+WEB_CHECKS = tests/server/check_tensor_cache tests/server/check_diff_view \
+	tests/server/check_db_diff_views
+check_PROGRAMS += $(WEB_CHECKS)
+TESTS += $(WEB_CHECKS)
+tests_server_check_tensor_cache_SOURCES = tests/server/check_tensor_cache.c
+tests_server_check_tensor_cache_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_tensor_cache_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_diff_view_SOURCES = tests/server/check_diff_view.c
+tests_server_check_diff_view_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_diff_view_LDADD = $(SERVER_TEST_LIBS)
+tests_server_check_db_diff_views_SOURCES = tests/server/check_db_diff_views.c $(DB_FIXTURE)
+tests_server_check_db_diff_views_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_diff_views_LDADD = $(SERVER_TEST_LIBS)
+endif
+TESTS += tests/integration/server_diff_views.sh
+EXTRA_DIST += tests/integration/server_diff_views.sh tests/web/depth_steps.mjs \
+	tests/web/width_steps.mjs tests/web/fault_steps.mjs
 
 # ---- fleet (issue 24): the files a model reads besides itself ----
 if HAVE_CHECK
@@ -597,3 +622,18 @@ tests_engine_check_model_files_SOURCES = tests/engine/check_model_files.c
 tests_engine_check_model_files_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_engine_check_model_files_LDADD = $(TEST_LIBS)
 endif
+
+# ---- sec (issue 25): tokens, ownership, limits, URLs, streaming ----
+SEC_INTEGRATION = tests/integration/agent_token_rule.sh tests/integration/agent_outbox.sh \
+	tests/integration/server_owner.sh tests/integration/server_diff_cache.sh \
+	tests/integration/server_slow_readers.sh
+TESTS += $(SEC_INTEGRATION)
+EXTRA_DIST += $(SEC_INTEGRATION) tests/integration/token_listener.py \
+	tests/integration/slow_readers.py tests/bench/bench_slow_readers.sh
+check_PROGRAMS += tests/server/check_db_replays
+TESTS += tests/server/check_db_replays
+tests_server_check_db_replays_SOURCES = tests/server/check_db_replays.c $(DB_FIXTURE)
+tests_server_check_db_replays_CPPFLAGS = $(SERVER_TEST_CPPFLAGS)
+tests_server_check_db_replays_LDADD = $(SERVER_TEST_LIBS)
+TESTS += tests/web/csv.sh
+EXTRA_DIST += tests/web/csv.sh tests/web/csv_cells.mjs

@@ -222,7 +222,9 @@ gd_graph_add_node(struct gd_graph *g, const char *name, const char *op_name, int
         goto done;
     }
     if (gd_op_from_name(op_name, &op) != 0) {
-        rc = gd_err_set(err, GD_EMODEL, "node %s: unknown op %s", name, op_name);
+        rc = gd_err_set(err, GD_ENOTSUP,
+                        "node %s: unknown op %s (`gpudiff-agent ops` lists the ops of this build)",
+                        name, op_name);
         goto done;
     }
     const struct gd_op_info *info = gd_op_info(op);

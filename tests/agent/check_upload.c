@@ -142,26 +142,18 @@ START_TEST(options)
     o.insecure_http = 1;
     ck_assert_int_eq(agt_upload_opts_check(&o, &err), 0);
     o.insecure_http = 0;
+    /* The rule is decided on libcurl's parse: a '?' or '#' before an '@' hides no host. */
+    o.server = "http://gpudiff.example:8470?@127.0.0.1";
+    ck_assert_int_eq(agt_upload_opts_check(&o, &err), GD_EINVAL);
+    o.server = "http://gpudiff.example:8470#@127.0.0.1";
+    ck_assert_int_eq(agt_upload_opts_check(&o, &err), GD_EINVAL);
+    o.server = "http://127.0.0.1:8470@gpudiff.example/";
+    ck_assert_int_eq(agt_upload_opts_check(&o, &err), GD_EINVAL);
     o.cacert = "/nonexistent/ca.pem";
     o.server = "https://gpudiff.example/";
     ck_assert_int_eq(agt_upload_opts_check(&o, &err), GD_EINVAL);
     ck_assert_msg(strstr(err.msg, "/nonexistent/ca.pem") != NULL, "%s", err.msg);
     unsetenv(AGT_TOKEN_ENV);
-}
-END_TEST
-
-START_TEST(loopback)
-{
-    const char *yes[] = {"http://127.0.0.1:8470/", "http://127.1.2.3", "http://localhost:1/x",
-                         "http://LOCALHOST", "http://[::1]:8470/", "http://u:p@127.0.0.1/"};
-    const char *no[] = {"http://10.0.0.1:8470/", "http://127.0.0.1.example/",
-                        "http://localhost.example/", "http://[::2]/", "http://1270.0.0.1/",
-                        "http://127.0.0.1@evil.example/", "http://gpudiff/127.0.0.1",
-                        "http://127.0.0/", "http://[::1"};
-    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
-        ck_assert_msg(agt_url_is_loopback(yes[i]), "%s", yes[i]);
-    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-        ck_assert_msg(!agt_url_is_loopback(no[i]), "%s", no[i]);
 }
 END_TEST
 
@@ -175,7 +167,6 @@ main(void)
     tcase_add_test(tc, missing_layers);
     tcase_add_test(tc, server_error_text);
     tcase_add_test(tc, options);
-    tcase_add_test(tc, loopback);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

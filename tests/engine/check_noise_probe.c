@@ -34,14 +34,12 @@ f32(int ndim, const int64_t *shape, const float *v)
     return t;
 }
 
-static struct gd_attr *
+/* An integer attribute: gd_graph_add_node moves its name, the struct stays the caller's. */
+static struct gd_attr
 int_attr(const char *name, int64_t v)
 {
-    struct gd_attr *a = calloc(1, sizeof *a);
-    ck_assert_ptr_nonnull(a);
-    a->name = strdup(name);
-    a->type = GD_ATTR_INT;
-    a->i = v;
+    struct gd_attr a = {.name = strdup(name), .type = GD_ATTR_INT, .i = v};
+    ck_assert_ptr_nonnull(a.name);
     return a;
 }
 
@@ -267,8 +265,9 @@ START_TEST(test_measured_and_fixed_gains)
     const char *in[] = {"x", "s", "b"}, *out[] = {"ln"}, *in2[] = {"ln"}, *out2[] = {"m"};
     ck_assert_int_eq(gd_graph_add_node(g, "ln", "LayerNormalization", 3, in, 1, out, 0, NULL,
                                        &err), 0);
-    ck_assert_int_eq(gd_graph_add_node(g, "m", "ReduceMean", 1, in2, 1, out2, 1,
-                                       int_attr("keepdims", 1), &err), 0);
+    struct gd_attr keepdims = int_attr("keepdims", 1);
+    ck_assert_int_eq(gd_graph_add_node(g, "m", "ReduceMean", 1, in2, 1, out2, 1, &keepdims,
+                                       &err), 0);
     ck_assert_int_eq(gd_graph_add_output(g, "m", &err), 0);
     ck_assert_msg(gd_graph_finalize(g, &err) == 0, "%s", err.msg);
     struct gd_tensor *tx = f32(2, xs, x);

@@ -1,18 +1,20 @@
 #!/bin/sh
 # The gpudiffd integration suite against PostgreSQL (issue 15): starts Debian's postgresql 15
 # on a temporary cluster (tests/integration/pg.sh), then runs each server script with
-# GD_TEST_DB set to a fresh database of it (ten scripts), so its daemons use `--db postgresql://...` and
-# its checks of the database run through psql (tests/integration/server.sh). Every script
-# must pass as it does on SQLite. Left out, since they read the database through Python's
-# sqlite3 module or check SQLite itself (query plans, -wal files): the hostile suites and
-# server_list.sh; what they check of the storage layer is SQLite's.
+# GD_TEST_DB set to a fresh database of it (thirteen scripts), so its daemons use `--db
+# postgresql://...` and its checks of the database run through psql
+# (tests/integration/server.sh; server_hostile.sh compares every table's rows before and
+# after each hostile request, tests/integration/hostile.py). Every script must pass as it
+# does on SQLite. Left out: server_hostile_work.sh and server_list.sh, which read the
+# database through Python's sqlite3 module or check SQLite itself (query plans), and
+# server_hostile_conn.sh, whose load is the front door's, not the store's.
 . ./tests/integration/env.sh
 . "$GD_SRCDIR/tests/integration/pg.sh"
 trap 'pg_cleanup; rm -rf "$TMP"' EXIT
 
 SCRIPTS=${GD_PG_SCRIPTS:-"server_upload.sh server_bad_input.sh server_crash.sh server_e2e.sh
     server_crash_agent.sh server_web_api.sh server_sweep.sh server_fingerprints.sh
-    server_jobs.sh server_diff_text.sh"}
+    server_jobs.sh server_diff_text.sh server_owner.sh server_diff_cache.sh server_hostile.sh"}
 
 pg_start
 n=0

@@ -1,13 +1,19 @@
 /*
  * check_blob.c: server/blob.c: the byte shuffle against hand-worked layouts, and the
  * streaming encoder and decoder round trip for every element size, empty and odd lengths,
- * lengths around the block size, pieces of any size; damaged frames are refused.
+ * lengths around the block size, pieces of any size; damaged frames are refused; and (sec)
+ * one frame per block: each block decodes alone from its frame's offset, which the frame
+ * before it gives; a blob of the legacy codec (one frame for all blocks, made here with
+ * zstd's own streaming encoder) still decodes in order and is told apart by its first
+ * frame's size.
  */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zstd.h>
 
 #include "blob.h"
 
@@ -236,6 +242,98 @@ START_TEST(pledged_size_enforced)
 }
 END_TEST
 
+START_TEST(block_by_block)
+{
+    const size_t B = SRV_BLOB_BLOCK;
+    size_t n = 3 * B + B / 2 + 5;
+    unsigned char *data = malloc(n), *block = malloc(B), *shuffled = malloc(B);
+    fill(data, n, 11);
+    struct mem m;
+    encode(data, n, 4, 65536, &m);
+    ck_assert_uint_eq(srv_blob_frame_size(m.data, m.len < 18 ? m.len : 18), B);
+    struct srv_blob_scratch *scratch = NULL;
+    struct gd_err err;
+    ck_assert_int_eq(srv_blob_scratch_new(&scratch, &err), 0);
+    /* Each block from its own frame, in any order once the offsets are known. */
+    uint64_t offs[5] = {0};
+    for (int k = 0; k < 4; k++) {
+        size_t len = k < 3 ? B : B / 2 + 5;
+        uint64_t frame_len = 0;
+        m.pos = (size_t)offs[k];
+        m.piece = k % 2 ? 1000 : SIZE_MAX;
+        ck_assert_msg(srv_blob_block_decode(scratch, 4, mem_source, &m, shuffled, block, len,
+                                            &frame_len, &err) == 0,
+                      "block %d: %s", k, err.msg);
+        ck_assert_msg(memcmp(block, data + (size_t)k * B, len) == 0, "block %d differs", k);
+        offs[k + 1] = offs[k] + frame_len;
+    }
+    ck_assert_uint_eq(offs[4], m.len); /* the frames are the whole blob, end to end */
+    for (int k = 3; k >= 0; k -= 2) {
+        uint64_t frame_len = 0;
+        m.pos = (size_t)offs[k];
+        size_t len = k < 3 ? B : B / 2 + 5;
+        ck_assert_int_eq(srv_blob_block_decode(scratch, 4, mem_source, &m, shuffled, block, len,
+                                               &frame_len, &err),
+                         0);
+        ck_assert_uint_eq(offs[k] + frame_len, offs[k + 1]);
+        ck_assert(memcmp(block, data + (size_t)k * B, len) == 0);
+    }
+    /* A block of another length than its frame's, or a damaged frame, is refused. */
+    uint64_t frame_len;
+    m.pos = 0;
+    ck_assert_int_eq(srv_blob_block_decode(scratch, 4, mem_source, &m, shuffled, block, B - 1,
+                                           &frame_len, &err),
+                     GD_EFORMAT);
+    m.data[offs[2] + (offs[3] - offs[2]) / 2] ^= 0x10;
+    m.pos = (size_t)offs[2];
+    ck_assert_int_eq(srv_blob_block_decode(scratch, 4, mem_source, &m, shuffled, block, B,
+                                           &frame_len, &err),
+                     GD_EFORMAT);
+    m.pos = (size_t)offs[2];
+    m.len = (size_t)offs[2] + 100; /* cut short */
+    ck_assert_int_eq(srv_blob_block_decode(scratch, 4, mem_source, &m, shuffled, block, B,
+                                           &frame_len, &err),
+                     GD_EFORMAT);
+    srv_blob_scratch_free(scratch);
+    free(m.data);
+    free(data);
+    free(block);
+    free(shuffled);
+}
+END_TEST
+
+START_TEST(legacy_one_frame)
+{
+    /* What the encoder stored before: the shuffled blocks as one frame with its size. */
+    const size_t B = SRV_BLOB_BLOCK;
+    size_t n = 2 * B + 77;
+    unsigned char *data = malloc(n), *sh = malloc(n), *back = malloc(n + 64);
+    fill(data, n, 5);
+    for (size_t off = 0; off < n; off += B)
+        srv_shuffle(data + off, sh + off, n - off < B ? n - off : B, 4);
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+    struct mem m = {0};
+    m.cap = ZSTD_compressBound(n);
+    m.data = malloc(m.cap);
+    m.len = ZSTD_compress2(c, m.data, m.cap, sh, n);
+    ck_assert(!ZSTD_isError(m.len));
+    ZSTD_freeCCtx(c);
+    ck_assert_uint_eq(srv_blob_frame_size(m.data, 18), n); /* not one block: legacy */
+    m.piece = 5000;
+    size_t got = 0;
+    struct gd_err err;
+    ck_assert_msg(decode(&m, 4, n, 70000, back, &got, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(got, n);
+    ck_assert(memcmp(back, data, n) == 0);
+    ck_assert_uint_eq(srv_blob_frame_size("nothing", 7), UINT64_MAX);
+    free(m.data);
+    free(data);
+    free(sh);
+    free(back);
+}
+END_TEST
+
 START_TEST(shuffle_helps_floats)
 {
     /* Smooth float32 values: their high bytes repeat, which only a shuffle lines up. */
@@ -266,6 +364,8 @@ main(void)
     tcase_add_test(tc, damage_refused);
     tcase_add_test(tc, pledged_size_enforced);
     tcase_add_test(tc, shuffle_helps_floats);
+    tcase_add_test(tc, block_by_block);
+    tcase_add_test(tc, legacy_one_frame);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

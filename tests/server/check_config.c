@@ -1,7 +1,8 @@
 /*
  * check_config.c: server/config.c: defaults, the file parser, flags over the file whatever
- * their order, bad values refused with messages that say where and why, and
- * deploy/gpudiffd.conf.example in agreement with the settings table.
+ * their order, bad values refused with messages that say where and why,
+ * deploy/gpudiffd.conf.example in agreement with the settings table, and the ranges --help
+ * prints being the table's own minimum and maximum (sec: --max-header read "1024 to 0M").
  */
 #include <check.h>
 #include <stdio.h>
@@ -302,6 +303,65 @@ START_TEST(table_sane)
 }
 END_TEST
 
+/* The value a setting holds, as an integer (INT and BYTES settings). */
+static int64_t
+field_value(const struct srv_config *c, const struct srv_setting *s)
+{
+    int64_t v;
+    memcpy(&v, (const char *)c + s->offset, sizeof v);
+    return v;
+}
+
+START_TEST(help_ranges_are_the_table)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    srv_config_usage(f);
+    fclose(f);
+    /* The help wraps: one line per setting again. */
+    struct srv_buf flat = {0};
+    for (const char *p = text; *p; p++) {
+        if (p[0] == '\n' && strncmp(p + 1, "      ", 6) == 0) {
+            srv_buf_append(&flat, " ", 1);
+            p += 6;
+            continue;
+        }
+        srv_buf_append(&flat, p, 1);
+    }
+    srv_buf_append(&flat, "", 1);
+    for (int i = 0; i < srv_setting_count; i++) {
+        const struct srv_setting *s = &srv_settings[i];
+        if (s->type != SRV_SET_INT && s->type != SRV_SET_BYTES)
+            continue;
+        char head[80];
+        snprintf(head, sizeof head, "\n  --%s ", s->name);
+        const char *at = strstr(flat.data, head);
+        ck_assert_msg(at != NULL, "no --%s in --help", s->name);
+        const char *range = strstr(at, s->type == SRV_SET_INT ? "(an integer, " : "or G, ");
+        ck_assert_msg(range != NULL, "--%s: no range in its help", s->name);
+        range = strchr(range, ',') + 2;
+        char lo[32], hi[32];
+        ck_assert_msg(sscanf(range, "%31s to %31[^;]", lo, hi) == 2, "--%s: %.60s", s->name,
+                      range);
+        /* Each bound, read back as a value, is the table's own, and is accepted. */
+        struct srv_config c;
+        struct gd_err err;
+        srv_config_init(&c);
+        ck_assert_msg(srv_config_set(&c, s->name, lo, "help", &err) == 0, "--%s %s: %s", s->name,
+                      lo, err.msg);
+        ck_assert_msg(field_value(&c, s) == s->min, "--%s: help says %s, the minimum is %lld",
+                      s->name, lo, (long long)s->min);
+        ck_assert_msg(srv_config_set(&c, s->name, hi, "help", &err) == 0, "--%s %s: %s", s->name,
+                      hi, err.msg);
+        ck_assert_msg(field_value(&c, s) == s->max, "--%s: help says %s, the maximum is %lld",
+                      s->name, hi, (long long)s->max);
+    }
+    srv_buf_fini(&flat);
+    free(text);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -315,6 +375,7 @@ main(void)
     tcase_add_test(tc, listen_split);
     tcase_add_test(tc, example_matches_table);
     tcase_add_test(tc, table_sane);
+    tcase_add_test(tc, help_ranges_are_the_table);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -3,7 +3,9 @@
  * byte (with the newline it is served with); every part of the key tells diffs apart; a
  * second write of a key keeps the first; layer summaries by name (the first of a name) and
  * of the last layer, nulls for numbers that are not finite; rows go with their runs, the
- * truth run included.
+ * truth run included; and the cap (sec, --diff-cache-max): the cache never holds more, the
+ * least recently used rows go first, those of other tolerances before the defaults, a
+ * read counts as a use, a diff larger than the cap is not stored.
  */
 #include <check.h>
 #include <math.h>
@@ -87,7 +89,7 @@ key_init(struct srv_diff_key *key)
 static void
 put(struct srv_db *db, const struct srv_diff_key *key, const char *json)
 {
-    struct srv_diff_row row = {"fc", 4, sums, json, 0.25};
+    struct srv_diff_row row = {"fc", 4, sums, json, 0.25, 0};
     struct gd_err err;
     ck_assert_msg(srv_db_diff_put(db, key, &row, 100, &err) == 0, "%s", err.msg);
 }
@@ -233,7 +235,7 @@ START_TEST(summaries)
     struct srv_diff_key k2;
     key_init(&k2);
     k2.rtol = 0;
-    struct srv_diff_row row = {NULL, 1, sums, "{}", 0.1};
+    struct srv_diff_row row = {NULL, 1, sums, "{}", 0.1, 0};
     ck_assert_int_eq(srv_db_diff_put(db, &k2, &row, 100, &err), 0);
     ck_assert_int_eq(srv_db_diff_summary(db, &k2, NULL, &sum, &err), 0);
     ck_assert_int_eq(sum.has_first, 0);
@@ -267,6 +269,101 @@ START_TEST(rows_go_with_their_runs)
 }
 END_TEST
 
+/* A counter or gauge of /metrics, as rendered. */
+static long long
+metric(struct srv_db *db, const char *name)
+{
+    struct srv_buf out = {0};
+    struct gd_err err;
+    ck_assert_msg(srv_metrics_render(db, &out, &err) == 0, "%s", err.msg);
+    srv_buf_append(&out, "", 1);
+    char want[128];
+    snprintf(want, sizeof want, "\n%s ", name);
+    const char *at = strstr(out.data, want);
+    ck_assert_msg(at != NULL, "no %s in /metrics", name);
+    long long v = strtoll(at + strlen(want), NULL, 10);
+    srv_buf_fini(&out);
+    return v;
+}
+
+static int
+cached(struct srv_db *db, const struct srv_diff_key *key)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct gd_err err;
+    int rc = srv_db_diff_json(db, key, &text, &len, &err);
+    ck_assert_msg(rc == 0 || rc == SRV_ENOTFOUND, "%s", err.msg);
+    free(text);
+    return rc == 0;
+}
+
+START_TEST(cap_drops_least_recent)
+{
+    struct srv_db *db = fresh_db();
+    struct gd_err err;
+    add_run(db, RUN_A);
+    add_run(db, RUN_B);
+    ck_assert_int_eq(srv_db_diff_touch_flush(db, 0, &err), 0); /* reads of other tests */
+    char json[1001];
+    memset(json, 'x', 1000);
+    json[0] = '"';
+    json[999] = '"';
+    json[1000] = '\0';
+    /* One row: 1000 bytes of text, 128 of row, one layer of name "x" and verdict "noise". */
+    const struct srv_diff_layer_sum one[] = {{"x", "noise", 0.0, 0.0}};
+    int64_t row_bytes = 1000 + 128 + 1 + 5 + 48;
+    int64_t cap = 3 * row_bytes + 10;
+    struct srv_diff_key d1, k[5];
+    key_init(&d1);
+    for (int i = 0; i < 5; i++) {
+        key_init(&k[i]);
+        k[i].atol = 1e-3 / (i + 1); /* tolerances other than the defaults */
+    }
+    long long ev0 = metric(db, "gpudiffd_diff_cache_evictions_total");
+    struct srv_diff_row row = {NULL, 1, one, json, 0.1, cap};
+    ck_assert_int_eq(srv_db_diff_put(db, &d1, &row, 10, &err), 0);
+    ck_assert_int_eq(srv_db_diff_put(db, &k[0], &row, 11, &err), 0);
+    ck_assert_int_eq(srv_db_diff_put(db, &k[1], &row, 12, &err), 0);
+    ck_assert_int_eq(metric(db, "gpudiffd_diff_cache_bytes"), 3 * row_bytes);
+    ck_assert_int_eq(metric(db, "gpudiffd_diff_cache_entries"), 3);
+    /* Full: the oldest of the other tolerances goes, not the older default one. */
+    ck_assert_int_eq(srv_db_diff_put(db, &k[2], &row, 13, &err), 0);
+    ck_assert(cached(db, &d1) && !cached(db, &k[0]) && cached(db, &k[2]));
+    ck_assert_int_eq(metric(db, "gpudiffd_diff_cache_evictions_total") - ev0, 1);
+    ck_assert_int_le(metric(db, "gpudiffd_diff_cache_bytes"), cap);
+    /* A read is a use: after the reads above are applied (at 14), k[1] is read again, so
+     * at the next write k[1] is newer than k[2], which goes. */
+    ck_assert_int_eq(srv_db_diff_touch_flush(db, 14, &err), 0);
+    ck_assert(cached(db, &k[1]));
+    ck_assert_int_eq(srv_db_diff_put(db, &k[3], &row, 20, &err), 0);
+    ck_assert(cached(db, &k[1]) && !cached(db, &k[2]) && cached(db, &k[3]) && cached(db, &d1));
+    ck_assert_int_eq(count(db, "SELECT count(*) FROM diffs"), 3);
+    ck_assert_int_eq(count(db, "SELECT count(*) FROM diff_layers"), 3); /* theirs went too */
+    /* Defaults go last, but they go: three more default keys (other engine versions). */
+    struct srv_diff_key dv[3];
+    const char *versions[] = {"2.0", "3.0", "4.0"};
+    for (int i = 0; i < 3; i++) {
+        key_init(&dv[i]);
+        dv[i].engine_version = versions[i];
+        ck_assert_int_eq(srv_db_diff_put(db, &dv[i], &row, 30 + i, &err), 0);
+    }
+    ck_assert(!cached(db, &k[1]) && !cached(db, &k[3]) && !cached(db, &d1));
+    ck_assert(cached(db, &dv[0]) && cached(db, &dv[1]) && cached(db, &dv[2]));
+    ck_assert_int_eq(metric(db, "gpudiffd_diff_cache_evictions_total") - ev0, 5);
+    ck_assert_int_le(metric(db, "gpudiffd_diff_cache_bytes"), cap);
+    /* Larger than the whole cap: computed, served, not stored; nothing is dropped for it. */
+    long long un0 = metric(db, "gpudiffd_diff_cache_uncached_total");
+    struct srv_diff_row big = {NULL, 1, one, json, 0.1, row_bytes - 1};
+    ck_assert_int_eq(srv_db_diff_put(db, &k[4], &big, 40, &err), 0);
+    ck_assert(!cached(db, &k[4]));
+    ck_assert_int_eq(metric(db, "gpudiffd_diff_cache_uncached_total") - un0, 1);
+    ck_assert_int_eq(count(db, "SELECT count(*) FROM diffs"), 3);
+    ck_assert_int_eq(srv_db_diff_touch_flush(db, 50, &err), 0);
+    drop_db(db);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -277,6 +374,7 @@ main(void)
     tcase_add_test(tc, every_part_of_the_key);
     tcase_add_test(tc, summaries);
     tcase_add_test(tc, rows_go_with_their_runs);
+    tcase_add_test(tc, cap_drops_least_recent);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -224,7 +224,7 @@ START_TEST(baseline_standing)
     struct srv_diff_key key;
     srv_diff_key_default(&key, run_id(2, other), base);
     struct srv_diff_layer_sum layers[2] = {{"x", "divergent", 0.5, 2.0}, {"y", "noise", 1e-6, NAN}};
-    struct srv_diff_row row = {"x", 2, layers, "{}", 0.01};
+    struct srv_diff_row row = {"x", 2, layers, "{}", 0.01, 0};
     ck_assert_msg(srv_db_diff_put(db, &key, &row, 5, &err) == 0, "%s", err.msg);
     a = against(db, 2);
     ck_assert_str_eq(json_string_value(json_object_get(a, "state")), "compared");

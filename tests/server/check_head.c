@@ -299,6 +299,31 @@ START_TEST(rebuilt_heads)
 }
 END_TEST
 
+/* sec: RFC 9112 3.2: a Host that is not a host and port is 400 (it was accepted). */
+START_TEST(host_values)
+{
+    const char *good[] = {"x", "127.0.0.1", "127.0.0.1:8470", "gpudiff.example:443",
+                          "[::1]", "[::1]:8470", "[2001:db8::7]:1", "a-b_c~d.e", "%41b",
+                          "x:", "x:65535", "", "[v7.a:b]", "!$&'()*+,;="};
+    const char *bad[] = {"a b", "x y:1", "host/path", "host?q", "host#f", "user@host",
+                         "x:y", "x:65536", "x:123456", "x:-1", "[::1", "[::1]x", "[::g]",
+                         "[]", "[127.0.0.1]", "a:1:2", "%4", "%zz", "h\"q", "<x>", "x\\y",
+                         "[::1]:1:2", "::1"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ck_assert_msg(srv_head_host_valid(good[i]), "refused Host: %s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(!srv_head_host_valid(bad[i]), "accepted Host: %s", bad[i]);
+    refused("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", SRV_EBADREQ, "Host");
+    refused("GET / HTTP/1.1\r\nHost: evil.example/x\r\n\r\n", SRV_EBADREQ, "Host");
+    refused("GET / HTTP/1.0\r\nHost: u@h\r\n\r\n", SRV_EBADREQ, "Host"); /* 1.0 too */
+    struct srv_head h;
+    struct gd_err err = {0};
+    const char *ok = "GET / HTTP/1.1\r\nHost: [::1]:8470\r\n\r\n";
+    ck_assert_int_eq(srv_head_parse(ok, strlen(ok), &h, &err), 0);
+    srv_head_fini(&h);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -308,6 +333,7 @@ main(void)
     tcase_add_test(tc, a_good_head);
     tcase_add_test(tc, the_request_line);
     tcase_add_test(tc, lines_and_fields);
+    tcase_add_test(tc, host_values);
     tcase_add_test(tc, framing);
     tcase_add_test(tc, escapes_and_queries);
     tcase_add_test(tc, rebuilt_heads);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
@@ -212,6 +213,35 @@ START_TEST(a_good_pair)
 }
 END_TEST
 
+/* sec: a key every user of the host may read is warned about at start; 0600, 0640 are not. */
+START_TEST(key_readable_by_all)
+{
+    const char *cert = write_file(leaf_pem), *key = write_file(leaf_key_pem);
+    static const struct {
+        unsigned mode;
+        int warned;
+    } modes[] = {{0600, 0}, {0640, 0}, {0400, 0}, {0644, 1}, {0604, 1}, {0606, 1}, {0666, 1}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        ck_assert_int_eq(chmod(key, modes[i].mode), 0);
+        struct srv_tls *tls = NULL;
+        struct gd_err err = {0};
+        ck_assert_msg(srv_tls_load(cert, key, SRV_TLS_PRIORITIES_DEFAULT, now, &tls, &err) == 0,
+                      "%s", err.msg);
+        char warning[1400];
+        int w = srv_tls_key_warning(tls, warning, sizeof warning);
+        ck_assert_msg(w == modes[i].warned, "mode %04o: %s", modes[i].mode, warning);
+        if (w) {
+            char want[16];
+            snprintf(want, sizeof want, "(mode %04o)", modes[i].mode);
+            ck_assert_msg(strstr(warning, want) != NULL && strstr(warning, key) != NULL &&
+                              strstr(warning, "chmod 600") != NULL,
+                          "%s", warning);
+        }
+        srv_tls_free(tls);
+    }
+}
+END_TEST
+
 START_TEST(a_chain)
 {
     char *chain = concat(inter_leaf_pem, inter_pem);
@@ -303,6 +333,7 @@ main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, plain_when_neither);
     tcase_add_test(tc, a_good_pair);
+    tcase_add_test(tc, key_readable_by_all);
     tcase_add_test(tc, a_chain);
     tcase_add_test(tc, dates);
     tcase_add_test(tc, bad_files);

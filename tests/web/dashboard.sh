@@ -106,9 +106,20 @@ big() { # big NAME [run options]: in the background, checked below
     "$AGENT" run --model "$TMP/gen/big/model.json" --input "$TMP/gen/big/input.npy" \
         --out "$TMP/big-$name" --threads 1 "$@" >/dev/null 2>"$TMP/big-$name.log"
 }
-big cpu & big cpu64 --backend cpu64 & big tf32 --emulate tf32 & wait
+# web (issue 26): the 2,000-layer encoder (1,000 Gemm+Tanh pairs), on cpu and emulating TF32
+enc() { # enc NAME [run options]: in the background, checked below
+    name=$1
+    shift
+    "$AGENT" run --model "$TMP/gen/encoder/model.json" --input "$TMP/gen/encoder/input.npy" \
+        --out "$TMP/enc-$name" --threads 1 "$@" >/dev/null 2>"$TMP/enc-$name.log"
+}
+big cpu & big cpu64 --backend cpu64 & big tf32 --emulate tf32 & enc cpu & enc tf32 --emulate tf32 &
+wait
 for b in cpu cpu64 tf32; do
     [ -f "$TMP/big-$b/run.json" ] || { cat "$TMP/big-$b.log"; fail "the 1,000-layer run $b failed"; }
+done
+for b in cpu tf32; do
+    [ -f "$TMP/enc-$b/run.json" ] || { cat "$TMP/enc-$b.log"; fail "the 2,000-layer run $b failed"; }
 done
 "$AGENT" run --model "$TMP/gen/pole/model_a.json" --input "$TMP/gen/pole/input.npy" \
     --out "$TMP/pole-a" >/dev/null
@@ -131,6 +142,24 @@ while IFS='|' read -r dir backend gpu driver cuda cudnn knobs; do
     fleet=$((fleet + 1))
 done <"$TMP/gen/fleet/manifest.txt"
 [ "$fleet" = 50 ] || fail "make_fleet.py made $fleet devices, not 50"
+# web (issue 26): fleet device 01 upgraded three times within seconds (its driver and cuDNN),
+# the same tensors: history's change labels close together, its points at nearly one time
+upgrade=0
+for v in 560.35.03/9.19.0 570.86.10/9.5.1 575.51.03/9.8.0; do
+    sleep 1 # created_at counts seconds: each upgrade is a time of its own
+    upgrade=$((upgrade + 1))
+    ops=""
+    for l in conv1=Conv relu1=Relu pool1=MaxPool fc1=Gemm relu2=Relu output=Gemm; do
+        ops="$ops --op $l"
+    done
+    # shellcheck disable=SC2086
+    "$AGENT" bundle --from "$TMP/gen/fleet/01" --out "$TMP/gen/fleet/01-up$upgrade.bundle" \
+        --layers conv1,relu1,pool1,fc1,relu2,output $ops --backend cuda --model fleet-50 \
+        --env 'gpu_name=NVIDIA H100 80GB HBM3' --env "driver=${v%/*}" --env cuda_runtime=12.4.1 \
+        --env "cudnn=${v#*/}" --label rack=r1 >/dev/null || fail "bundle of upgrade $upgrade failed"
+    jq '.knobs = {}' "$TMP/gen/fleet/01-up$upgrade.bundle/run.json" >"$TMP/up.json" &&
+        mv "$TMP/up.json" "$TMP/gen/fleet/01-up$upgrade.bundle/run.json"
+done
 
 # ---- 10,000 runs of a model "bulk", only listed (no layers): the runs view pages them. Each
 # records a driver, cuDNN, knobs and a label; run 1234 alone uses conv_algo fft_tiling, so a
@@ -156,16 +185,35 @@ SELECT printf('%08x-0000-4000-8000-%012x', i, i), (SELECT id FROM models WHERE n
        'cuda ' || CASE WHEN i % 2 = 0 THEN 'NVIDIA H200' ELSE 'NVIDIA T4' END
 FROM n;
 SQL
+# web (issue 26): 1,050 listed runs of a model "deep" (no layers) with a baseline set in the
+# database, so that no compare job was queued for any of them: the runs beyond the newest
+# 1,000 must still be compared when their page is shown
+sqlite3 "$DB" <<'SQL'
+INSERT INTO models(name, created_at) VALUES ('deep', 0);
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1049)
+INSERT INTO runs(id, model_id, model_sha256, backend, gpu, host, created_at, created_ts, state,
+                 received_at, finished_at, n_layers, content_sha256, meta, device)
+SELECT printf('%08x-0000-4000-9000-%012x', i, i), (SELECT id FROM models WHERE name = 'deep'),
+       printf('%064x', 9), 'cpu', '', 'h', strftime('%Y-%m-%dT%H:%M:%SZ', 1767225600 + 60 * i, 'unixepoch'),
+       1767225600 + 60 * i, 'complete', 0, 0, 0, printf('%064x', 100000 + i),
+       printf('{"id":"%s","backend":"cpu","model":{"name":"deep","sha256":null},"created_at":"%s",' ||
+              '"env":{},"knobs":{},"labels":{}}', printf('%08x-0000-4000-9000-%012x', i, i),
+              strftime('%Y-%m-%dT%H:%M:%SZ', 1767225600 + 60 * i, 'unixepoch')),
+       'cpu'
+FROM n;
+INSERT INTO baselines(model_id, run_id, set_at, set_by)
+SELECT id, '00000419-0000-4000-9000-000000000419', 0, NULL FROM models WHERE name = 'deep';
+SQL
 
 AGENT_TOKEN=$(token agent)
 ADMIN_TOKEN=$(token admin)
 server_start --web-root "$GD_SRCDIR/web"
 for b in cpu cpu64 replay tf32 gpu-old gpu-new xss1 xss2 xss-name big-cpu big-cpu64 big-tf32 \
-         pytorch_gpu paddle_gpu pole-a pole-b bitwise; do
+         pytorch_gpu paddle_gpu pole-a pole-b enc-cpu enc-tf32 bitwise; do
     GPUDIFF_TOKEN="$AGENT_TOKEN" "$AGENT" push "$TMP/$b" --server "$URL" >/dev/null ||
         fail "gpudiff-agent push $b failed"
 done
-for dir in "$TMP"/gen/fleet/*.bundle; do
+for dir in "$TMP"/gen/fleet/[0-9][0-9].bundle "$TMP"/gen/fleet/01-up*.bundle; do
     GPUDIFF_TOKEN="$AGENT_TOKEN" "$AGENT" push "$dir" --server "$URL" >/dev/null ||
         fail "gpudiff-agent push $dir failed"
 done
@@ -230,8 +278,9 @@ prefetch() { # prefetch WHAT PATH: one GET, as long as it takes
     curl -sf -o /dev/null "$URL$2" || fail "prefetch $1: GET $2 failed"
     echo "prefetched $1 in $(($(date +%s) - t0)) s"
 }
-diff_path() { # diff_path A B [TRUTH] [tolerances]
-    echo "/api/v1/diff?a=$(id_of "$1")&b=$(id_of "$2")${3:+&truth=$(id_of "$3")}${4:-}"
+diff_path() { # diff_path A B [TRUTH] [tolerances]: the diff's summary (issue 26: the view
+    # the browser reads, made from the diff, which is computed first)
+    echo "/api/v1/diff/summary?a=$(id_of "$1")&b=$(id_of "$2")${3:+&truth=$(id_of "$3")}${4:-}"
 }
 prefetch "seed: cpu vs tf32, truth cpu64" "$(diff_path "$TMP/cpu" "$TMP/tf32" "$TMP/cpu64")"
 prefetch "seed: tf32 vs cpu64 with the replay" "$(diff_path "$TMP/tf32" "$TMP/cpu64")"
@@ -241,6 +290,7 @@ prefetch "seed: pytorch vs paddle, truth cpu64" \
     "$(diff_path "$TMP/pytorch_gpu" "$TMP/paddle_gpu" "$TMP/cpu64" '&atol=0.01&rtol=0')"
 prefetch "pole: two model files" "$(diff_path "$TMP/pole-a" "$TMP/pole-b")"
 prefetch "1,000 layers: cpu vs tf32, truth cpu64" "$(diff_path "$TMP/big-cpu" "$TMP/big-tf32" "$TMP/big-cpu64")"
+prefetch "2,000 layers: cpu vs tf32" "$(diff_path "$TMP/enc-cpu" "$TMP/enc-tf32")"
 prefetch "the matrix of lenet-11-821" "/api/v1/matrix?model=lenet-11-821"
 devices=$(curl -sf "$URL/api/v1/matrix?model=fleet-50&compute=none" | jq '.devices | length')
 [ "$devices" = 50 ] || fail "fleet-50 has $devices devices, not 50"
@@ -262,6 +312,9 @@ export RUN_REPLAY="$(id_of "$TMP/replay")" RUN_PT="$(id_of "$TMP/pytorch_gpu")"
 export RUN_PD="$(id_of "$TMP/paddle_gpu")" RUN_POLE_A="$(id_of "$TMP/pole-a")"
 export RUN_POLE_B="$(id_of "$TMP/pole-b")" SWEEP_ID="$(jq -r .id "$TMP/sweep.json")"
 export BUNDLE_CPU="$TMP/cpu" BUNDLE_TF32="$TMP/tf32" JOB_ID
+export RUN_ENC_CPU="$(id_of "$TMP/enc-cpu")" RUN_ENC_TF32="$(id_of "$TMP/enc-tf32")"
+export RUN_FLEET48="$(id_of "$TMP/gen/fleet/48.bundle")" RUN_FLEET49="$(id_of "$TMP/gen/fleet/49.bundle")"
+export RUN_FLEET01_UP3="$(id_of "$TMP/gen/fleet/01-up3.bundle")"
 status=0
 seeded=$(date +%s)
 node "$WEB_TESTS/dashboard.test.mjs" || status=1

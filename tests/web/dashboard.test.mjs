@@ -9,7 +9,8 @@
 // Environment (from dashboard.sh): GD_URL, GD_CHROMIUM, GD_TMP, GD_SHOTS, ADMIN_TOKEN, RUN_CPU,
 // RUN_CPU64, RUN_TF32, RUN_XSS1, RUN_XSS2, RUN_XSS_NAME, RUN_GPU_NEW, RUN_BITWISE, RUN_BIG_CPU,
 // RUN_BIG_CPU64, RUN_BIG_TF32, RUN_FLEET0, RUN_REPLAY, RUN_PT, RUN_PD, RUN_POLE_A, RUN_POLE_B,
-// SWEEP_ID, BUNDLE_CPU, BUNDLE_TF32; GD_WEB_BENCH=N repeats each timing N times and prints the
+// SWEEP_ID, BUNDLE_CPU, BUNDLE_TF32, RUN_ENC_CPU, RUN_ENC_TF32, RUN_FLEET48, RUN_FLEET49,
+// RUN_FLEET01_UP3; GD_WEB_BENCH=N repeats each timing N times and prints the
 // medians (docs/PERFORMANCE.md).
 import {createHash} from 'node:crypto';
 import fs from 'node:fs';
@@ -19,6 +20,9 @@ import {URL0, page, step, check, open, shot, axe, text, chartContrast, foreignRe
 import {scaleSteps} from './scale_steps.mjs';
 import {truthSteps} from './truth_steps.mjs';
 import {jobsSteps} from './jobs_steps.mjs';
+import {depthSteps} from './depth_steps.mjs';
+import {widthSteps} from './width_steps.mjs';
+import {faultSteps} from './fault_steps.mjs';
 
 const env = process.env;
 const ids = {cpu: env.RUN_CPU, cpu64: env.RUN_CPU64, tf32: env.RUN_TF32, xss1: env.RUN_XSS1,
@@ -28,9 +32,11 @@ const XSS = '<script>alert(1)</script>';
 const short = (id) => id.slice(0, 8);
 // The runs dashboard.sh made: 10,000 listed-only runs of "bulk", 8 of the seed model (cpu,
 // cpu64, its replay, tf32, the GPU device's two, the two framework dumps), 3 whose strings are
-// HTML, 3 of the 1,000-layer model, 50 of the fleet, 2 of "pole" and 4 of the sweep.
+// HTML, 3 of the 1,000-layer model, 50 of the fleet, 2 of "pole", 4 of the sweep and 1 in
+// bitwise mode.
+// And (issue 26) 2 of the 2,000-layer encoder, 3 upgrades of a fleet device, 1,050 of "deep".
 const SEED_RUNS = 8;
-const ALL_RUNS = 10000 + SEED_RUNS + 3 + 3 + 50 + 2 + 4 + 1;
+const ALL_RUNS = 10000 + SEED_RUNS + 3 + 3 + 50 + 2 + 4 + 1 + 2 + 3 + 1050;
 
 function sha256(buf) {
     return createHash('sha256').update(buf).digest('hex');
@@ -132,7 +138,7 @@ await step('runs: uploaded strings that are HTML stay text', async () => {
         scripts: document.scripts.length,
         markup: document.querySelectorAll('main script, main b, main img').length,
     }));
-    check(injected.scripts === 1 && injected.markup === 0,
+    check(injected.scripts === 2 && injected.markup === 0, // theme.js and app.js
           `no element was made from the strings (scripts ${injected.scripts}, in main ${injected.markup})`);
 });
 
@@ -141,7 +147,7 @@ await step('keyboard: the main controls are reached and used with keys alone', a
     await page.evaluate(() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); });
     const reached = new Set();
     const seen = [];
-    for (let i = 0; i < 70; i++) {
+    for (let i = 0; i < 140; i++) {
         await page.keyboard.press('Tab');
         const f = await page.evaluate(() => {
             const e = document.activeElement;
@@ -223,10 +229,11 @@ await step('diff: fc1 is the first divergent layer, relu4 (Floor) the amplifier'
     const c = await chartContrast();
     check(c.low.length === 0, `the chart's colours have enough contrast${c.low.length ? ': ' + c.low.join('; ') : ''}`);
     check(c.divAmp >= 3, `divergent and amplified marks differ by ${c.divAmp.toFixed(2)}:1 in luminance (at least 3:1)`);
-    await page.click('.segmented a:has-text("max ULP")');
-    await page.waitForFunction(() => location.hash.includes('metric=max_ulp') &&
+    await page.click('.segmented a:has-text("ULPs at")');
+    await page.waitForFunction(() => location.hash.includes('metric=ulp') &&
         document.getElementById('view').dataset.rendered === location.hash);
-    check((await page.locator('svg.layer-chart title').first().textContent()).startsWith('max ULP'), 'the chart switches to max ULP');
+    check((await page.locator('svg.layer-chart title').first().textContent()).startsWith('ULPs at the layer\'s scale'),
+          'the chart switches to ULPs at the layer\'s scale');
 }, {needs: 'server2: GET /api/v1/diff'});
 
 await step('matrix: the three seed runs among the devices; a cell opens that diff', async () => {
@@ -326,6 +333,12 @@ await truthSteps();
 await jobsSteps();
 
 await scaleSteps();
+
+await depthSteps();
+
+await widthSteps();
+
+await faultSteps();
 
 await step('nothing was asked of another origin, and no dialog ever opened', async () => {
     const foreign = foreignRequests();

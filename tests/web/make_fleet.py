@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """tests/web/make_fleet.py: the data of the dashboard's scale test (tests/web/dashboard.sh).
 
-  make_fleet.py DIR
+  make_fleet.py DIR                     everything below (the browser test's data)
+  make_fleet.py --encoder PAIRS DIR     only DIR/encoder, of PAIRS pairs (tests/bench/web_depth.sh
+                                        makes the 10,000-layer model with 5,000)
 
 writes, deterministically (numpy's RandomState with fixed seeds):
 
@@ -17,8 +19,13 @@ writes, deterministically (numpy's RandomState with fixed seeds):
   reference arrays with relative noise of its own size (from none to 1e-1 in 25 steps, two
   devices per step), and a manifest line per device: folder, backend, GPU name, driver,
   CUDA, cuDNN, knobs (JSON), separated by "|". The device keys are long on purpose (GPU names with knobs), as
-  fleets have them; device 0 is a GPU dump that records no GPU name.
+  fleets have them; device 0 is a GPU dump that records no GPU name; device 48's output holds
+  NaN values and device 49 is its bitwise twin (a cell of 0 that must not read as finite).
 
+- DIR/encoder/model.json, weights.npz, input.npy: a model of 1,000 Gemm+Tanh pairs named
+  encoder.layer.NNNN.dense and encoder.layer.NNNN.tanh ("enc-2000", 2,000 layers of 2 x 16
+  values: a deep model whose layers are cheap), for the diff view at depth: names that share
+  their first 15 characters, a first divergent layer at the first Gemm under TF32.
 - DIR/pole/model_a.json, model_b.json, weights.npz, input.npy: one network in two model
   files ("pole"): a MatMul, an Add and a Reciprocal, model b with a Mul by ones between the
   Add and the Reciprocal (a layer only one file has); the Add's output of row 0, column 0 is
@@ -128,14 +135,18 @@ def fleet(out):
     for d in range(50):
         step = d // 2  # 0: exact copies; then 1e-8 ... 1e-1 relative noise
         rel = 0.0 if step == 0 else 10.0 ** (-8 + 7 * (step - 1) / 23)
-        noise = np.random.RandomState(1000 + d)
         folder = os.path.join(out, "%02d" % d)
         os.makedirs(folder, exist_ok=True)
         for (name, _), r in zip(FLEET_LAYERS, ref):
-            v = r.astype(np.float64) * (1 + rel * noise.standard_normal(r.shape))
+            # devices 48 and 49: the same noise (49 is 48's bitwise twin), NaN in the output
+            twin = 1048 if d in (48, 49) else 1000 + d
+            v = r.astype(np.float64) * (1 + rel * np.random.RandomState(twin).standard_normal(r.shape))
             if name.startswith("relu"):
                 v = np.maximum(v, 0)
-            np.save(os.path.join(folder, name + ".npy"), v.astype(np.float32))
+            v = v.astype(np.float32)
+            if d in (48, 49) and name == "output":
+                v[0, :3] = np.nan
+            np.save(os.path.join(folder, name + ".npy"), v)
         # Device 0 is a framework's GPU dump that did not record its GPU: it must not read "CPU".
         gpu = GPUS[d % len(GPUS)] if d else ""
         knobs = KNOB_SETS[d // len(GPUS) % len(KNOB_SETS)] if d >= len(GPUS) else {}
@@ -149,6 +160,40 @@ def fleet(out):
                                 json.dumps(knobs, sort_keys=True)]))
     with open(os.path.join(out, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+ENCODER_WIDTH = 16
+ENCODER_BATCH = 2
+
+
+def encoder(out, pairs):
+    """pairs Gemm+Tanh layers named encoder.layer.NNNN.dense, encoder.layer.NNNN.tanh."""
+    rng = np.random.RandomState(26)
+    os.makedirs(out, exist_ok=True)
+    np.save(os.path.join(out, "input.npy"),
+            rng.uniform(-1, 1, (ENCODER_BATCH, ENCODER_WIDTH)).astype(np.float32))
+    weights, nodes = {}, []
+    prev = "input"
+    for k in range(pairs):
+        base = "encoder.layer.%04d" % k
+        # orthogonal weights: the activations keep their size at any depth, in tanh's range
+        q, _ = np.linalg.qr(rng.standard_normal((ENCODER_WIDTH, ENCODER_WIDTH)))
+        weights[base + ".w"] = q.astype(np.float32)
+        nodes.append({"name": base + ".dense", "op": "Gemm", "inputs": [prev, base + ".w"]})
+        nodes.append({"name": base + ".tanh", "op": "Tanh", "inputs": [base + ".dense"]})
+        prev = base + ".tanh"
+    np.savez(os.path.join(out, "weights.npz"), **weights)
+    model = {
+        "format": "gpudiff-model", "version": 1, "name": "enc-%d" % (2 * pairs),
+        "description": "tests/web/make_fleet.py: %d Gemm+Tanh pairs" % pairs,
+        "inputs": [{"name": "input", "dtype": "float32", "shape": [-1, ENCODER_WIDTH]}],
+        "outputs": [prev],
+        "weights": [{"name": n, "file": "weights.npz", "key": n, "dtype": "float32",
+                     "shape": list(v.shape)} for n, v in weights.items()],
+        "nodes": nodes,
+    }
+    with open(os.path.join(out, "model.json"), "w") as f:
+        json.dump(model, f, indent=0)
 
 
 def pole(out):
@@ -182,11 +227,15 @@ def pole(out):
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--encoder":
+        encoder(os.path.join(sys.argv[3], "encoder"), int(sys.argv[2]))
+        return
     if len(sys.argv) != 2:
-        sys.exit("usage: make_fleet.py DIR")
+        sys.exit("usage: make_fleet.py DIR | make_fleet.py --encoder PAIRS DIR")
     big_model(os.path.join(sys.argv[1], "big"))
     fleet(os.path.join(sys.argv[1], "fleet"))
     pole(os.path.join(sys.argv[1], "pole"))
+    encoder(os.path.join(sys.argv[1], "encoder"), 1000)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 // tests/web/scale_steps.mjs: the dashboard at the sizes real models and fleets have (issue
 // 13), on the data dashboard.sh seeded: the 1,000-layer model's diff (jump, search, the page
-// above the table, the bug report), its graph, the matrix of 50 devices, the knob filter over
-// 10,000 runs, the layer view of an amplifier, sweeps, phones (390x844) and dark mode. Each
+// above the table, the bug report), its graph's time, the knob filter over 10,000 runs, the
+// layer view of an amplifier, sweeps, phones (390x844) and dark mode. Issue 26's depth and
+// width (2,000 layers, the grouped graph, the 50-device matrix, overlays) are in
+// depth_steps.mjs and width_steps.mjs. Each
 // view's time comes from the page's own performance measures ("gd-view NAME"); GD_WEB_BENCH=N
 // repeats each N times and prints the median.
 import {URL0, page, step, check, open, timedLoad, shot, axe, text, downloaded, chartContrast}
@@ -28,33 +30,6 @@ async function timing(what, hash, name, limitMs) {
     // got much slower; the figures themselves go to docs/PERFORMANCE.md.
     check(median < limitMs, `${what} within ${limitMs} ms`);
     return median;
-}
-
-// Opens a view that computes with progress (the matrix row by row) and waits as long as the
-// progress moves: it fails only when nothing moved for STALL_MS, however slow the machine or
-// the (sanitized) daemon is. dashboard.sh computed all but the matrix's last two rows through
-// the API first.
-const STALL_MS = 180000;
-async function openFollowing(hash) {
-    await page.goto('about:blank');
-    await page.goto(URL0 + '/' + hash);
-    let last = null, since = Date.now();
-    for (;;) {
-        const st = await page.evaluate(() => {
-            const v = document.getElementById('view');
-            const bar = document.getElementById('matrix-progress');
-            return {done: v.dataset.rendered === location.hash && !v.hasAttribute('aria-busy'),
-                    at: bar ? bar.value : null};
-        });
-        if (st.done)
-            return;
-        if (st.at !== last) {
-            last = st.at;
-            since = Date.now();
-        }
-        check(Date.now() - since < STALL_MS, `${hash}: no progress for ${STALL_MS / 1000} s (at ${last})`);
-        await page.waitForTimeout(250);
-    }
 }
 
 const inView = (sel) => page.evaluate((s) => {
@@ -148,8 +123,9 @@ export async function scaleSteps() {
         check(md.includes('`b150.floor` (Floor)'), 'and the amplifier');
         check(md.includes('**Who is right:** Run a is right against the truth (cpu64)') &&
               !/closer to the truth/.test(md), 'and who is right (not who is "closer")');
-        check(md.includes('--emulate tf32:gemm --out run-b') && md.includes('gpudiff-agent diff run-a run-b --truth run-truth'),
-              'and the commands that reproduce the runs and the diff');
+        check(/gpudiff-agent run .*--emulate tf32.* --out run-b/.test(md) &&
+              md.includes('gpudiff-agent diff run-a run-b --truth run-truth'),
+              'and the commands that reproduce the runs (as the agent recorded them) and the diff');
         check(/\| knobs \| .* \| emulate=tf32:gemm \|/.test(md), 'the environments table holds the knobs');
         await page.click('#copy-report');
         await page.waitForFunction(() => /copied|refused/.test(document.querySelector('#copy-report').parentElement.textContent));
@@ -169,42 +145,9 @@ export async function scaleSteps() {
               '"Copy link" copies the address');
     }, {needs: 'GET /api/v1/diff'});
 
-    await step('graph of 1,000 layers: laid out by elkjs, coloured, a node opens its layer', async () => {
-        await open(BIG_GRAPH, {fresh: true, timeout: 120000});
-        const nodes = await page.locator('svg.graph a.node').count();
-        check(nodes === 1000, `1,000 layer nodes (${nodes}), and the model's input`);
-        const stats = await text('#graph-stats');
-        check(stats.startsWith('1,000 nodes, 1,198 edges'), `every recorded input edge is drawn ("${stats.slice(0, 40)}")`);
-        check(await page.locator('svg.graph a.node.node-first[data-layer="b120.gemm"]').count() === 1,
-              'the first divergent node is marked');
-        check(await page.locator('svg.graph a.node.node-amp[data-layer="b150.floor"]').count() === 1,
-              'the amplifier is marked');
-        check(await page.locator('svg.graph a.node.v-divergent').count() === 9 &&
-              await page.locator('svg.graph a.node.v-identical').count() === 600, 'nodes carry their verdict');
-        check(await inView('svg.graph a.node-first'), 'the view opens on the first divergent node');
-        await shot('graph-1000', false);
-        await page.fill('#graph-find', 'b010.res');
-        await page.press('#graph-find', 'Enter');
-        await page.waitForSelector('svg.graph a.node.found[data-layer="b010.res"]');
-        check(await inView('a.node.found'), 'find centres b010.res');
-        await page.click('.segmented a:has-text("log error")');
-        await page.waitForFunction(() => location.hash.includes('color=err') &&
-            document.getElementById('view').dataset.rendered === location.hash, null, {timeout: 120000});
-        check(await page.locator('.graph-legend .scale-legend li').count() === 10, 'coloured by log error, with its scale');
-        const fills = await page.evaluate(() => new Set([...document.querySelectorAll('svg.graph a.node .node-box')]
-            .map((r) => getComputedStyle(r).fill)).size);
-        check(fills >= 5, `the nodes are filled with ${fills} colours of the scale`);
-        await shot('graph-1000-err', false);
-        await page.focus('svg.graph a.node-amp');
-        check((await text('#graph-focus')).startsWith('b150.floor (Floor): amplified, error'),
-              `a focused node's values are written out ("${await text('#graph-focus')}")`);
-        await page.click('#graph-first'); // centres it again
-        await page.click('svg.graph a.node-first');
-        await page.waitForFunction(() => location.hash.startsWith('#/layer') &&
-            document.getElementById('view').dataset.rendered === location.hash);
-        check((await page.evaluate(() => location.hash)).includes('name=b120.gemm'), 'a click on a node opens its layer');
-        await timing('the graph view of 1,000 nodes (layout in a worker included)', BIG_GRAPH, 'graph', 15000);
-        console.log('    ' + (await text('#graph-stats')).split('.')[0]);
+    await step('graph of 1,000 layers: timed (its groups, find and minimap: depth_steps.mjs)', async () => {
+        await timing('the graph view of 1,000 layers (grouped, layout in a worker included)', BIG_GRAPH, 'graph', 15000);
+        console.log('    ' + (await text('#graph-stats')).split(';')[1]);
     }, {needs: 'the vendored elkjs'});
 
     await step('layer view: values of a, b and truth, histograms, a against b, inputs nearest the step', async () => {
@@ -222,46 +165,6 @@ export async function scaleSteps() {
         await shot('layer-floor');
         await axe('the layer view of an amplifier');
     }, {needs: 'GET /api/v1/ops'});
-
-    await step('matrix of 50 devices: progress, one-line headers, values, scale, then cached', async () => {
-        await page.setViewportSize({width: 1400, height: 1000});
-        await openFollowing('#/matrix/fleet-50');
-        check(await page.locator('#matrix tbody tr').count() === 50 &&
-              await page.locator('#matrix td.cell').count() === 2500, '50 x 50 cells');
-        check(await page.locator('#matrix td.cell.pending').count() === 0, 'every cell computed');
-        const progress = await text('#matrix-progress-text');
-        console.log('    progress line: ' + progress.trim());
-        const tall = await page.evaluate(() => [...document.querySelectorAll('#matrix th')].map((th) => {
-            const t = th.querySelector('.head-text');
-            const lh = parseFloat(getComputedStyle(t).lineHeight) || parseFloat(getComputedStyle(t).fontSize) * 1.45;
-            return {h: t.getBoundingClientRect().height, lh, text: t.textContent};
-        }).filter((x) => x.h > x.lh * 1.3));
-        check(tall.length === 0, `no header taller than one line${tall.length ? ': ' + tall.slice(0, 3).map((x) => x.text).join(', ') : ''}`);
-        const values = await page.locator('#matrix td.cell .cell-err').allInnerTexts();
-        check(values.length === 2450 && values.every((v) => /^(0|n\/a|-?[0-9.]+(e-?\d+)?)$/.test(v)),
-              'each of the 2,450 off-diagonal cells writes its value');
-        const colours = await page.evaluate(() => new Set([...document.querySelectorAll('#matrix td.cell[data-a]')]
-            .map((td) => td.style.background)).size);
-        check(colours >= 6, `the colour scale uses ${colours} distinguishable steps`);
-        check(await page.locator('.scale-legend li').count() === 10, 'a legend of the 8 steps, zero and not comparable');
-        await page.focus('#matrix thead th.col-head[data-col="7"]');
-        const after = await page.evaluate(() => getComputedStyle(document.activeElement, '::after').content);
-        check(after.includes('8: ') && after.length > 20, `a focused header shows the whole device key (${after.slice(0, 70)})`);
-        // Both ways: the headers stay while the table scrolls.
-        await page.evaluate(() => { const w = document.querySelector('.matrix-wrap'); w.scrollTop = 900; w.scrollLeft = 1500; });
-        const stuck = await page.evaluate(() => {
-            const w = document.querySelector('.matrix-wrap').getBoundingClientRect();
-            const th = document.querySelector('#matrix thead th.col-head[data-col="30"]').getBoundingClientRect();
-            const rh = document.querySelector('#matrix th.row-head[data-row="30"]').getBoundingClientRect();
-            return Math.abs(th.top - w.top) < 4 && Math.abs(rh.left - w.left) < 4;
-        });
-        check(stuck, 'scrolled both ways, the column and row headers stay on screen');
-        await shot('matrix-50', false);
-        const resp = await page.request.get(`${URL0}/api/v1/matrix?model=fleet-50`);
-        check(resp.headers()['x-cache'] === 'hit', 'the daemon serves the whole matrix from its cache (X-Cache: hit)');
-        await timing('the matrix of 50 devices, cached', '#/matrix/fleet-50', 'matrix', 5000);
-        await axe('the matrix of 50 devices');
-    }, {needs: 'GET /api/v1/matrix ?compute=none, ?row='});
 
     await step('runs: the knob filter finds a run far from the first page; search; sort', async () => {
         await open('#/runs?model=bulk');
@@ -286,7 +189,7 @@ export async function scaleSteps() {
               '00000000-0000-4000-8000-000000000000', 'sorted by created, oldest first');
         // A framework's GPU dump that did not record its GPU does not read "CPU".
         await open(`#/runs?q=${env.RUN_FLEET0}`);
-        const device = await page.locator(`tr[data-run="${env.RUN_FLEET0}"] td`).nth(6).innerText();
+        const device = await page.locator(`tr[data-run="${env.RUN_FLEET0}"] td.device-cell`).innerText();
         check(device === 'GPU not recorded', `the pytorch-cuda dump without a GPU name reads "${device}"`);
         await timing('a page of 10,000 runs (the last)', '#/runs?model=bulk&offset=9950', 'runs', 3000);
         await timing('a knob filter over 10,000 runs', '#/runs?model=bulk&knob=conv_algo%3Dfft_tiling', 'runs', 3000);

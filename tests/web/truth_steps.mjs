@@ -73,7 +73,7 @@ export async function truthSteps() {
               'the bug report says run a is right, and counts no "closer" layers');
         const relu4 = await cellOf('relu4', 'notes');
         check(relu4.includes('13 of 84,000 values differ (sparse)'), `relu4's sparse difference is a note ("${relu4.slice(0, 60)}")`);
-        check(await text('#layer-table tr[data-layer="relu4"] td:nth-child(11)') === 'sparse',
+        check(await text('#layer-table tr[data-layer="relu4"] td.bits') === 'sparse',
               'and its bits are not read from 13 values');
     });
 
@@ -216,15 +216,15 @@ export async function truthSteps() {
         check(JSON.stringify(rows) === JSON.stringify(w.table.map((r) => r.setting)),
               `one row per setting, the strict one first (${rows.join(', ')})`);
         const heads = await page.locator('#sweep-table thead th').allInnerTexts();
-        for (const want of ['ms', '× fastest', 'vs float64', 'vs strict', 'Run to run identical', 'Batch-invariant',
+        for (const want of ['ms (× fastest)', 'vs float64', 'vs strict', 'Run to run identical', 'Batch-invariant',
                             'First divergent', 'Cause'])
             check(heads.includes(want), `a column "${want}"`);
         for (const r of w.table) {
             const tr = page.locator(`#sweep-table tr[data-setting="${r.setting}"]`);
             const cells = await tr.locator('td').allInnerTexts();
-            check(cells[1] === `${fmt(r.forward_ms)} ms` && cells[9] === r.cause &&
-                  cells[8] === (r.vs_float64.first_divergent || 'none'),
-                  `${r.setting}: ${cells[1]}, first divergent ${cells[8]}, the cause as measured`);
+            check(cells[1].startsWith(`${fmt(r.forward_ms)} ms`) && cells[8] === r.cause &&
+                  cells[7] === (r.vs_float64.first_divergent || 'none'),
+                  `${r.setting}: ${cells[1]}, first divergent ${cells[7]}, the cause as measured`);
         }
         const tf32 = w.table.find((r) => r.setting.startsWith('emulate=tf32'));
         check(tf32.vs_float64.first_divergent === 'fc1', 'the TF32 setting diverges at fc1 (the agent measured it)');

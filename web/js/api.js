@@ -131,22 +131,30 @@ export async function pooled(makers, limit = 4) {
     return results;
 }
 
-// GET /api/v1/diff, remembered for the few last pairs: the layer drill-down opens from the
-// diff view and needs the same document.
-const diffCache = new Map();
-
-export function getDiff({a, b, truth, atol, rtol}, opts) {
-    const key = JSON.stringify([a, b, truth || '', atol || '', rtol || '']);
-    if (!diffCache.has(key)) {
-        const p = apiGet('diff', {a, b, truth: truth || undefined, atol: atol || undefined,
-                                  rtol: rtol || undefined}, opts);
-        p.catch(() => diffCache.delete(key));
-        diffCache.set(key, p);
-        if (diffCache.size > 8)
-            diffCache.delete(diffCache.keys().next().value);
-    }
-    return diffCache.get(key);
+// GET /api/v1/diff and /api/v1/diff/summary, remembered for the few last keys: the layer
+// drill-down and the graph open from the diff view and need the same document.
+function keyedCache(path) {
+    const cache = new Map();
+    return ({a, b, truth, atol, rtol}, opts) => {
+        const key = JSON.stringify([a, b, truth || '', atol || '', rtol || '']);
+        if (!cache.has(key)) {
+            const p = apiGet(path, {a, b, truth: truth || undefined, atol: atol || undefined,
+                                    rtol: rtol || undefined}, opts);
+            p.catch(() => cache.delete(key));
+            cache.set(key, p);
+            if (cache.size > 8)
+                cache.delete(cache.keys().next().value);
+        }
+        return cache.get(key);
+    };
 }
+
+// The whole diff (every layer: megabytes at thousands of layers; the exports only).
+export const getDiff = keyedCache('diff');
+// The diff's summary document (docs/SERVER.md, "Diff views"): what every diff view reads.
+export const getDiffSummary = keyedCache('diff/summary');
+// The model as a graph: nodes with their verdicts, the recorded edges.
+export const getDiffGraph = keyedCache('diff/graph');
 
 // POST a JSON body (setting a baseline: an admin token from the header's token box).
 export async function apiPost(path, params, body) {

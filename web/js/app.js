@@ -6,6 +6,8 @@
 //   #/history/MODEL?layer=&device=&limit=                    a layer over time
 //   #/layer?a=&b=&name=                                      one layer of a diff
 //   #/graph?a=&b=&truth=&color=                              the model as a graph, coloured by a diff
+//   #/overlay?truth=&runs=                                   N runs against one truth, layer by layer
+//   #/heatmap/MODEL?ref=                                     devices x layers of one model
 //   #/sweeps, #/sweeps/ID                                    knob sweeps (when the daemon serves them)
 //   #/jobs, #/jobs/ID                                        jobs run by agents as a service
 // Each view's time from the route to its being rendered is a performance measure named
@@ -20,6 +22,7 @@ import * as layer from './views/layer.js';
 import * as graph from './views/graph.js';
 import * as sweeps from './views/sweeps.js';
 import * as jobs from './views/jobs.js';
+import * as overlay from './views/overlay.js';
 
 const ROUTES = [
     {path: /^\/runs$/, view: runs, nav: 'runs'},
@@ -30,6 +33,8 @@ const ROUTES = [
     {path: /^\/graph$/, view: graph, nav: 'diff'},
     {path: /^\/sweeps(?:\/([^/]*))?$/, view: sweeps, nav: 'sweeps'},
     {path: /^\/jobs(?:\/([^/]*))?$/, view: jobs, nav: 'jobs'},
+    {path: /^\/overlay$/, view: overlay, nav: 'runs'},
+    {path: /^\/heatmap(?:\/([^/]*))?$/, view: {render: overlay.heatmap}, nav: 'matrix'},
 ];
 
 function decode(seg) {

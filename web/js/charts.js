@@ -124,14 +124,45 @@ export function ulpHistogram(counts, {width = 960} = {}) {
     return svg;
 }
 
-// historyChart(series, changes): each device's error against the baseline over time, a
-// marker where a point's driver/CUDA/cuDNN/cuBLAS differs from the point before it.
-// series: [{device, points: [{created_at, err, run, verdict}]}]; changes: [{time, devices, text}].
+// The lanes of labels along x: each label [x0, x1] in the first lane where it clears the ones
+// before it by `gap`, at most `max` lanes (then the last, which may crowd).
+export function labelLanes(spans, gap = 8, max = 6) {
+    const ends = [];
+    return spans.map(([x0, x1]) => {
+        let lane = ends.findIndex((e) => x0 >= e + gap);
+        if (lane < 0)
+            lane = ends.length < max ? ends.length : max - 1;
+        ends[lane] = Math.max(ends[lane] ?? -Infinity, x1);
+        return lane;
+    });
+}
+
+// The points of all series placed so that none hides another: where two would overlap (the
+// same time and nearly the same value: runs of one batch, devices that agree), the later one
+// moves aside along x, by a marker's width, so that every point keeps a spot of its own to
+// click and to focus.
+export function spreadPoints(points, r = 5) {
+    const placed = [];
+    for (const p of points) {
+        let dx = 0;
+        for (let k = 1; k < 40; k++) {
+            if (!placed.some((q) => Math.abs(q.x - (p.x + dx)) < 2 * r + 2 && Math.abs(q.y - p.y) < 2 * r + 2))
+                break;
+            dx = (k % 2 ? 1 : -1) * Math.ceil(k / 2) * (2 * r + 3);
+        }
+        p.x += dx;
+        placed.push(p);
+    }
+    return points;
+}
+
+// historyChart(series, changes, hrefOf, {width}): one line per device of error over time,
+// version changes as dashed lines with labels in lanes that never overprint, points spread so
+// that each can be clicked (the caption says so).
 export function historyChart(series, changes, hrefOf, {width = 960} = {}) {
     // Wide margins: the time labels are centred on their ticks.
-    const W = Math.round(Math.max(320, Math.min(1100, width || 960))), H = 360;
-    const left = W < 600 ? 64 : 110, right = W - (W < 600 ? 30 : 70), top = 50, bottom = 270;
-    const zeroLane = bottom + 18;
+    const W = Math.round(Math.max(320, Math.min(1100, width || 960)));
+    const left = W < 600 ? 64 : 110, right = W - (W < 600 ? 30 : 70);
     const all = series.flatMap((sr) => sr.points);
     const times = all.map((p) => Date.parse(p.created_at)).filter(Number.isFinite);
     let t0 = Math.min(...times), t1 = Math.max(...times);
@@ -147,6 +178,18 @@ export function historyChart(series, changes, hrefOf, {width = 960} = {}) {
     t0 -= pad;
     t1 += pad;
     const x = (t) => left + ((t - t0) / (t1 - t0)) * (right - left);
+    // The change labels' lanes, above the plot: as many as they need.
+    const LANE = 14, CHAR = 6.5;
+    const sorted = changes.map((c) => ({c, cx: x(Date.parse(c.time))})).sort((p, q) => p.cx - q.cx);
+    const spans = sorted.map(({c, cx}) => {
+        const w = c.text.length * CHAR;
+        const nearRight = cx > right - w - 4;
+        return nearRight ? [cx - 3 - w, cx - 3] : [cx + 3, cx + 3 + w];
+    });
+    const lanes = labelLanes(spans);
+    const nLanes = lanes.length ? Math.max(...lanes) + 1 : 1;
+    const top = 24 + LANE * nLanes, bottom = top + 220, H = bottom + 90;
+    const zeroLane = bottom + 18;
     const [lo, hi] = decades(all.map((p) => p.err));
     const svg = s('svg', {class: 'chart history-chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H,
                           role: 'group',
@@ -172,38 +215,40 @@ export function historyChart(series, changes, hrefOf, {width = 960} = {}) {
     }
     g.append(s('text', {class: 'axis-label', x: (left + right) / 2, y: zeroLane + 46,
                         'text-anchor': 'middle'}, 'run created (UTC)'));
-    // Version changes first, so points stay on top.
-    changes.forEach((c, i) => {
-        const cx = x(Date.parse(c.time));
-        g.append(s('line', {class: 'change-line', x1: cx, x2: cx, y1: top - 10, y2: bottom}));
-        const nearRight = cx > right - 220;
-        const t = s('text', {class: 'change-label', x: nearRight ? cx - 3 : cx + 3,
-                             y: top - 30 + (i % 2) * 14, 'text-anchor': nearRight ? 'end' : 'start'},
-                    c.text);
+    // Version changes first, so points stay on top; lines and labels take no pointer.
+    sorted.forEach(({c, cx}, i) => {
+        const ly = 20 + LANE * lanes[i];
+        g.append(s('line', {class: 'change-line', x1: cx, x2: cx, y1: ly + 3, y2: bottom}));
+        const [x0] = spans[i];
+        const t = s('text', {class: 'change-label', x: x0, y: ly, 'text-anchor': 'start'}, c.text);
         t.append(s('title', {}, `${c.devices.join(', ')}: ${c.text}`));
         g.append(t);
     });
-    // Series with equal values would hide each other: each is drawn a few pixels apart
-    // vertically (the caption says so); the values are in the table below the chart.
-    const m = series.length;
-    const dodge = (k) => (m > 1 ? (k - (m - 1) / 2) * Math.min(5, 30 / m) : 0);
+    // Every point's place, spread where points would cover each other.
+    const placed = [];
     series.forEach((sr, k) => {
-        const {color, shape} = seriesStyle(k);
         const pts = sr.points.filter((p) => Number.isFinite(Date.parse(p.created_at)) && p.err != null)
             .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at));
-        const pyk = (v) => py(v) + dodge(k);
+        sr.placed = pts.map((p) => ({p, k, x: x(Date.parse(p.created_at)), y: py(p.err)}));
+        placed.push(...sr.placed);
+    });
+    spreadPoints(placed);
+    series.forEach((sr, k) => {
+        const {color} = seriesStyle(k);
         g.append(s('polyline', {class: 'series-line', stroke: color,
-                                points: pts.map((p) => `${x(Date.parse(p.created_at))},${pyk(p.err)}`).join(' ')}));
-        for (const p of pts) {
-            const px = x(Date.parse(p.created_at)), py2 = pyk(p.err);
+                                points: sr.placed.map((q) => `${q.x.toFixed(1)},${q.y.toFixed(1)}`).join(' ')}));
+    });
+    series.forEach((sr, k) => {
+        const {color, shape} = seriesStyle(k);
+        for (const {p, x: px, y: py2} of sr.placed) {
             const link = s('a', {href: hrefOf(p), class: 'point-link',
                                  'data-tip': `${sr.device} ${fmtTime(p.created_at)}: error ${fmtNum(p.err)} (${p.verdict})`,
-                                 'data-x': px.toFixed(1), 'data-y': py2.toFixed(1),
+                                 'data-x': px.toFixed(1), 'data-y': py2.toFixed(1), 'data-run': p.run,
                                  'aria-label': `${sr.device}, ${fmtTime(p.created_at)}: ${fmtNum(p.err)}`});
-            link.append(marker(shape, x(Date.parse(p.created_at)), pyk(p.err), 5,
-                               {fill: color, class: 'series-pt'}));
+            link.append(marker(shape, px, py2, 5, {fill: color, class: 'series-pt'}));
             g.append(link);
         }
+        delete sr.placed;
     });
     addTooltip(svg, W);
     return svg;

@@ -1,17 +1,26 @@
-// diff_facts.js: what a diff (GET /api/v1/diff) says, in the words every part of the dashboard
-// uses (the summary, the table, the chart, the layer view, the bug report): how much of the
-// two runs was matched, where the difference starts or is first observed, who is right
-// against the truth, what a replay measured, and each layer's notes. Only what the daemon
-// served is said: "closer" is never "right", a start the data cannot see is "first observed",
-// precision is named only where the daemon names it (docs/COMPARISON.md).
+// diff_facts.js: what a diff says, in the words every part of the dashboard uses (the
+// summary, the table, the chart, the layer view, the bug report): how much of the two runs was
+// matched, where the difference starts or is first observed, who is right against the truth,
+// what a replay measured, and each layer's notes. `d` is the diff's summary document (GET
+// /api/v1/diff/summary, docs/SERVER.md "Diff views"): the diff's own fields, the layers it
+// names in full (d.layers, by name), counts, and what truth and replay come to; a layer `l` is
+// a row of the diff. Only what the daemon served is said: "closer" is never "right", a start
+// the data cannot see is "first observed", precision is named only where the daemon names it
+// (docs/COMPARISON.md).
 import {fmtNum, fmtInt} from './dom.js';
 
 // Verdicts beyond rounding noise; identical and noise are quiet (truth.c's "quiet").
 export const BEYOND = new Set(['divergent', 'amplified', 'nonfinite']);
 const quiet = (v) => v === 'identical' || v === 'noise';
 
+// A layer the summary names in full (the first divergent, amplifiers, the cause, ...).
 export function layerByName(d, name) {
-    return name ? d.layers.find((l) => l.name === name) || null : null;
+    return name && d.layers && Object.hasOwn(d.layers, name) ? d.layers[name] : null;
+}
+
+// How many layers were compared (not incomparable).
+export function comparedCount(d) {
+    return d.n_layers - ((d.verdicts && d.verdicts.incomparable) || 0);
 }
 
 // How much was matched: the matched layers against the most any run holds (a, b, and the
@@ -19,13 +28,20 @@ export function layerByName(d, name) {
 // 12). partial: fewer matched than that.
 export function matchInfo(d, truthRun) {
     const m = d.matched || {};
-    const compared = d.layers.filter((l) => l.verdict !== 'incomparable').length;
-    const layers = Number.isInteger(m.layers) ? m.layers : compared;
+    const layers = Number.isInteger(m.layers) ? m.layers : comparedCount(d);
     const ofA = m.of_a ?? layers, ofB = m.of_b ?? layers;
-    const ofTruth = truthRun && Array.isArray(truthRun.layers) ? truthRun.layers.length : 0;
+    const ofTruth = truthRun && Number.isInteger(truthRun.n_layers) ? truthRun.n_layers : 0;
     const total = Math.max(ofA, ofB, ofTruth, layers);
-    return {layers, total, ofA, ofB, ofTruth, onlyA: m.only_a || [], onlyB: m.only_b || [],
-            partial: layers < total, models: d.mode === 'models'};
+    const onlyA = m.only_a || [], onlyB = m.only_b || [];
+    return {layers, total, ofA, ofB, ofTruth, onlyA, onlyB, nOnlyA: m.n_only_a ?? onlyA.length,
+            nOnlyB: m.n_only_b ?? onlyB.length, partial: layers < total, models: d.mode === 'models'};
+}
+
+// "a, b, c" of a capped list, "and N more" when the daemon listed fewer than there are.
+export function listWords(names, total, quote = (x) => x) {
+    const shown = names.map(quote).join(', ');
+    return total > names.length ? `${shown} and ${(total - names.length).toLocaleString('en-US')} more`
+        : shown;
 }
 
 // "1 of 12 layers matched (run a holds 1, run b 12)".
@@ -52,8 +68,21 @@ export function startOf(d) {
     return null;
 }
 
+// How far beyond its bound a layer is: the engine's ratio when it gives one (the figure that
+// decided the verdict, over the maximum or the median error), else err over the noise band;
 // "72.8× what rounding and its inputs allow" (never a ratio below 1).
+export function ratioOf(l) {
+    if (Number.isFinite(l.ratio))
+        return {ratio: l.ratio, by: l.decided_by || null};
+    if (l.envelope > 0 && Number.isFinite(l.err))
+        return {ratio: l.err / l.envelope, by: null};
+    return null;
+}
+
 export function excess(l) {
+    if (Number.isFinite(l.ratio) && l.ratio > 1)
+        return `${fmtNum(l.ratio)}× what rounding and its inputs allow` +
+            (l.decided_by === 'median' ? ' (its median error)' : '');
     if (l.envelope > 0 && l.err > l.envelope)
         return `${fmtNum(l.err / l.envelope)}× what rounding and its inputs allow`;
     if (l.envelope_median > 0 && l.err_median > l.envelope_median)
@@ -73,21 +102,16 @@ export function precision(l) {
     return n + (l.arithmetic ? `; ${fmtNum(l.bits)} bits (${l.arithmetic})` : '');
 }
 
-// Who is right, from the daemon's truth_outcome and each layer's truth.right, over the layers
-// truth.c decides it on: those where the runs differ beyond noise (all when none do).
-// at: the layer each side's distance is told at, the first of them where a side is not right
-// (else the last).
+// Who is right, from the daemon's truth_outcome and the summary's count of each side's right
+// over the layers truth.c decides it on: those where the runs differ beyond noise (all when
+// none do). at: the layer each side's distance is told at, the first of them where a side is
+// not right (else the last). scope is how many layers that is.
 export function truthSummary(d) {
     if (!d.truth)
         return null;
-    const judged = d.layers.filter((l) => l.truth && l.truth.right);
-    const diverged = judged.some((l) => !quiet(l.verdict) && l.verdict !== 'incomparable');
-    const scope = diverged ? judged.filter((l) => !quiet(l.verdict)) : judged;
-    const rightA = (l) => l.truth.right === 'a' || l.truth.right === 'both';
-    const rightB = (l) => l.truth.right === 'b' || l.truth.right === 'both';
-    const at = scope.find((l) => !(rightA(l) && rightB(l))) || scope[scope.length - 1] || null;
-    return {outcome: d.truth_outcome || 'unknown', scope, diverged, at,
-            nA: scope.filter(rightA).length, nB: scope.filter(rightB).length};
+    const t = d.truth_summary || {};
+    return {outcome: d.truth_outcome || 'unknown', scope: t.scope || 0, diverged: !!t.diverged,
+            at: layerByName(d, t.at), nA: t.n_a || 0, nB: t.n_b || 0};
 }
 
 // One side's distance from the truth at layer l: "0.141 of the layer's scale away (6,980× its
@@ -112,7 +136,7 @@ export function truthWords(ts, truthBackend) {
     if (!ts)
         return 'Unknown: no truth run (a cpu64 run of the same model and input) was compared.';
     const where = ts.diverged ? 'wherever the runs differ beyond noise' : 'at every compared layer';
-    const n = ts.scope.length;
+    const n = ts.scope;
     const over = `${fmtInt(n)} layer${n === 1 ? '' : 's'} ${ts.diverged ? 'where the runs differ beyond noise'
         : 'compared'}`;
     const against = `against the truth (${truthBackend || 'truth'})`;
@@ -148,9 +172,10 @@ export function replayInfo(d) {
     const has = !!d.replay || d.mode === 'replay';
     if (!has)
         return null;
-    const own = d.layers.filter((l) => l.own && BEYOND.has(l.own.verdict));
-    return {cause: layerByName(d, d.cause), own, id: d.replay ? d.replay.id : d.a && d.a.id,
-            of: d.replay ? d.replay.of : d.b && d.b.id, self: d.mode === 'replay'};
+    const own = (d.own_error || []).map((n) => layerByName(d, n)).filter(Boolean);
+    return {cause: layerByName(d, d.cause), own, nOwn: d.n_own_error ?? own.length,
+            id: d.replay ? d.replay.id : d.a && d.a.id, of: d.replay ? d.replay.of : d.b && d.b.id,
+            self: d.mode === 'replay'};
 }
 
 // A layer's own error, as the agent's table prints it: "0.000573 of 0.000573 (10.8 bits, TF32

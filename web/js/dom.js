@@ -91,14 +91,20 @@ export function shortId(id) {
 // The engine's CPU backends; any other backend without a GPU name did not record where it ran.
 export const CPU_BACKENDS = ['cpu', 'cpu64'];
 
-// Where a run ran, as its record says: the GPU name, "CPU" for the engine's CPU backends, else
-// what is missing ("GPU not recorded" for a framework's GPU dump: never "CPU").
+// Where a run ran, as its record says: the GPU name; for the engine's CPU backends the CPU and
+// the arithmetic it used ("CPU, float32", "CPU, float64", "CPU, emulating tf32:gemm": three
+// different runs, never one word for all); else what is missing ("GPU not recorded" for a
+// framework's GPU dump: never "CPU").
 export function deviceLabel(run) {
     const gpu = run.gpu ?? (run.env && run.env.gpu_name);
     if (gpu)
         return gpu;
-    if (CPU_BACKENDS.includes(run.backend))
-        return 'CPU';
+    if (CPU_BACKENDS.includes(run.backend)) {
+        const emulate = run.knobs && run.knobs.emulate;
+        if (emulate && emulate !== 'none')
+            return 'CPU, emulating ' + emulate;
+        return run.backend === 'cpu64' ? 'CPU, float64' : 'CPU, float32';
+    }
     return /gpu|cuda|rocm|hip|xla|tpu|mps/i.test(run.backend || '') ? 'GPU not recorded'
         : 'device not recorded';
 }
@@ -170,7 +176,9 @@ export function runLabel(run) {
     if (!run)
         return '–';
     const where = deviceLabel(run);
-    const parts = [run.backend, where === 'CPU' ? null : where]; // "cpu · CPU" says it twice
+    // "cpu · CPU, float32" says it twice, and the knobs say the emulation
+    const parts = [run.backend, CPU_BACKENDS.includes(run.backend) && !(run.gpu ?? (run.env && run.env.gpu_name))
+        ? null : where];
     const knobs = knobWords(run);
     if (knobs.length)
         parts.push(knobs.join(' '));

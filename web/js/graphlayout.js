@@ -72,11 +72,34 @@ export function warm() {
 // layout(nodes [{id, width, height}], edges [{id, source, target}]): the ELK graph with x, y on
 // each node and sections (startPoint, bendPoints, endPoint) on each edge.
 export function layout(nodes, edges) {
-    start();
-    const graph = {
-        id: 'root', layoutOptions: LAYOUT_OPTIONS,
+    return layoutGraph({
+        id: 'root',
         children: nodes.map((n) => ({id: n.id, width: n.width, height: n.height})),
         edges: edges.map((e) => ({id: e.id, sources: [e.source], targets: [e.target]})),
-    };
-    return post({cmd: 'layout', graph, layoutOptions: {}, options: {}});
+    });
+}
+
+// Groups (nodes with children: the graph view's open namespaces) are laid out with their
+// members inside and the edges across them routed through, in one pass over the hierarchy
+// (ELK's INCLUDE_CHILDREN). That pass takes ELK's own crossing minimization and node
+// placement (the fast ones above are not hierarchy-aware): a grouped view shows a few hundred
+// blocks at most, where the time those phases take is small.
+export const GROUP_OPTIONS = {
+    'elk.algorithm': 'layered',
+    'elk.direction': 'DOWN',
+    'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
+    'elk.layered.cycleBreaking.strategy': 'DEPTH_FIRST',
+    'elk.spacing.nodeNode': '18',
+    'elk.layered.spacing.nodeNodeBetweenLayers': '22',
+    'elk.layered.spacing.edgeNodeBetweenLayers': '10',
+    'elk.edgeRouting': 'ORTHOGONAL',
+};
+
+// layoutGraph(graph): an ELK graph as given (children nested, each group's options its own,
+// edges in the node that holds both ends), laid out with GROUP_OPTIONS at its root: x, y of
+// each node relative to its parent, edge sections relative to the node that holds the edge.
+export function layoutGraph(graph) {
+    start();
+    const g = {...graph, layoutOptions: {...GROUP_OPTIONS, ...(graph.layoutOptions || {})}};
+    return post({cmd: 'layout', graph: g, layoutOptions: {}, options: {}});
 }

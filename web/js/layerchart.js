@@ -1,28 +1,34 @@
-// layerchart.js: the diff along the network, for two layers or two thousand: the overview
-// strip of every layer with a brush that picks the range the chart below shows, and that
-// chart: the metric on a log scale against the noise band, each side's error against a truth
-// run (a cross where that side is not right: beyond its rounding bound of the truth) and the
-// error each layer makes of its own in a replay as lines of their own when the diff has them,
-// the first divergent layer (or, with partial data, the first observed difference) and the
-// amplifiers marked, labels thinned to what fits, and each point's values shown on hover and
-// on keyboard focus.
+// layerchart.js: the diff along the network, for two layers or ten thousand: the overview
+// strip of every layer (from the summary's overview: a verdict letter and three figures per
+// layer) with a brush that picks the range the chart below shows, and that chart, drawn from
+// the rows of its range (diff_rows.js): the metric on a log scale against the noise band,
+// each side's error against a truth run (a cross where that side is not right: beyond its
+// rounding bound of the truth) and the error each layer makes of its own in a replay as lines
+// of their own when the diff has them, the first divergent layer (or, with partial data, the
+// first observed difference) and the amplifiers marked, labels thinned to what fits and cut
+// to the part of each name that tells it apart, each point's values shown on hover and on
+// keyboard focus.
 import {s, fmtNum} from './dom.js';
 import {BEYOND, startOf, ownWords} from './diff_facts.js';
 import {addTooltip, decades, logAxis, marker} from './charts.js';
 
-// The metrics the chart can show: what they read from a diff layer, and the noise band in
-// the same units (none for ULP: the band is a relative error).
+// The metrics the chart can show: what they read from a row, the overview's figure for the
+// strip, and the noise band in the same units (none for ULPs). ULPs are counted at the
+// layer's scale (ulps_at_scale: the engine's ulp_scaled, else max |a−b| over the spacing of
+// floats at max(|a|, |b|)), never as a raw distance across a sign change (2^31 in float32).
 export const LAYER_METRICS = {
-    err: {label: 'error relative to max |b|', value: (l) => l.err, band: (l) => l.envelope},
-    max_abs: {label: 'max |a − b|', value: (l) => l.max_abs,
+    err: {label: 'error relative to max |b|', value: (l) => l.err, overview: 'err',
+          band: (l) => l.envelope},
+    max_abs: {label: 'max |a − b|', value: (l) => l.max_abs, overview: 'max_abs',
               band: (l) => (l.envelope != null && l.scale != null ? l.envelope * l.scale : null)},
-    max_ulp: {label: 'max ULP distance', value: (l) => l.max_ulp, band: () => null},
+    ulp: {label: 'ULPs at the layer\'s scale', value: (l) => l.ulps_at_scale,
+          overview: 'ulps_at_scale', band: () => null},
 };
 
 // Lines besides a vs b (which is the whole error: what the layer makes and what it inherits),
-// drawn when a layer has the field (truth: with a truth run, right: whether that side is
-// within its bound of the truth there; own: with a replay, the error the layer introduces
-// itself, from the inputs it was given).
+// drawn when a row has the field (truth: with a truth run, right: whether that side is within
+// its bound of the truth there; own: with a replay, the error the layer introduces itself, from
+// the inputs it was given).
 export const EXTRA_LINES = [
     {key: 'truth-a', label: 'a against the truth', value: (l) => l.truth && l.truth.err_a,
      right: (l) => l.truth && (l.truth.right === 'a' || l.truth.right === 'both')},
@@ -34,22 +40,49 @@ export const EXTRA_LINES = [
 
 const MAX_POINTS = 160; // above this many layers in view, only marked layers get a point
 const LABEL_GAP = 24; // px between rotated labels (12 px text at 35 degrees)
+const LABEL_MAX = 18; // characters of a label
+const SEPARATORS = './:_-';
 
-function shortName(name, max = 18) {
-    return name.length > max ? name.slice(0, max - 1) + '…' : name;
+// The part of a set of names that tells them apart: the prefix they all share, cut back to a
+// separator ("encoder.layer." of encoder.layer.0001.dense and encoder.layer.0002.tanh), and
+// each name without it, the middle cut out when still long ("h.3/at…q_proj/MatMul").
+export function nameParts(names) {
+    let prefix = names.length > 1 ? names[0] : '';
+    for (const n of names) {
+        let k = 0;
+        while (k < prefix.length && k < n.length && prefix[k] === n[k])
+            k++;
+        prefix = prefix.slice(0, k);
+        if (!prefix)
+            break;
+    }
+    let cut = prefix.length;
+    while (cut > 0 && !SEPARATORS.includes(prefix[cut - 1]))
+        cut--;
+    prefix = prefix.slice(0, cut);
+    const label = (name) => {
+        const rest = name.slice(prefix.length) || name;
+        if (rest.length <= LABEL_MAX)
+            return rest;
+        const tail = Math.floor((LABEL_MAX - 1) / 2);
+        return rest.slice(0, LABEL_MAX - 1 - tail) + '…' + rest.slice(rest.length - tail);
+    };
+    return {prefix, label};
 }
 
-// The extra lines this diff can draw for the metric (truth and replay are relative errors).
-export function extraLines(diff, metricKey) {
+// The extra lines these rows can draw for the metric (truth and replay are relative errors).
+export function extraLines(rows, metricKey) {
     if (metricKey !== 'err')
         return [];
-    return EXTRA_LINES.filter((e) => diff.layers.some((l) => Number.isFinite(e.value(l))));
+    return EXTRA_LINES.filter((e) => rows.some((l) => l && Number.isFinite(e.value(l))));
 }
 
 function tipText(l, metric, v, band) {
     const parts = [`${l.name} (${l.op || 'op ?'}): ${l.verdict}`, `${metric.label} ${fmtNum(v)}`];
     if (band != null)
         parts.push(`noise band ${fmtNum(band)}`);
+    if (Number.isFinite(l.ratio))
+        parts.push(`${fmtNum(l.ratio)}× its bound` + (l.decided_by ? ` (${l.decided_by})` : ''));
     if (l.truth)
         parts.push(`vs truth a ${fmtNum(l.truth.err_a)}, b ${fmtNum(l.truth.err_b)}; right: ` +
                    (l.truth.right || 'not known'));
@@ -58,19 +91,20 @@ function tipText(l, metric, v, band) {
     return parts.join('; ');
 }
 
-// layerChart(diff, metricKey, hrefOf, {from, to, width, height}): layers [from, to).
+// layerChart(diff, metricKey, hrefOf, {from, to, rows, width, height}): layers [from, to) of
+// the diff's summary `diff`, rows[k] the row of layer from + k.
 export function layerChart(diff, metricKey, hrefOf, opts = {}) {
     const metric = LAYER_METRICS[metricKey] || LAYER_METRICS.err;
-    const all = diff.layers;
-    const from = Math.max(0, opts.from ?? 0), to = Math.min(all.length, opts.to ?? all.length);
-    const layers = all.slice(from, to);
+    const total = diff.n_layers;
+    const from = Math.max(0, opts.from ?? 0), to = Math.min(total, opts.to ?? total);
+    const layers = (opts.rows || []).slice(0, to - from).filter(Boolean);
     const W = Math.round(opts.width || 960), H = Math.round(opts.height || 360);
     const left = 64, right = W - 14, top = 30, plotBottom = H - 112;
     const zeroLane = plotBottom + 20; // identical (0) sits on its own lane below the axis
     const na = (l) => l.verdict === 'incomparable';
     const values = layers.map((l) => (na(l) ? null : metric.value(l)));
     const bands = layers.map((l) => (na(l) ? null : metric.band(l)));
-    const extras = extraLines(diff, metricKey).map((e) => ({...e, values: layers.map(e.value)}));
+    const extras = extraLines(layers, metricKey).map((e) => ({...e, values: layers.map(e.value)}));
     const [lo, hi] = decades([...values, ...bands, ...extras.flatMap((e) => e.values)]);
     // role group, not img: its points are links (an img may hold nothing focusable).
     const svg = s('svg', {class: 'chart layer-chart', viewBox: `0 0 ${W} ${H}`, width: W,
@@ -79,11 +113,12 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
     const first = st ? st.layer.name : null;
     const firstWord = st && !st.known ? 'first observed' : 'first divergent';
     const amps = new Set(diff.amplifiers || []);
+    const ampText = amps.size ? `Amplifiers: ${[...amps].slice(0, 12).join(', ')}` +
+        (diff.n_amplifiers > 12 ? ` and ${diff.n_amplifiers - 12} more.` : '.') : 'No amplifier.';
     svg.append(s('title', {id: 'layer-chart-title'},
-                 `${metric.label} of layers ${from + 1} to ${to} of ${all.length}, log scale. ` +
+                 `${metric.label} of layers ${from + 1} to ${to} of ${total}, log scale. ` +
                  (first ? `${st.known ? 'First divergent layer' : 'First observed difference (the start ' +
-                          'may lie before it)'}: ${first}. ` : 'No divergent layer. ') +
-                 (amps.size ? `Amplifiers: ${[...amps].join(', ')}.` : 'No amplifier.')));
+                          'may lie before it)'}: ${first}. ` : 'No divergent layer. ') + ampText));
     const g = s('g');
     svg.append(g);
     const y = logAxis(g, lo, hi, top, plotBottom, left, right, 'log10 ' + metric.label);
@@ -141,9 +176,11 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
             g.append(s('path', {class: 'wrong-mark ' + e.key, d}));
     }
 
-    // Labels: every stride-th, and always the marked layers, none closer than LABEL_GAP.
+    // Labels: every stride-th, and always the marked layers, none closer than LABEL_GAP; each
+    // the part of its name that the others in view do not share.
     const special = (l) => l.name === first || l.amplifier || amps.has(l.name);
     const stride = n > 1 ? Math.max(1, Math.ceil(LABEL_GAP / Math.max(step, 0.001))) : 1;
+    const parts = nameParts(layers.map((l) => l.name));
     const labelled = [];
     layers.forEach((l, k) => {
         if (special(l))
@@ -155,16 +192,22 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
     labelled.sort((p, q) => p - q);
     for (const k of labelled) {
         const l = layers[k], px = x(k), ly = zeroLane + 20;
+        const text = parts.label(l.name);
         const t = s('text', {class: special(l) ? 'layer-name marked' : 'layer-name', x: px, y: ly,
                              'text-anchor': 'end', transform: `rotate(-35 ${px.toFixed(1)} ${ly})`},
-                    shortName(l.name));
-        if (l.name.length > 18)
+                    text);
+        if (text !== l.name)
             t.append(s('title', {}, l.name));
         g.append(t);
     }
+    const notes = [];
+    if (parts.prefix)
+        notes.push(`names after ${parts.prefix}`);
     if (stride > 1)
-        g.append(s('text', {class: 'tick', x: right, y: H - 6, 'text-anchor': 'end'},
-                   `one layer in ${stride} named; the strip above picks the range`));
+        notes.push(`one layer in ${stride} named; the strip above picks the range`);
+    if (notes.length)
+        g.append(s('text', {class: 'tick', x: right, y: H - 6, 'text-anchor': 'end',
+                            id: 'chart-name-note'}, notes.join('; ')));
 
     const everyPoint = n <= MAX_POINTS;
     let callouts = 0;
@@ -184,6 +227,7 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
         }
         const py = clampY(v);
         const link = s('a', {href: hrefOf(l), class: 'point-link', 'data-layer': l.name,
+                             'data-value': String(v),
                              'data-tip': tipText(l, metric, v, bands[k]), 'data-x': px.toFixed(1),
                              'data-y': py.toFixed(1),
                              'aria-label': `${l.name}: ${l.verdict}, ${metric.label} ${fmtNum(v)}`});
@@ -217,45 +261,55 @@ export function layerChart(diff, metricKey, hrefOf, opts = {}) {
 // it, or focus it and use the arrow keys (Shift: resize; Home/End). onChange(from, to).
 export function overviewStrip(diff, metricKey, {from, to, width, onChange}) {
     const metric = LAYER_METRICS[metricKey] || LAYER_METRICS.err;
-    const layers = diff.layers;
-    const n = layers.length;
+    const ov = diff.overview || {};
+    const codes = ov.verdicts || '';
+    const n = diff.n_layers;
     const W = Math.round(width || 960), H = 58, left = 64, right = W - 14, top = 6, bottom = H - 14;
     const span = right - left;
     const xOf = (i) => left + (i / n) * span;
     const iOf = (px) => Math.max(0, Math.min(n, Math.round(((px - left) / span) * n)));
-    const values = layers.map((l) => (l.verdict === 'incomparable' ? null : metric.value(l)));
+    const figures = ov[metric.overview] || [];
+    const values = Array.from({length: n}, (_, i) => (codes[i] === 'x' ? null : figures[i] ?? null));
     const [lo, hi] = decades(values);
     const hOf = (v) => (v > 0 ? Math.max(2, ((Math.log10(v) - lo) / (hi - lo)) * (bottom - top))
                               : 1);
-    const compared = layers.filter((l) => l.verdict !== 'incomparable').length;
+    const compared = n - ((diff.verdicts && diff.verdicts.incomparable) || 0);
     const svg = s('svg', {class: 'overview', viewBox: `0 0 ${W} ${H}`, width: W, height: H,
                           role: 'group', 'aria-label': `Overview of all ${n} layers` +
                               (compared < n ? `, ${compared} of them compared (grey: in one run only)` : '')});
-    // One path per verdict: cheap at thousands of layers.
+    // One path per verdict: cheap at ten thousand layers.
+    const VERDICT_OF = {i: 'identical', n: 'noise', d: 'divergent', a: 'amplified', f: 'nonfinite',
+                        x: 'incomparable', u: 'unknown'};
     const paths = new Map();
     const bw = Math.max(0.6, span / n - (span / n > 3 ? 1 : 0));
-    layers.forEach((l, i) => {
+    for (let i = 0; i < n; i++) {
         const v = values[i];
         const hgt = v == null ? bottom - top : hOf(v);
         const d = `M${xOf(i).toFixed(2)} ${(bottom - hgt).toFixed(1)}h${bw.toFixed(2)}v${hgt.toFixed(1)}` +
                   `h-${bw.toFixed(2)}z`;
-        paths.set(l.verdict, (paths.get(l.verdict) || '') + d);
-    });
+        const verdict = VERDICT_OF[codes[i]] || 'unknown';
+        paths.set(verdict, (paths.get(verdict) || '') + d);
+    }
     for (const [verdict, d] of paths)
         svg.append(s('path', {class: 'ov-bar v-' + verdict, d}));
     svg.append(s('line', {class: 'axis', x1: left, x2: right, y1: bottom, y2: bottom}));
-    const amps = new Set(diff.amplifiers || []);
+    // The marks: the start and the amplifiers the summary names (their positions: i).
     const st = startOf(diff);
-    layers.forEach((l, i) => {
-        const isFirst = st && st.layer === l;
-        if (isFirst || l.amplifier || amps.has(l.name)) {
-            const mark = s('path', {class: isFirst ? (st.known ? 'ov-first' : 'ov-first ov-observed') : 'ov-amp',
-                                    d: `M${(xOf(i) + bw / 2).toFixed(1)} ${bottom + 1}l-5 8h10z`});
-            mark.append(s('title', {}, `${l.name}: ${isFirst ? (st.known ? 'first divergent'
-                : 'first observed difference; the start may lie before it') : 'amplifier'}`));
-            svg.append(mark);
-        }
-    });
+    const marked = [];
+    if (st)
+        marked.push([st.layer, true]);
+    for (const name of diff.amplifiers || []) {
+        const l = diff.layers && diff.layers[name];
+        if (l && (!st || l !== st.layer))
+            marked.push([l, false]);
+    }
+    for (const [l, isFirst] of marked) {
+        const mark = s('path', {class: isFirst ? (st.known ? 'ov-first' : 'ov-first ov-observed') : 'ov-amp',
+                                d: `M${(xOf(l.i) + bw / 2).toFixed(1)} ${bottom + 1}l-5 8h10z`});
+        mark.append(s('title', {}, `${l.name}: ${isFirst ? (st.known ? 'first divergent'
+            : 'first observed difference; the start may lie before it') : 'amplifier'}`));
+        svg.append(mark);
+    }
     svg.append(s('text', {class: 'tick', x: left - 6, y: bottom, 'text-anchor': 'end'}, 'all'));
 
     let a = from, b = to;

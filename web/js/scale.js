@@ -1,36 +1,30 @@
-// scale.js: the colour scale of errors on a log axis, shared by the matrix and the graph:
-// eight steps of viridis (perceptually even, told apart by lightness as much as by hue, also
-// with colour-blindness), light for small errors and dark for large ones, spread over the
-// decades the data actually spans so that 0.14 and 0.26 do not share a colour when the
-// values span a decade or two. Zero (bitwise equal) and "not comparable" have their own
-// swatches. Every use writes the value too: colour is never the only carrier.
+// scale.js: the colour scale of errors on a log axis, shared by the matrix, the heatmap and
+// the graph: eight steps of viridis (perceptually even, told apart by lightness as much as by
+// hue, also with colour-blindness), light for small errors and dark for large ones, on fixed
+// decades from 1e-8 to 1 (absolute: a colour means the same error in every view and does not
+// shift as a matrix fills in), each step also said in the bits that agree (an error of 1e-7
+// relative to the layer's scale is float32's last bit: 23 bits agree). Zero (bitwise equal),
+// NaN or Inf, and "not comparable" have their own swatches. Every use writes the value too:
+// colour is never the only carrier.
 import {h, fmtNum} from './dom.js';
 
 export const STEPS = ['#fde725', '#a0da39', '#4ac16d', '#1fa187', '#277f8e', '#365c8d',
                       '#46327e', '#440154'];
 export const ZERO = '#ffffff';
 export const NONE = '#d1d5db';
+export const NONFINITE = '#dc2626';
 
-// A scale over the positive finite values: {lo, hi} in log10 and the bounds of each step.
+// The scale: decade steps from 1e-8 (below 1e-7 is the first step) to 1 (1e-1 and above the
+// last). `values` is taken for the callers of the data-relative scale this replaced.
 export function errScale(values) {
-    const pos = values.filter((v) => Number.isFinite(v) && v > 0);
-    let lo = -8, hi = 0;
-    if (pos.length) {
-        let min = Infinity, max = -Infinity;
-        for (const v of pos) {
-            if (v < min)
-                min = v;
-            if (v > max)
-                max = v;
-        }
-        lo = Math.floor(Math.log10(min) * 2) / 2;
-        hi = Math.ceil(Math.log10(max) * 2) / 2;
-        if (hi - lo < 1)
-            lo = hi - 1;
-    }
-    const step = (hi - lo) / STEPS.length;
-    const bounds = STEPS.map((_, i) => lo + i * step);
-    return {lo, hi, step, bounds};
+    void values;
+    const lo = -8, hi = 0, step = (hi - lo) / STEPS.length;
+    return {lo, hi, step, bounds: STEPS.map((_, i) => lo + i * step)};
+}
+
+// Bits that agree at a relative error of 10^e: -log2(10^e).
+function bitsAt(e) {
+    return Math.round(-e * Math.log2(10));
 }
 
 export function colorOf(scale, v) {
@@ -58,14 +52,18 @@ function boundLabel(e) {
     return Number.isInteger(e) ? `1e${e}` : fmtNum(10 ** e, 2);
 }
 
-// The legend: a swatch and its range per step, then zero and "not comparable".
+// The legend: a swatch and its range per step (with the bits that agree), then zero, NaN or
+// Inf, and "not comparable".
 export function scaleLegend(scale, what) {
     const items = [h('li', {}, h('span', {class: 'chip chip-zero', 'data-bg': ZERO}), '0 (bitwise equal)')];
     STEPS.forEach((c, i) => {
         const a = scale.bounds[i], b = a + scale.step;
-        items.push(h('li', {}, h('span', {class: 'chip', 'data-bg': c}),
-                     i === STEPS.length - 1 ? `≥ ${boundLabel(a)}` : `${boundLabel(a)} – ${boundLabel(b)}`));
+        const words = i === 0 ? `< ${boundLabel(b)} (${bitsAt(b)}+ bits agree)`
+            : i === STEPS.length - 1 ? `≥ ${boundLabel(a)} (${bitsAt(a)} bits or fewer)`
+            : `${boundLabel(a)} – ${boundLabel(b)} (${bitsAt(b)}–${bitsAt(a)} bits)`;
+        items.push(h('li', {}, h('span', {class: 'chip', 'data-bg': c}), words));
     });
+    items.push(h('li', {}, h('span', {class: 'chip chip-nonfinite', 'data-bg': NONFINITE}), 'NaN or Inf'));
     items.push(h('li', {}, h('span', {class: 'chip chip-none', 'data-bg': NONE}), 'not comparable'));
     const ul = h('ul', {class: 'legend scale-legend', 'aria-label': 'Colour scale: ' + what}, items);
     for (const chip of ul.querySelectorAll('.chip'))

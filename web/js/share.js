@@ -55,9 +55,17 @@ export function copyLinkButton() {
     {'data-share': 'link'});
 }
 
-function csvCell(v) {
-    const t = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
-    return /[",\n\r]/.test(t) || /^[=+\-@\t]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t;
+// A cell: text a spreadsheet would take for a formula (starting with = + - @, a tab or a CR,
+// OWASP's list) gets a ' in front, which shows it as text (quoting alone does not: a
+// spreadsheet evaluates "=cmd|..." all the same); numbers stay numbers, a negative one too.
+// Uploaded strings (model names, labels, GPU names) reach these cells.
+export function csvCell(v) {
+    if (typeof v === 'number' || typeof v === 'boolean')
+        return String(v);
+    let t = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    if (/^[=+\-@\t\r]/.test(t))
+        t = "'" + t;
+    return /[",\n\r]/.test(t) || t.startsWith("'") ? '"' + t.replace(/"/g, '""') + '"' : t;
 }
 
 // CSV (RFC 4180) of rows under columns [{key, label}], cells read by key (a function or name).

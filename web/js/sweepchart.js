@@ -2,8 +2,9 @@
 // forward time for is a point at its median forward time (x, ms) and its output's max |a − b|
 // against the float64 run (y, log scale; bitwise equal sits on its own lane below the axis),
 // the cheapest deterministic setting ringed, the cheapest batch-invariant one in a square
-// (shapes and words, not colour alone), the fastest labelled. Points link to the setting's
-// diff against float64 and show their values on hover and on keyboard focus.
+// (shapes and words, not colour alone), every point named by its setting without overprinting
+// another name. Points link to the setting's diff against float64 and show their values on
+// hover and on keyboard focus.
 import {s, fmtNum} from './dom.js';
 import {addTooltip, decades, logAxis} from './charts.js';
 
@@ -43,8 +44,12 @@ export function sweepChart(rows, {marks, hrefOf, width = 960}) {
     g.append(s('text', {class: 'axis-label', x: (left + right) / 2, y: H - 12, 'text-anchor': 'middle'},
                'median forward time (cost), ms'));
     const yOf = (r) => (err(r) > 0 ? Math.max(top, Math.min(bottom, y(err(r)))) : zeroLane);
-    let labels = 0;
-    for (const r of pts) {
+    // Every point is named by its setting (the marks it carries under its name), beside it on
+    // the side with room, moved down past the labels already placed so that none overprints.
+    const placed = []; // [x0, x1, y0, y1] of each label block
+    const LINE = 16, CHAR = 6.9; // a line: 12.5 px bold text is 15 px tall
+    const clear = (b) => !placed.some((p) => b[0] < p[1] && p[0] < b[1] && b[2] < p[3] && p[2] < b[3]);
+    for (const r of [...pts].sort((p, q) => yOf(p) - yOf(q) || x(p.forward_ms) - x(q.forward_ms))) {
         const px = x(r.forward_ms), py = yOf(r);
         const m = marks.get(r.setting) || new Set();
         const words = [m.has('fast') ? 'fastest' : '', m.has('det') ? 'cheapest deterministic' : '',
@@ -60,14 +65,18 @@ export function sweepChart(rows, {marks, hrefOf, width = 960}) {
         a.append(s('circle', {class: 'pt ' + (r.deterministic === false ? 'v-divergent' : 'v-noise'),
                               cx: px, cy: py, r: 6}));
         g.append(a);
-        if (words.length && labels < 6) {
-            // One mark a line, beside the point on the side with room (about 170 px a line).
-            labels++;
-            const end = px + 24 + 170 > W;
-            const y0 = Math.max(14, Math.min(bottom, py - 6 - 14 * (words.length - 1) / 2));
-            words.forEach((word, i) => g.append(s('text', {class: 'callout sweep-mark',
-                x: end ? px - 24 : px + 24, y: y0 + 14 * i, 'text-anchor': end ? 'end' : 'start'}, word)));
-        }
+        const lines = [r.setting, ...words];
+        const wide = Math.max(...lines.map((l) => l.length)) * CHAR;
+        const tall = LINE * lines.length;
+        const end = px + 24 + wide > W - 4;
+        const x0 = end ? px - 24 - wide : px + 24;
+        let y0 = Math.max(14, Math.min(H - tall - 4, py - 6 - (tall - LINE) / 2));
+        for (let tries = 0; tries < 40 && !clear([x0, x0 + wide, y0 - LINE + 3, y0 - LINE + 3 + tall]); tries++)
+            y0 += LINE;
+        placed.push([x0, x0 + wide, y0 - LINE + 3, y0 - LINE + 3 + tall]);
+        lines.forEach((word, i) => g.append(s('text', {class: i ? 'callout sweep-mark' : 'point-name',
+            'data-setting': i ? null : r.setting, x: end ? px - 24 : px + 24, y: y0 + LINE * i,
+            'text-anchor': end ? 'end' : 'start'}, word)));
     }
     addTooltip(svg, W);
     return svg;

@@ -24,7 +24,8 @@ struct gd_model_opts {
  * shapes. On success *out is a new graph owned by the caller, with sha256 set to the hash
  * of the model file and of every weight as loaded (name, dtype, shape, data). Errors name
  * the file, and the node or weight at fault: GD_EFORMAT (not JSON, wrong structure),
- * GD_EMODEL (unknown op, bad attribute, missing weight), GD_ESHAPE, GD_ENOENT.
+ * GD_EMODEL (bad attribute, missing weight), GD_ENOTSUP (an op this build does not have,
+ * as for ONNX models: the agent's exit 5), GD_ESHAPE, GD_ENOENT.
  */
 int gd_model_load(const char *path, const struct gd_model_opts *opts, struct gd_graph **out,
                   struct gd_err *err);

@@ -6,7 +6,7 @@
 import {fmtNum, fmtInt, fmtTime, deviceLabel, knobWords, getKnobTable, knobValue} from '../dom.js';
 import {mdCell} from '../share.js';
 import {matchInfo, matchWords, startOf, excess, precision, truthSummary, truthWords, replayInfo,
-        ownWords, layerNotes, layerByName} from '../diff_facts.js';
+        ownWords, layerNotes, layerByName, listWords} from '../diff_facts.js';
 
 const ENV_ROWS = [
     ['backend', (r) => r.backend],
@@ -42,22 +42,36 @@ function knobArgs(r) {
     return parts;
 }
 
-// The command that made a run, from what its run.json records; null for a framework dump.
-// A replay's is the replay command of the bundle it replays (`of`: that bundle's folder).
-export function runCommand(r, out, of) {
+// The value after option `name` in the command the agent recorded (run.json's rerun.args).
+function rerunValue(r, name) {
+    const args = (r && r.rerun && r.rerun.args) || [];
+    const k = args.indexOf(name);
+    return k >= 0 && k + 1 < args.length ? args[k + 1] : null;
+}
+
+// The command that made a run, from what its run.json records: the agent's own record of it
+// (rerun.args: every option that decides what the run computes, --weights-dir included) when
+// it has one, else rebuilt from the run's fields; null for a framework dump. A replay's is the
+// replay command of the bundle it replays (`of`: that bundle's folder; `source`: its run, whose
+// weights the replay reads).
+export function runCommand(r, out, of, source) {
     if (!r || !r.env || !r.env.engine_version)
         return null;
     const model = ['--model', quote((r.model && r.model.file) || 'MODEL.json')];
+    const weights = rerunValue(r, '--weights-dir') || rerunValue(source, '--weights-dir');
+    const weightArgs = weights ? ['--weights-dir', quote(weights)] : [];
     if (r.replay)
-        return ['gpudiff-agent replay', of || 'BUNDLE', ...model, '--backend', quote(r.backend),
-                ...knobArgs(r), '--out', out].join(' ');
+        return ['gpudiff-agent replay', of || 'BUNDLE', ...model, ...weightArgs, '--backend',
+                quote(r.backend), ...knobArgs(r), '--out', out].join(' ');
+    if (r.rerun && Array.isArray(r.rerun.args) && r.rerun.args.length)
+        return ['gpudiff-agent run', ...r.rerun.args.map((a) => quote(String(a))), '--out', out].join(' ');
     const parts = ['gpudiff-agent run', ...model];
     if (r.input) {
         parts.push('--input', quote(r.input.file || 'INPUT'));
         if (r.input.key)
             parts.push('--input-key', quote(r.input.key));
     }
-    parts.push('--backend', quote(r.backend), ...knobArgs(r), '--out', out);
+    parts.push(...weightArgs, '--backend', quote(r.backend), ...knobArgs(r), '--out', out);
     return parts.join(' ');
 }
 
@@ -65,19 +79,24 @@ export function runCommand(r, out, of) {
 function startLines(d, mi) {
     const st = startOf(d);
     const out = [];
+    const q = (n) => `\`${n}\``;
     if (mi.partial || mi.models)
         out.push(`**Layers matched:** ${matchWords(mi)}.` +
-                 (mi.onlyA.length ? ` Only in run a${mi.models ? "'s model file" : ''}: ` +
-                  mi.onlyA.map((n) => `\`${n}\``).join(', ') + '.' : '') +
-                 (mi.onlyB.length ? ` Only in run b${mi.models ? "'s model file" : ''}: ` +
-                  mi.onlyB.map((n) => `\`${n}\``).join(', ') + '.' : ''), '');
+                 (mi.nOnlyA ? ` Only in run a${mi.models ? "'s model file" : ''}: ` +
+                  listWords(mi.onlyA, mi.nOnlyA, q) + '.' : '') +
+                 (mi.nOnlyB ? ` Only in run b${mi.models ? "'s model file" : ''}: ` +
+                  listWords(mi.onlyB, mi.nOnlyB, q) + '.' : ''), '');
+    if (!st && mi.layers === 0) {
+        out.push('**First divergent layer:** none compared: the runs share no layer.');
+        return out;
+    }
     if (!st) {
         out.push('**First divergent layer:** none: every compared layer is within the rounding noise ' +
                  'its op allows.');
         return out;
     }
     const l = st.layer;
-    const facts = `layer ${d.layers.indexOf(l)} of ${d.layers.length}: max |a−b| ${fmtNum(l.max_abs)}, ` +
+    const facts = `layer ${l.i} of ${d.n_layers}: max |a−b| ${fmtNum(l.max_abs)}, ` +
         `${fmtNum(l.err)} of the layer's largest value, ${excess(l)}; ${precision(l)}`;
     const notes = layerNotes(l, d);
     if (st.known)
@@ -135,12 +154,12 @@ export function bugReport(d, runs, link, apiLink) {
         out.push(`| ${label} | ` + sides.map(([, r]) => mdCell(r ? get(r) : null) || '–').join(' | ') + ' |');
     out.push('');
     out.push(...startLines(d, mi));
-    const amps = (d.amplifiers || []).map((n) => layerByName(d, n)).filter(Boolean);
+    const amps = (d.amplifiers || []).slice(0, 20).map((n) => layerByName(d, n)).filter(Boolean);
+    const moreAmps = (d.n_amplifiers || amps.length) - amps.length;
     out.push('', '**Amplifiers:** ' + (amps.length ? amps.map((l) => `\`${l.name}\` (${l.op || 'op ?'}) ×` +
-        `${fmtNum(l.growth)}` + (layerNotes(l, d).length ? `: ${layerNotes(l, d).join('; ')}` : '')).join('; ')
-        : 'none') + '.');
-    const compared = d.layers.filter((l) => l.verdict !== 'incomparable');
-    const last = compared[compared.length - 1];
+        `${fmtNum(l.growth)}` + (layerNotes(l, d).length ? `: ${layerNotes(l, d).join('; ')}` : '')).join('; ') +
+        (moreAmps > 0 ? `; and ${moreAmps} more` : '') : 'none') + '.');
+    const last = layerByName(d, d.last_compared);
     if (last)
         out.push('', `**At the output** \`${last.name}\`: max |a−b| ${fmtNum(last.max_abs)}; ` +
                  `${fmtInt(last.mismatches)} of ${fmtInt(last.count)} values outside atol ${fmtNum(d.atol)} + ` +
@@ -160,7 +179,7 @@ export function bugReport(d, runs, link, apiLink) {
             .map((e) => e.key).join(', ') + (missing.length > 12 ? `, and ${missing.length - 12} more` : '') + '.');
     out.push('', '**To reproduce:**', '', '```sh');
     for (const [k, r] of sides) {
-        const cmd = runCommand(r, 'run-' + k, k === 'a' ? 'run-b' : 'run-a');
+        const cmd = runCommand(r, 'run-' + k, k === 'a' ? 'run-b' : 'run-a', k === 'a' ? rb : ra);
         out.push(cmd || `# run ${k} (${r ? r.backend : '?'}) is a framework's dump: ` +
                  'gpudiff-agent bundle made it; the command that ran the model is not recorded');
     }
@@ -168,7 +187,7 @@ export function bugReport(d, runs, link, apiLink) {
     const ri = replayInfo(d);
     const replayOf = ri && !ri.self ? (ri.of === (d.a && d.a.id) ? 'run-a' : 'run-b') : null;
     if (replayOf)
-        out.push(runCommand(runs[3], 'run-replay', replayOf) ||
+        out.push(runCommand(runs[3], 'run-replay', replayOf, replayOf === 'run-a' ? ra : rb) ||
                  `# the replay ${ri.id} of ${replayOf}: its record was not read`);
     out.push(`gpudiff-agent diff run-a run-b${d.truth ? ' --truth run-truth' : ''}` +
              (replayOf ? ' --replay run-replay' : ''));

@@ -137,8 +137,9 @@ export async function render(root, ctx) {
     root.append(h('figure', {class: 'chart-box'}, chart,
                   h('figcaption', {}, h('ul', {class: 'legend', 'aria-label': 'Devices'},
                       series.map((sr, k) => h('li', {}, seriesSwatch(k), sr.device))),
-                    'Dashed lines: a version changed. A point opens its diff against the baseline. Devices ' +
-                    'with equal values are drawn a few pixels apart so that none hides another.')));
+                    'Dashed lines: a version changed. A point opens its diff against the baseline. Points ' +
+                    'that would cover each other (the same time and value) are moved aside along the time ' +
+                    'axis by a marker\'s width, so that each can be clicked; the table below has the times.')));
     if (changes.length)
         root.append(h('section', {'aria-labelledby': 'changes-h'}, h('h2', {id: 'changes-h'}, 'Version changes'),
             h('ul', {class: 'changes', id: 'changes'}, changes.map((c) => h('li', {},

@@ -4,7 +4,8 @@
 // against b (sampled for large tensors, saying so), for a discontinuous or ill-conditioned
 // op its input elements nearest the step or pole, and downloads of both tensors.
 import {h, clear, message, fmtNum, fmtInt, shortId, verdictBadge, routeHref} from '../dom.js';
-import {apiGetBytes, apiPost, apiUrl, getDiff, getOps, getRun, getToken, layerNpyPath} from '../api.js';
+import {apiGetBytes, apiPost, apiUrl, getDiffSummary, getOps, getRun, getToken, layerNpyPath} from '../api.js';
+import {findLayer} from '../diff_rows.js';
 import {ulpHistogram, valueHistograms, scatterAB} from '../charts.js';
 import {parseNpy, valueAt, ulpDistance, unravel} from '../npy.js';
 import {NEAR, nearest, countWithin} from '../nearstep.js';
@@ -319,10 +320,12 @@ export async function render(root, ctx) {
         root.append(message('error', 'A layer view needs a, b and name: open it from a diff.'));
         return;
     }
-    let d, ra, rb, rt;
+    // The diff's summary and this layer's row (not the whole diff), and the runs' records.
+    let d, l, ra, rb, rt;
     try {
-        [d, ra, rb, rt] = await Promise.all([getDiff(q, {signal: ctx.signal}), getRun(q.a), getRun(q.b),
-                                             q.truth ? getRun(q.truth).catch(() => null) : null]);
+        [d, l, ra, rb, rt] = await Promise.all([getDiffSummary(q, {signal: ctx.signal}),
+                                                findLayer(q, name, ctx.signal), getRun(q.a), getRun(q.b),
+                                                q.truth ? getRun(q.truth).catch(() => null) : null]);
     } catch (e) {
         if (e.name === 'AbortError')
             throw e;
@@ -331,7 +334,6 @@ export async function render(root, ctx) {
     }
     if (!ctx.live())
         return;
-    const l = d.layers.find((x) => x.name === name);
     if (!l) {
         root.append(message('error', `The diff has no layer named ${name}.`));
         return;
@@ -339,7 +341,7 @@ export async function render(root, ctx) {
     const recA = ra.layers[l.index_a], recB = rb.layers[l.index_b];
     const st = startOf(d);
     title.append(` (${l.op || '?'}) `, verdictBadge(l.verdict),
-                 st && st.layer === l ? h('span', {class: 'mark first' + (st.known ? '' : ' observed')},
+                 st && st.layer.name === l.name ? h('span', {class: 'mark first' + (st.known ? '' : ' observed')},
                                           st.known ? 'first divergent' : 'first observed') : '',
                  l.amplifier ? h('span', {class: 'mark amp'}, 'amplifier') : '',
                  d.cause === l.name ? h('span', {class: 'mark cause'}, 'cause') : '');

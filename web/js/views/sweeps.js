@@ -70,12 +70,15 @@ async function list(root, ctx) {
 }
 
 // "2.38e-7 (376 ULP)", "identical", or "not compared: why".
+// A raw ULP count across a sign change counts every float between (2^31 in float32): it goes
+// in the cell's title, the cell says the error.
 function against(c, doc) {
     if (!c || !c.compared)
         return doc && doc.why ? 'not compared: ' + doc.why : 'not compared';
     if (c.identical)
         return 'identical';
-    return `${fmtNum(c.max_abs)} (${fmtInt(c.max_ulp)} ULP)`;
+    return h('span', {title: `max ULP distance ${fmtInt(c.max_ulp)} (raw, across sign changes too)`},
+             fmtNum(c.max_abs));
 }
 
 // The batch sizes of a setting that broke invariance, and the first layer that did.
@@ -101,8 +104,8 @@ function settingsTable(w, rows, docs, links) {
             h('th', {scope: 'row'}, r.setting, r.strict ? [' ', h('span', {class: 'badge s-complete'}, 'strict')] : '',
               marks.map((k) => [' ', h('span', {class: 'mark sweep-' + k, 'data-mark': k}, markWords[k])])),
             h('td', {}, r.status === 'ok' ? 'ok' : [h('strong', {}, r.status), r.error ? ': ' + r.error : '']),
-            h('td', {class: 'num'}, Number.isFinite(r.forward_ms) ? `${fmtNum(r.forward_ms)} ms` : '–'),
-            h('td', {class: 'num'}, Number.isFinite(r.x_fastest) ? `×${fmtNum(r.x_fastest)}` : '–'),
+            h('td', {class: 'num'}, Number.isFinite(r.forward_ms) ? `${fmtNum(r.forward_ms)} ms` : '–',
+              Number.isFinite(r.x_fastest) ? h('span', {class: 'sub'}, `×${fmtNum(r.x_fastest)}`) : ''),
             h('td', {class: 'num'}, Number.isFinite(r.end_to_end_ms) ? `${fmtNum(r.end_to_end_ms)} ms` : '–'),
             h('td', {class: 'num'}, against(r.vs_float64, doc && doc.vs_float64)),
             h('td', {class: 'num'}, r.strict ? 'is strict' : against(r.vs_strict, doc && doc.vs_strict)),
@@ -115,9 +118,9 @@ function settingsTable(w, rows, docs, links) {
     });
     return h('table', {class: 'sweep', id: 'sweep-table'},
         h('caption', {class: 'sr-only'}, 'The settings of the sweep'),
-        h('thead', {}, h('tr', {}, ['Setting', 'Status', 'ms', '× fastest', 'End to end', 'vs float64',
+        h('thead', {}, h('tr', {}, ['Setting', 'Status', 'ms (× fastest)', 'End to end', 'vs float64',
                                     'vs strict', 'Run to run identical', 'Batch-invariant', 'First divergent',
-                                    'Cause', 'Runs and diffs'].map((t) => h('th', {scope: 'col'}, t)))),
+                                    'Cause', 'Runs and diffs'].map((t) => h('th', {scope: 'col', class: 'wrap'}, t)))),
         h('tbody', {}, body));
 }
 
