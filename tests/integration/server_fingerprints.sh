@@ -104,7 +104,7 @@ done
 "$AGENT" fetch-layers --server "$URL" "$B" --keep "$TMP/b_again" >"$TMP/fetch_b.out" \
     2>"$TMP/fetch_b.err" || fail "fetch-layers b: exit $?: $(cat "$TMP/fetch_b.err")"
 expect 400 PUT "/api/v1/runs/$A/layers/100" -H "Authorization: Bearer $AGENT_TOKEN" \
-    --data-binary "@$TMP/b_again/layers/0100-m100.npy"
+    -H 'Content-Type: application/octet-stream' --data-binary "@$TMP/b_again/layers/0100-m100.npy"
 jq -e '.error.code == "hash_mismatch" and (.error.message | test("BLAKE3"))' "$TMP/body" \
     >/dev/null || fail "the refusal names the hash: $(cat "$TMP/body")"
 expect 200 GET "/api/v1/runs/$A/requests" -H "$admin"

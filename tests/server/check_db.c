@@ -62,7 +62,10 @@ START_TEST(migrate_from_empty)
     char *tables = query_text(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM "
                                   "sqlite_master WHERE type = 'table' AND name NOT LIKE "
                                   "'sqlite_%' ORDER BY name)");
-    ck_assert_str_eq(tables, "baselines,blobs,compare_jobs,diff_layers,diffs,"
+    ck_assert_str_eq(tables, "baselines,blobs,compare_jobs,diff_layers,"
+                             /* web: migration 013 */
+                             "diff_view_layers,diff_views,"
+                             "diffs,"
                              /* jobsrv: migration 011 */
                              "fleet_agents,fleet_devices,fleet_files,fleet_jobs,fleet_leases,"
                              "fleet_tasks,"

@@ -101,7 +101,12 @@ export async function scaleSteps() {
         check(await page.evaluate(() => location.hash.includes('q=b123.elu')), 'and the link keeps the search');
         await page.fill('#layer-search', '');
         await page.selectOption('#layer-verdict', 'amplified');
-        await page.waitForFunction(() => document.querySelectorAll('#layer-table tbody tr[data-layer]').length === 1);
+        // The search's single row (b123.elu) satisfies a count of one until the cleared search
+        // and the filter are drawn: wait for a single row that is not it.
+        await page.waitForFunction(() => {
+            const rows = document.querySelectorAll('#layer-table tbody tr[data-layer]');
+            return rows.length === 1 && rows[0].dataset.layer !== 'b123.elu';
+        });
         check(await page.locator('#layer-table tbody tr.amplifier[data-layer="b150.floor"]').count() === 1,
               'the verdict filter "amplified" finds b150.floor');
         await axe('the 1,000-layer diff');

@@ -7,9 +7,10 @@ import {apiGet, getRun} from './api.js';
 
 let pickers = 0;
 
-// runPicker({id, label, value, model, optional}): .el is the field, .value the run id ('' for
-// none), model() gives the model to search in ('' for all).
-export function runPicker({id, label, value, model, optional}) {
+// runPicker({id, label, value, model, optional, run}): .el is the field, .value the run id ('' for
+// none), model() gives the model to search in ('' for all); run: value's record when the caller
+// has it (else the label is read from the run's document).
+export function runPicker({id, label, value, model, optional, run}) {
     const list = `${id}-list`;
     const k = ++pickers;
     const input = h('input', {id, type: 'text', role: 'combobox', autocomplete: 'off',
@@ -110,7 +111,10 @@ export function runPicker({id, label, value, model, optional}) {
             pick(li);
         }
     });
-    if (value) {
+    if (value && run && (run.id || value) === value) {
+        input.value = runLabel(run);
+        input.dataset.run = value;
+    } else if (value) {
         input.value = shortId(value);
         input.dataset.run = value;
         getRun(value).then((r) => {
