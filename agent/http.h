@@ -40,7 +40,9 @@ struct agt_http {
     uint64_t rng;
 };
 
-/* Starts a client for o (checked already with agt_upload_opts_check()). */
+/* Starts a client for o (checked already with agt_upload_opts_check(), or for reads without
+ * a token, fetch.c's check): --server parsed by agt_server_parse(), GD_EINVAL when it is not
+ * a URL the agent takes. */
 int agt_http_open(struct agt_http *c, const struct agt_upload_opts *o, const char *who,
                   struct gd_err *err);
 void agt_http_close(struct agt_http *c);
