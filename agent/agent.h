@@ -9,7 +9,8 @@
 
 #include "gpudiff/bundle.h"
 #include "gpudiff/error.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
+#include "gpudiff/uuid.h"
 
 /* Exit codes, documented in `gpudiff-agent --help` and docs/AGENT.md. */
 #define AGT_EXIT_MAP(XX)                                                            \
@@ -45,8 +46,21 @@ int agt_fail(const struct gd_err *err, enum agt_phase phase);
 void agt_log_init(int verbose);
 
 /* A byte count, plain or with K, M or G (powers of 1024): 0 with *out set, -1 when s is
- * none or too large. */
+ * none or too large (cli_args.c). */
 int agt_parse_size(const char *s, int64_t *out);
+
+/* ---- KEY=VALUE arguments (cli_args.c): one rule for every option that takes them ---- */
+
+#define AGT_KV_KEY_MAX 128 /* a key's bytes, with its NUL */
+
+/* Splits arg at its first '=' into key (at most size - 1 bytes, not empty, no spaces or
+ * control characters) and *value (the rest, borrowed). GD_EINVAL ("needs KEY=VALUE, not
+ * ARG") otherwise. */
+int agt_kv_split(const char *arg, char *key, size_t size, const char **value, struct gd_err *err);
+
+/* obj[KEY] = VALUE (a string) from arg; -1 after printing "gpudiff-agent CMD: FLAG needs
+ * KEY=VALUE, not ARG". */
+int agt_kv_set(json_t *obj, const char *cmd, const char *flag, const char *arg);
 
 /* Writes the exit code table for --help texts. */
 void agt_print_exit_codes(FILE *out);
@@ -56,14 +70,21 @@ int agt_cmd_run(int argc, char **argv);
 int agt_cmd_diff(int argc, char **argv);
 int agt_cmd_bundle(int argc, char **argv);
 int agt_cmd_push(int argc, char **argv);
-int agt_cmd_outbox(int argc, char **argv); /* sec: an upload folder (outbox.c) */
+int agt_cmd_outbox(int argc, char **argv); /* an upload folder (cmd_outbox.c) */
 int agt_cmd_sweep(int argc, char **argv);
 int agt_cmd_ops(int argc, char **argv);
 
-/* How many ops of ops.def the backend called name runs (ops.c). */
+/* The op of ops.def a framework's layer name means ("Linear", "Conv2d", "LayerNorm", and
+ * ONNX's own "Gemm"): 0 and *out, or GD_ENOENT (framework_ops.c). */
+int agt_framework_op(const char *name, enum gd_op *out);
+
+/* The names agt_framework_op() takes, for messages and --help. */
+void agt_framework_op_names(FILE *out);
+
+/* How many ops of ops.def the backend called name runs (cmd_ops.c). */
 int agt_ops_count(const char *backend);
 
-/* ---- the upload flags `push` and `run` share (push.c) ---- */
+/* ---- the upload flags `push` and `run` share (cmd_push.c) ---- */
 
 struct agt_upload_opts; /* upload.h */
 
@@ -88,47 +109,32 @@ int agt_upload_flag(const char *cmd, int opt, const char *arg, struct agt_upload
 /* The upload flags' lines of --help. */
 void agt_upload_usage(FILE *out);
 
-/* ---- the backend and knob flags of `replay` (knob_opts.c), as `run` takes them ---- */
+/* ---- the knobs' options (knob_opts.c), made from engine/core/knobs.def ---- */
 
-enum { AGT_OPT_BACKEND = 1100, AGT_OPT_EMULATE, AGT_OPT_THREADS, AGT_OPT_CONV_ALGO, AGT_OPT_TF32,
-       AGT_OPT_MATH_MODE, AGT_OPT_WORKSPACE, AGT_OPT_CONV_API, AGT_OPT_REPRO };
+struct option; /* getopt.h */
 
-#define AGT_KNOB_LONGOPTS                                                                  \
-    {"backend", required_argument, NULL, AGT_OPT_BACKEND},                                 \
-        {"emulate", required_argument, NULL, AGT_OPT_EMULATE},                             \
-        {"threads", required_argument, NULL, AGT_OPT_THREADS},                             \
-        {"conv-algo", required_argument, NULL, AGT_OPT_CONV_ALGO},                         \
-        {"tf32", required_argument, NULL, AGT_OPT_TF32},                                   \
-        {"math-mode", required_argument, NULL, AGT_OPT_MATH_MODE},                         \
-        {"workspace-limit", required_argument, NULL, AGT_OPT_WORKSPACE},                   \
-        {"conv-api", required_argument, NULL, AGT_OPT_CONV_API},                           \
-        {"repro", required_argument, NULL, AGT_OPT_REPRO}
+/* A knob's getopt code: AGT_OPT_KNOB + its enum gd_knob. */
+enum { AGT_OPT_KNOB = 1200 };
 
-struct agt_knob_opts {
-    const char *backend; /* NULL: cpu */
-    struct gd_knobs knobs;
-};
+/*
+ * out = own's options (ended by a NULL name; may be NULL) followed by one per knob that
+ * knobs marks (knobs[k] != 0; NULL: every knob), then the NULL entry, at most max entries in
+ * all. Returns the count, -1 when max is too small.
+ */
+int agt_knob_longopts(const struct option *own, const unsigned char *knobs, struct option *out,
+                      int max);
 
-void agt_knob_opts_init(struct agt_knob_opts *o);
+/* Takes a knob option into k: 1 when opt was one (and its value good), 0 when it is not a
+ * knob's, -1 after printing what is wrong ("--tf32 takes on or off, not yes"). cmd names the
+ * subcommand in messages. */
+int agt_knob_flag(const char *cmd, int opt, const char *arg, struct gd_knobs *k);
 
-/* Takes one knob flag into o: 1 when opt was one (and its value good), 0 when it is not a
- * knob flag, -1 after printing what is wrong. cmd names the subcommand in messages. */
-int agt_knob_flag(const char *cmd, int opt, const char *arg, struct agt_knob_opts *o);
+/* The --help lines of the knobs knobs marks (NULL: all), from knobs.def. */
+void agt_knob_usage(FILE *out, const unsigned char *knobs);
 
 /* 0 when this build has the backend called name, else -1 after printing the ones it has.
  * cmd names the subcommand in the message. */
 int agt_backend_check(const char *cmd, const char *name);
-
-/* 0, or -1 after printing why the knobs do not go with the backend. */
-int agt_knob_opts_check(const char *cmd, const struct agt_knob_opts *o);
-
-/* The knob flags' lines of --help. */
-void agt_knob_usage(FILE *out);
-
-/* run.json's "knobs" as `run` records them, from o and the session's resolved env. */
-/* run.json's "knobs" for backend (NULL: cpu) as env (NULL: none) resolved them
- * (knobs_json.c). */
-json_t *agt_knobs_json(const char *backend, const struct gd_knobs *k, const struct gd_env *env);
 
 int agt_cmd_replay(int argc, char **argv);
 

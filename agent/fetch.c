@@ -1,5 +1,6 @@
 /*
- * fetch.c: GETs of a stored run and its layers from gpudiffd (fetch.h), for `replay --server`.
+ * fetch.c: GETs of a stored run and its layers from gpudiffd (fetch.h), for `replay --server`,
+ * through the agent's HTTP client (http.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,153 +9,75 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "fetch.h"
+#include "http.h"
 #include "upload.h"
 
-#define FETCH_CONNECT_TIMEOUT 10L
-#define FETCH_STALL_SECONDS 60L
 #define FETCH_DOC_MAX (256u << 20) /* a run document of a model with very many layers */
 
-struct sink {
-    FILE *f;        /* the layer file, or NULL for the document */
-    char *data;     /* the document (or an error body) */
-    size_t len, cap;
-    int failed;
-    long status;    /* of a refused answer */
-};
-
-static size_t
-on_data(char *p, size_t size, size_t n, void *user)
-{
-    struct sink *s = user;
-    size_t len = size * n;
-    if (s->f != NULL)
-        return fwrite(p, 1, len, s->f);
-    if (s->len + len + 1 > FETCH_DOC_MAX) {
-        s->failed = 1;
-        return 0;
-    }
-    if (s->len + len + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 65536;
-        while (cap < s->len + len + 1)
-            cap *= 2;
-        char *d = realloc(s->data, cap);
-        if (d == NULL) {
-            s->failed = 1;
-            return 0;
-        }
-        s->data = d;
-        s->cap = cap;
-    }
-    memcpy(s->data + s->len, p, len);
-    s->len += len;
-    s->data[s->len] = '\0';
-    return len;
-}
-
-/* One GET of path into s; *status 0 when no answer came. */
-static CURLcode
-get_once(const struct agt_fetch_opts *o, const struct agt_server *srv, const char *path,
-         struct sink *s, long *status, char *curl_err)
-{
-    struct curl_slist *headers = NULL;
-    CURL *h = curl_easy_init();
-    if (h == NULL)
-        return CURLE_FAILED_INIT;
-    *status = 0;
-    curl_err[0] = '\0';
-    CURLU *url = NULL;
-    struct gd_err uerr;
-    if (agt_server_request(srv, h, path, o->token, &headers, &url, &uerr) != 0) {
-        snprintf(curl_err, CURL_ERROR_SIZE, "%s", uerr.msg);
-        curl_easy_cleanup(h);
-        curl_slist_free_all(headers);
-        return CURLE_URL_MALFORMAT;
-    }
-    if (o->cacert != NULL)
-        curl_easy_setopt(h, CURLOPT_CAINFO, o->cacert);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, FETCH_CONNECT_TIMEOUT);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, FETCH_STALL_SECONDS);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_err);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
-    if (headers != NULL)
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    curl_easy_cleanup(h);
-    curl_slist_free_all(headers);
-    curl_url_cleanup(url);
-    return rc;
-}
-
-/* get() with the URL parsed: the attempts. */
+/*
+ * GETs path with retries (connection errors, timeouts, 5xx: up to o->retries, waiting
+ * 0.5 s doubling to 10 s), the answer in c's body, or with path_out a 200's body written to
+ * that file (opened afresh for each attempt). *status is a refusal's status, 0 when none came.
+ */
 static int
-get_with(const struct agt_fetch_opts *o, const struct agt_server *srv, const char *path,
-         const char *path_out, struct sink *s, char *curl_err, struct gd_err *err)
+get(struct agt_http *c, const struct agt_fetch_opts *o, const char *path, const char *path_out,
+    long *status, struct gd_err *err)
 {
+    *status = 0;
     for (int attempt = 0;; attempt++) {
-        long status = 0;
-        s->len = 0;
-        s->failed = 0;
-        if (path_out != NULL && (s->f = fopen(path_out, "wb")) == NULL)
-            return gd_err_set(err, GD_EIO, "%s: %s", path_out, strerror(errno));
-        CURLcode rc = get_once(o, srv, path, s, &status, curl_err);
-        int wrote = s->f == NULL || fclose(s->f) == 0;
-        s->f = NULL;
-        enum agt_outcome out = agt_outcome_of(rc, status);
-        if (out == AGT_OUTCOME_OK && wrote && !s->failed)
+        long st = 0;
+        struct gd_err e = {0};
+        struct agt_http_req r = {.method = "GET", .path = path, .out = path_out};
+        CURLcode rc = agt_http_once(c, &r, &st, &e);
+        enum agt_outcome out = agt_outcome_of(rc, st);
+        if (out == AGT_OUTCOME_OK && !c->too_big)
             return 0;
         if (out == AGT_OUTCOME_OK)
             return gd_err_set(err, GD_EIO, "GET %s: could not keep the answer", path);
         if (out == AGT_OUTCOME_RETRY && attempt < o->retries) {
-            double wait = agt_backoff_delay(attempt, 0.5, 10.0, (double)rand() / RAND_MAX);
-            struct timespec ts = {(time_t)wait, (long)((wait - (time_t)wait) * 1e9)};
-            nanosleep(&ts, NULL);
+            double wait = agt_backoff_delay(attempt, 0.5, 10.0, agt_http_jitter(c));
+            agt_sleep(wait, NULL);
             continue;
         }
-        char msg[300] = "";
-        if (path_out != NULL) {
-            /* the error body went into the file: read it back for the message */
-            FILE *f = fopen(path_out, "rb");
-            size_t got = f ? fread(msg, 1, sizeof msg - 1, f) : 0;
-            if (f)
-                fclose(f);
-            msg[got] = '\0';
+        if (path_out != NULL)
             unlink(path_out);
-        } else if (s->data != NULL) {
-            snprintf(msg, sizeof msg, "%s", s->data);
-        }
-        char text[320];
-        agt_server_error(msg, strlen(msg), text, sizeof text);
-        if (status == 0)
+        if (st == 0)
             return gd_err_set(err, GD_EIO, "GET %s: %s", path,
-                              curl_err[0] ? curl_err : curl_easy_strerror(rc));
-        s->status = status;
-        return gd_err_set(err, status == 404 ? GD_ENOENT : GD_EIO, "GET %s: %ld %s", path,
-                          status, text);
+                              e.msg[0]         ? e.msg
+                              : c->curl_err[0] ? c->curl_err
+                                               : curl_easy_strerror(rc));
+        char text[320];
+        agt_http_error(c, text, sizeof text);
+        *status = st;
+        return gd_err_set(err, st == 404 ? GD_ENOENT : GD_EIO, "GET %s: %ld %s", path, st, text);
     }
 }
 
-/* GETs path with retries; a layer goes to path_out (opened afresh for each attempt). */
+/*
+ * A client for o: reads need no token (docs/AGENT.md, "replay"); a token given goes only
+ * where server_url.c's rule allows it, checked here before any connection (GD_EINVAL).
+ */
 static int
-get(const struct agt_fetch_opts *o, const char *path, const char *path_out, struct sink *s,
-    struct gd_err *err)
+open_client(struct agt_http *c, const struct agt_fetch_opts *o, struct agt_upload_opts *uo,
+            struct gd_err *err)
 {
-    char curl_err[CURL_ERROR_SIZE];
-    struct agt_server srv;
-    int prc = agt_server_parse(o->server, o->insecure_http, &srv, err);
-    if (prc == 0 && o->token != NULL && (prc = agt_server_token_check(&srv, err)) != 0)
-        agt_server_fini(&srv);
-    if (prc != 0)
-        return prc;
-    int rc = get_with(o, &srv, path, path_out, s, curl_err, err);
-    agt_server_fini(&srv);
-    return rc;
+    agt_upload_opts_init(uo);
+    uo->server = o->server;
+    uo->token = o->token;
+    uo->retries = o->retries;
+    uo->cacert = o->cacert;
+    uo->insecure_http = o->insecure_http;
+    if (agt_http_open(c, uo, "agt-replay", err) != 0) {
+        agt_http_close(c);
+        return err != NULL ? err->code : GD_ENOMEM;
+    }
+    if (o->token != NULL && o->token[0] != '\0' && agt_server_token_check(&c->srv, err) != 0) {
+        agt_http_close(c);
+        return GD_EINVAL;
+    }
+    c->body_max = FETCH_DOC_MAX;
+    return 0;
 }
 
 int
@@ -163,17 +86,20 @@ agt_fetch_run(const struct agt_fetch_opts *o, const char *id, json_t **out, long
 {
     char path[256];
     snprintf(path, sizeof path, "/api/v1/runs/%s", id);
-    struct sink s = {0};
-    int rc = get(o, path, NULL, &s, err);
-    *status = s.status;
+    struct agt_http c;
+    struct agt_upload_opts uo;
+    *status = 0;
+    int rc = open_client(&c, o, &uo, err);
+    if (rc == 0)
+        rc = get(&c, o, path, NULL, status, err);
     if (rc == 0) {
         json_error_t jerr;
-        *out = json_loadb(s.data ? s.data : "", s.len, 0, &jerr);
+        *out = json_loadb(c.body ? c.body : "", c.len, 0, &jerr);
         if (*out == NULL)
             rc = gd_err_set(err, GD_EFORMAT, "GET %s: the answer is not JSON: %s", path,
                             jerr.text);
     }
-    free(s.data);
+    agt_http_close(&c);
     return rc;
 }
 
@@ -183,9 +109,12 @@ agt_fetch_layer(const struct agt_fetch_opts *o, const char *id, int index, const
 {
     char url[256];
     snprintf(url, sizeof url, "/api/v1/runs/%s/layers/%d.npy", id, index);
-    struct sink s = {0};
-    int rc = get(o, url, path, &s, err);
-    *status = s.status;
-    free(s.data);
+    struct agt_http c;
+    struct agt_upload_opts uo;
+    *status = 0;
+    int rc = open_client(&c, o, &uo, err);
+    if (rc == 0)
+        rc = get(&c, o, url, path, status, err);
+    agt_http_close(&c);
     return rc;
 }

@@ -85,9 +85,11 @@ archive_has(const char *path, const char *name)
     return has;
 }
 
-int
-agt_inputs_load(const struct gd_graph *g, const char *const *specs, int n_specs, const char *key,
-                struct gd_tensor **out, json_t **records, struct gd_err *err)
+/* agt_inputs_load() and agt_inputs_load_keyed(): key for the one plain file, keys[i] for
+ * input i given as NAME=FILE (either may be NULL). */
+static int
+load_specs(const struct gd_graph *g, const char *const *specs, int n_specs, const char *key,
+           const char *const *keys, struct gd_tensor **out, json_t **records, struct gd_err *err)
 {
     const char *path[AGT_MAX_INPUTS] = {0}, *member[AGT_MAX_INPUTS] = {0};
     const char *plain[AGT_MAX_INPUTS];
@@ -112,6 +114,7 @@ agt_inputs_load(const struct gd_graph *g, const char *const *specs, int n_specs,
             return gd_err_set(err, GD_EINVAL, "--input gives %s twice",
                               g->values[g->inputs[i]].name);
         path[i] = eq + 1;
+        member[i] = keys != NULL ? keys[i] : NULL;
     }
     int n_open = 0;
     for (int i = 0; i < g->n_inputs; i++)
@@ -186,4 +189,19 @@ agt_inputs_load(const struct gd_graph *g, const char *const *specs, int n_specs,
     }
     *records = recs;
     return 0;
+}
+
+int
+agt_inputs_load(const struct gd_graph *g, const char *const *specs, int n_specs, const char *key,
+                struct gd_tensor **out, json_t **records, struct gd_err *err)
+{
+    return load_specs(g, specs, n_specs, key, NULL, out, records, err);
+}
+
+int
+agt_inputs_load_keyed(const struct gd_graph *g, const char *const *specs, int n_specs,
+                      const char *const *keys, struct gd_tensor **out, json_t **records,
+                      struct gd_err *err)
+{
+    return load_specs(g, specs, n_specs, NULL, keys, out, records, err);
 }

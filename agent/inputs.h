@@ -29,4 +29,10 @@ int agt_inputs_load(const struct gd_graph *g, const char *const *specs, int n_sp
                     const char *key, struct gd_tensor **out, json_t **records,
                     struct gd_err *err);
 
+/* The same with keys[i] (may be NULL) the member to read for input i when it is given as
+ * NAME=FILE: run.json's records of a run's inputs name their archive members so. */
+int agt_inputs_load_keyed(const struct gd_graph *g, const char *const *specs, int n_specs,
+                          const char *const *keys, struct gd_tensor **out, json_t **records,
+                          struct gd_err *err);
+
 #endif

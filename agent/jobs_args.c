@@ -1,52 +1,58 @@
 /*
  * jobs_args.c: the pure pieces of submit and serve (jobs.h): --knob and --match of submit,
- * a job's knobs as `run` flags for serve, the file cache's names, and the line of a failed
- * run's stderr that serve reports.
+ * a job's knobs as `run` flags for serve (both from knobs.def), the file cache's names, and the
+ * line of a failed run's stderr that serve reports.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpudiff/knobs.h"
 #include "jobs.h"
 
-enum knob_kind { KNOB_STR, KNOB_INT, KNOB_ONOFF };
-
-/* run's options that decide what a run computes, as a job may set them (sorted). */
-static const struct {
-    const char *name;
-    enum knob_kind kind;
-} knob_table[] = {
-    {"batch", KNOB_INT},         {"capture", KNOB_STR},   {"conv-algo", KNOB_STR},
-    {"conv-api", KNOB_STR},      {"dtype", KNOB_STR},     {"emulate", KNOB_STR},
-    {"host-memory", KNOB_INT},   {"input-key", KNOB_STR}, {"math-mode", KNOB_STR},
-    {"reduced-reduction", KNOB_ONOFF}, {"repro", KNOB_STR}, {"tf32", KNOB_ONOFF},
-    {"threads", KNOB_INT},
-    {"workspace-limit", KNOB_INT},
-};
-#define N_KNOBS (sizeof knob_table / sizeof knob_table[0])
+/* A run option a job may give that is no knob of knobs.def: which member of an archive
+ * input to read. */
+#define INPUT_KEY "input_key"
 
 const char *
 agt_knob_names(void)
 {
-    return "batch, capture, conv-algo, conv-api, dtype, emulate, host-memory, input-key, "
-           "math-mode, reduced-reduction, repro, tf32, threads, workspace-limit";
+    static char names[512];
+    if (names[0] == '\0') {
+        size_t used = 0;
+        for (int k = 0; k < GD_KNOB_COUNT; k++) {
+            int n = snprintf(names + used, sizeof names - used, "%s, ",
+                             gd_knob_info((enum gd_knob)k)->name);
+            if (n > 0 && (size_t)n < sizeof names - used)
+                used += (size_t)n;
+        }
+        snprintf(names + used, sizeof names - used, "%s", INPUT_KEY);
+    }
+    return names;
 }
 
-/* The table's entry for name ('_' read as '-'), or -1. */
+/* The knob called name ('-' read as '_'): 0 and *k, 1 for input_key, -1 for neither. */
 static int
-knob_find(const char *name)
+knob_find(const char *name, enum gd_knob *k)
 {
-    char norm[64];
-    size_t n = strlen(name);
-    if (n == 0 || n >= sizeof norm)
-        return -1;
-    for (size_t i = 0; i <= n; i++)
-        norm[i] = name[i] == '_' ? '-' : name[i];
-    for (size_t i = 0; i < N_KNOBS; i++)
-        if (strcmp(knob_table[i].name, norm) == 0)
-            return (int)i;
-    return -1;
+    if (gd_knob_find(name, k) == 0)
+        return 0;
+    const char *a = INPUT_KEY, *b = name;
+    while (*a != '\0' && (*a == *b || (*a == '_' && *b == '-'))) {
+        a++;
+        b++;
+    }
+    return *a == '\0' && *b == '\0' ? 1 : -1;
+}
+
+/* 1 for the knobs run.json records as numbers. */
+static int
+numeric(enum gd_knob k)
+{
+    enum gd_knob_kind kind = gd_knob_info(k)->kind;
+    return kind == GD_KNOB_KIND_COUNT || kind == GD_KNOB_KIND_ROWS || kind == GD_KNOB_KIND_BYTES ||
+           kind == GD_KNOB_KIND_MIB;
 }
 
 int
@@ -133,44 +139,39 @@ agt_cache_path(const char *dir, const char *sha256, long pid, char *out, size_t 
     return 0;
 }
 
-/* Splits "K=V" at the first '=' into key (copied into key[size]) and *value. */
-static int
-split_kv(const char *flag, const char *arg, char *key, size_t size, const char **value,
-         struct gd_err *err)
-{
-    const char *eq = strchr(arg, '=');
-    if (eq == NULL || eq == arg)
-        return gd_err_set(err, GD_EINVAL, "%s needs KEY=VALUE, not %.200s", flag, arg);
-    if ((size_t)(eq - arg) >= size)
-        return gd_err_set(err, GD_EINVAL, "%s: the key of %.200s is too long", flag, arg);
-    memcpy(key, arg, (size_t)(eq - arg));
-    key[eq - arg] = '\0';
-    *value = eq + 1;
-    return 0;
-}
-
 int
 agt_knob_kv(const char *arg, json_t *knobs, struct gd_err *err)
 {
     char key[64];
     const char *v;
-    if (split_kv("--knob", arg, key, sizeof key, &v, err) != 0)
-        return err->code;
-    int k = knob_find(key);
-    if (k < 0)
+    if (agt_kv_split(arg, key, sizeof key, &v, err) != 0)
+        return gd_err_prefix(err, "--knob ");
+    enum gd_knob which;
+    int found = knob_find(key, &which);
+    if (found < 0)
         return gd_err_set(err, GD_EINVAL, "--knob %s: no such knob (there are: %s)", key,
                           agt_knob_names());
-    const char *name = knob_table[k].name;
+    const char *name = found == 1 ? INPUT_KEY : gd_knob_info(which)->name;
     if (json_object_get(knobs, name) != NULL)
         return gd_err_set(err, GD_EINVAL, "--knob %s is given twice", name);
     if (*v == '\0')
         return gd_err_set(err, GD_EINVAL, "--knob %s= needs a value", name);
-    char *end;
-    const char *digits = v[0] == '-' ? v + 1 : v;
-    long long n = strtoll(v, &end, 10);
-    int integer = knob_table[k].kind == KNOB_INT && *digits >= '0' && *digits <= '9' &&
-                  *end == '\0' && strlen(digits) < 19;
-    json_object_set_new(knobs, name, integer ? json_integer(n) : json_string(v));
+    if (found == 1) {
+        json_object_set_new(knobs, name, json_string(v));
+        return 0;
+    }
+    /* checked here, so a mistake is found before the job goes out; sent in its one
+     * spelling, a number for the knobs run.json records as numbers */
+    struct gd_knobs k;
+    gd_knobs_init(&k);
+    if (gd_knob_parse(&k, which, v, err) != 0)
+        return gd_err_prefix(err, "--knob %s ", name);
+    char text[1100];
+    gd_knob_format(&k, which, text, sizeof text);
+    if (!gd_knob_is_set(&k, which) || !numeric(which) || text[0] < '0' || text[0] > '9')
+        json_object_set_new(knobs, name, json_string(gd_knob_is_set(&k, which) ? text : v));
+    else
+        json_object_set_new(knobs, name, json_integer((json_int_t)strtoll(text, NULL, 10)));
     return 0;
 }
 
@@ -193,8 +194,8 @@ agt_match_kv(const char *arg, json_t *match, struct gd_err *err)
 {
     char key[128];
     const char *v;
-    if (split_kv("--match", arg, key, sizeof key, &v, err) != 0)
-        return err->code;
+    if (agt_kv_split(arg, key, sizeof key, &v, err) != 0)
+        return gd_err_prefix(err, "--match ");
     if (!match_key_valid(key))
         return gd_err_set(err, GD_EINVAL,
                           "--match %s: a key is backend, host, key, env.FIELD or labels.NAME",
@@ -235,26 +236,29 @@ agt_knob_args(json_t *knobs, char **argv, int *argc, int max, struct gd_err *err
     json_t *v;
     int start = *argc;
     json_object_foreach(knobs, key, v) {
-        int k = knob_find(key);
-        if (k < 0) {
+        enum gd_knob which;
+        int found = knob_find(key, &which);
+        if (found < 0) {
             gd_err_set(err, GD_EINVAL, "unknown knob \"%.60s\" (this agent knows: %s)", key,
                        agt_knob_names());
             goto fail;
         }
-        char value[256];
-        enum knob_kind kind = knob_table[k].kind;
+        const char *name = found == 1 ? INPUT_KEY : gd_knob_info(which)->name;
+        int onoff = found == 0 && gd_knob_info(which)->kind == GD_KNOB_KIND_ONOFF;
+        int number = found == 0 && numeric(which);
+        char value[1100];
         if (json_is_string(v) && json_string_length(v) < sizeof value &&
             strlen(json_string_value(v)) == json_string_length(v)) {
             snprintf(value, sizeof value, "%s", json_string_value(v));
-        } else if (json_is_integer(v) && kind == KNOB_INT) {
+        } else if (json_is_integer(v) && number) {
             snprintf(value, sizeof value, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        } else if (json_is_boolean(v) && kind == KNOB_ONOFF) {
+        } else if (json_is_boolean(v) && onoff) {
             snprintf(value, sizeof value, "%s", json_is_true(v) ? "on" : "off");
         } else {
-            gd_err_set(err, GD_EINVAL, "knob %s takes %s", knob_table[k].name,
-                       kind == KNOB_ONOFF  ? "on, off or a boolean"
-                       : kind == KNOB_INT ? "an integer"
-                                          : "a string (of at most 255 bytes)");
+            gd_err_set(err, GD_EINVAL, "knob %s takes %s", name,
+                       onoff    ? "on, off or a boolean"
+                       : number ? "an integer"
+                                : "a string (of at most 1099 bytes)");
             goto fail;
         }
         if (*argc + 2 > max) {
@@ -262,7 +266,10 @@ agt_knob_args(json_t *knobs, char **argv, int *argc, int max, struct gd_err *err
             goto fail;
         }
         char flag[80];
-        snprintf(flag, sizeof flag, "--%s", knob_table[k].name);
+        if (found == 1)
+            snprintf(flag, sizeof flag, "--input-key");
+        else
+            gd_knob_flag(which, flag, sizeof flag);
         argv[(*argc)++] = strdup(flag);
         argv[(*argc)++] = strdup(value);
         if (argv[*argc - 1] == NULL || argv[*argc - 2] == NULL) {

@@ -1,32 +1,17 @@
 /*
- * knob_opts.c: the backend and knob flags of `gpudiff-agent replay`, parsed as `run` parses
- * them (the same names, values and checks), and the knobs as run.json records them.
+ * knob_opts.c: the command-line options of the knobs, made from knobs.def for every command
+ * that takes them (run, replay, sweep): their getopt entries, their parsing and their
+ * --help lines, so a knob has the same option, values and message everywhere. Also
+ * --backend's check.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/knobs.h"
+#include "gpudiff/session.h"
 #include "agent.h"
-
-void
-agt_knob_opts_init(struct agt_knob_opts *o)
-{
-    o->backend = NULL;
-    gd_knobs_init(&o->knobs);
-}
-
-static int
-parse_ll(const char *s, long long min, long long *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < min)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 int
 agt_backend_check(const char *cmd, const char *name)
@@ -41,103 +26,105 @@ agt_backend_check(const char *cmd, const char *name)
     return -1;
 }
 
+/* The options' names ("conv-algo"), made once: getopt keeps pointers to them. */
+static char flag_names[GD_KNOB_COUNT][64];
+
 int
-agt_knob_flag(const char *cmd, int opt, const char *arg, struct agt_knob_opts *o)
+agt_knob_longopts(const struct option *own, const unsigned char *knobs, struct option *out, int max)
 {
-    struct gd_err err = {0};
-    long long v;
-    switch (opt) {
-    case AGT_OPT_BACKEND:
-        if (agt_backend_check(cmd, arg) != 0)
+    int n = 0;
+    for (; own != NULL && own[n].name != NULL; n++) {
+        if (n + 1 >= max)
             return -1;
-        o->backend = arg;
-        return 1;
-    case AGT_OPT_EMULATE:
-        if (gd_knobs_set_emulate(&o->knobs, arg, &err) != 0) {
-            fprintf(stderr, "gpudiff-agent %s: --emulate: %s\n", cmd, err.msg);
-            return -1;
-        }
-        return 1;
-    case AGT_OPT_THREADS:
-        if (parse_ll(arg, 1, &v) != 0 || v > 256) {
-            fprintf(stderr, "gpudiff-agent %s: --threads needs 1 to 256, not %s\n", cmd, arg);
-            return -1;
-        }
-        o->knobs.threads = (int)v;
-        return 1;
-    case AGT_OPT_CONV_ALGO:
-        snprintf(o->knobs.conv_algo, sizeof o->knobs.conv_algo, "%s", arg);
-        return 1;
-    case AGT_OPT_CONV_API:
-        if (strcmp(arg, "graph") != 0 && strcmp(arg, "legacy") != 0) {
-            fprintf(stderr, "gpudiff-agent %s: --conv-api takes graph or legacy, not %s\n", cmd,
-                    arg);
-            return -1;
-        }
-        snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", arg);
-        return 1;
-    case AGT_OPT_REPRO:
-        if (gd_repro_check(arg, &err) != 0) {
-            fprintf(stderr, "gpudiff-agent %s: --repro: %s\n", cmd, err.msg);
-            return -1;
-        }
-        snprintf(o->knobs.repro, sizeof o->knobs.repro, "%s", arg);
-        return 1;
-    case AGT_OPT_TF32:
-        if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0) {
-            fprintf(stderr, "gpudiff-agent %s: --tf32 takes on or off, not %s\n", cmd, arg);
-            return -1;
-        }
-        o->knobs.tf32 = strcmp(arg, "on") == 0;
-        return 1;
-    case AGT_OPT_MATH_MODE:
-        snprintf(o->knobs.math_mode, sizeof o->knobs.math_mode, "%s", arg);
-        return 1;
-    case AGT_OPT_WORKSPACE:
-        if (parse_ll(arg, 0, &v) != 0) {
-            fprintf(stderr, "gpudiff-agent %s: --workspace-limit needs a byte count, not %s\n",
-                    cmd, arg);
-            return -1;
-        }
-        o->knobs.workspace_limit = v;
-        return 1;
-    default:
-        return 0;
+        out[n] = own[n];
     }
+    for (int k = 0; k < GD_KNOB_COUNT; k++) {
+        if (knobs != NULL && !knobs[k])
+            continue;
+        if (n + 1 >= max)
+            return -1;
+        char flag[64];
+        gd_knob_flag((enum gd_knob)k, flag, sizeof flag);
+        snprintf(flag_names[k], sizeof flag_names[k], "%s", flag + 2);
+        out[n++] = (struct option){flag_names[k], required_argument, NULL, AGT_OPT_KNOB + k};
+    }
+    out[n] = (struct option){NULL, 0, NULL, 0};
+    return n;
 }
 
 int
-agt_knob_opts_check(const char *cmd, const struct agt_knob_opts *o)
+agt_knob_flag(const char *cmd, int opt, const char *arg, struct gd_knobs *k)
 {
-    const char *backend = o->backend ? o->backend : "cpu";
-    int cpu = strcmp(backend, "cpu") == 0 || strcmp(backend, "cpu64") == 0;
-    if (o->knobs.threads > 0 && !cpu) {
-        fprintf(stderr, "gpudiff-agent %s: --threads is for the cpu and cpu64 backends\n", cmd);
+    if (opt < AGT_OPT_KNOB || opt >= AGT_OPT_KNOB + GD_KNOB_COUNT)
+        return 0;
+    enum gd_knob which = (enum gd_knob)(opt - AGT_OPT_KNOB);
+    struct gd_err err = {0};
+    if (gd_knob_parse(k, which, arg, &err) != 0) {
+        char flag[64];
+        gd_knob_flag(which, flag, sizeof flag);
+        fprintf(stderr, "gpudiff-agent %s: %s %s\n", cmd, flag, err.msg);
         return -1;
     }
-    return 0;
+    return 1;
+}
+
+/* Writes text from column `indent` on, wrapped at 92 columns, the first line after what is
+ * already at column `at`. */
+static void
+wrapped(FILE *out, int at, int indent, const char *text)
+{
+    int col = at;
+    if (col >= indent) {
+        fputc('\n', out);
+        col = 0;
+    }
+    fprintf(out, "%*s", indent - col, "");
+    col = indent;
+    for (const char *p = text; *p;) {
+        size_t w = strcspn(p, " ");
+        if (col > indent && col + 1 + (int)w > 92) {
+            fprintf(out, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", (int)w, p);
+        col += (int)w;
+        p += w;
+        while (*p == ' ')
+            p++;
+    }
+    fputc('\n', out);
 }
 
 void
-agt_knob_usage(FILE *out)
+agt_knob_usage(FILE *out, const unsigned char *knobs)
 {
-    fprintf(out,
-            "  --backend NAME      cpu (float32, fixed summation order; default), cpu64\n"
-            "                      (float64) or cuda (when built with CUDA)\n"
-            "  --emulate SPEC      cpu only: round the inputs of GEMMs (and convolutions) to\n"
-            "                      tf32, bf16 or fp16 before accumulating in float32,\n"
-            "                      optionally :CLASSES (gemm, conv; default gemm), e.g.\n"
-            "                      tf32:conv,gemm, or @NODES: only those nodes (tf32@fc2)\n"
-            "  --threads N         cpu and cpu64: worker threads (the same bits for any N)\n"
-            "  --conv-algo HOW     cuda: heuristic (default), autotune, deterministic or\n"
-            "                      fixed:CHOICE (an engine config engN[_kTYPE=VALUE...] with\n"
-            "                      --conv-api graph, an algorithm id N with legacy)\n"
-            "  --conv-api API      cuda: graph (cuDNN's graph API; default) or legacy\n"
-            "  --repro MODE        cuda: bitwise (every layer the cpu backend's bits, own\n"
-            "                      kernels, any GPU and batch size) or off (default)\n"
-            "  --tf32 on|off       cuda: TF32 tensor-core math for convolutions and GEMMs\n"
-            "                      (default off)\n"
-            "  --math-mode MODE    cuda: cuBLAS math: default or pedantic\n"
-            "  --workspace-limit BYTES  cuda: most scratch memory an algorithm may use\n");
+    for (int k = 0; k < GD_KNOB_COUNT; k++) {
+        if (knobs != NULL && !knobs[k])
+            continue;
+        const struct gd_knob_info *i = gd_knob_info((enum gd_knob)k);
+        char flag[64], help[1024], values[256], range[96] = "";
+        gd_knob_flag((enum gd_knob)k, flag, sizeof flag);
+        /* a range lo..hi is shown as N, and said in words after the help */
+        snprintf(values, sizeof values, "%s", i->values);
+        char *dots = strstr(values, "..");
+        if (dots != NULL) {
+            char *lo = dots;
+            while (lo > values && lo[-1] >= '0' && lo[-1] <= '9')
+                lo--;
+            if (dots[2] != '\0')
+                snprintf(range, sizeof range, "; N %.*s to %s", (int)(dots - lo), lo, dots + 2);
+            else
+                snprintf(range, sizeof range, "; N %.*s or more", (int)(dots - lo), lo);
+            snprintf(lo, sizeof values - (size_t)(lo - values), "N");
+        }
+        int at = fprintf(out, "  %s %s", flag, values);
+        snprintf(help, sizeof help, "%s%s%s%s%s%s%s", i->backends[0] ? i->backends : "",
+                 i->backends[0] ? ": " : "", i->help, range,
+                 i->default_value[0] ? " (default " : "", i->default_value,
+                 i->default_value[0] ? ")" : "");
+        wrapped(out, at, 22, help);
+    }
 }
-

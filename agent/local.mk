@@ -5,28 +5,33 @@ gpudiff_agent_SOURCES = \
 	agent/upload.h \
 	agent/inputs.h \
 	agent/main.c \
-	agent/run.c \
+	agent/cmd_run.c \
 	agent/inputs.c \
-	agent/ops.c \
-	agent/diff.c \
-	agent/bundle.c \
-	agent/push.c \
-	agent/outbox.c \
+	agent/model_load.h \
+	agent/model_load.c \
+	agent/cmd_ops.c \
+	agent/cmd_diff.c \
+	agent/cmd_bundle.c \
+	agent/framework_ops.c \
+	agent/cmd_push.c \
+	agent/cmd_outbox.c \
 	agent/report.c \
 	agent/upload.c \
+	agent/http.h \
+	agent/http.c \
 	agent/server_url.h \
 	agent/server_url.c \
 	agent/fetch.h \
 	agent/fetch.c \
 	agent/knob_opts.c \
-	agent/knobs_json.c \
-	agent/replay.c
+	agent/cli_args.c \
+	agent/cmd_replay.c
 gpudiff_agent_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)
 gpudiff_agent_LDADD = $(GD_ENGINE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS)
 # `gpudiff-agent sweep` (agent/sweep.h)
 gpudiff_agent_SOURCES += \
 	agent/sweep.h \
-	agent/sweep.c \
+	agent/cmd_sweep.c \
 	agent/sweep_capture.c \
 	agent/sweep_copy.c \
 	agent/sweep_grid.c \
@@ -36,7 +41,7 @@ gpudiff_agent_SOURCES += \
 	agent/sweep_summary.c \
 	agent/sweep_upload.c
 # ---- fp: `gpudiff-agent fetch-layers` (tensors the daemon asks for) ----
-gpudiff_agent_SOURCES += agent/run_opts.h agent/fetch_layers.c
+gpudiff_agent_SOURCES += agent/run_opts.h agent/cmd_fetch_layers.c
 # ---- jobagt: `gpudiff-agent submit` and `serve` (jobs from gpudiffd, agent/jobs.h) ----
-gpudiff_agent_SOURCES += agent/jobs.h agent/jobs_args.c agent/jobs_http.c agent/submit.c \
-	agent/serve.h agent/serve.c agent/serve_task.c
+gpudiff_agent_SOURCES += agent/jobs.h agent/jobs_args.c agent/cmd_submit.c \
+	agent/serve.h agent/cmd_serve.c agent/serve_task.c

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "gpudiff/log.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 #include "run_opts.h" /* fp: fetch-layers */
 

@@ -9,7 +9,7 @@
 #include <jansson.h>
 
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 #include "inputs.h"
 #include "upload.h"
@@ -22,10 +22,6 @@ struct agt_run_opts {
     const char *backend;
     const char *out;
     const char *weights_dir;
-    const char *emulate;
-    const char *capture;           /* --capture as given; NULL: full */
-    int noise_probe;               /* --noise-probe on (1) or off (0): each reducing layer's
-                                      own rounding measured on a sample (gpudiff/noise.h) */
     int replace;
     int json;
     int progress;
@@ -37,16 +33,23 @@ struct agt_run_opts {
     json_t *env_labels;            /* --env-label: run.json's env.labels (made when given) */
     struct gd_knobs knobs;
     struct agt_upload_opts upload; /* upload.server NULL: no upload */
+    /* fetch-layers: with --capture layers=, run the nodes up to the last layer captured
+     * only (the layers after it are not in the bundle) */
+    int stop_after_selected;
 };
 
-/* Parses run's command line into o (knobs, labels and upload initialized by the caller).
+/* Fills o with the defaults (knobs unset, labels an empty object, progress on a
+ * terminal); agt_run_opts_fini() frees what it holds. */
+void agt_run_opts_init(struct agt_run_opts *o);
+void agt_run_opts_fini(struct agt_run_opts *o);
+
+/* Runs o (parsed by agt_run_parse()): loads, runs, writes the bundle and, with a server,
+ * uploads it. Returns an exit code; messages go to stderr. */
+int agt_run_execute(struct agt_run_opts *o);
+
+/* Parses run's command line into o (made by agt_run_opts_init()).
  * 0, 1 after --help, -1 after a usage error (printed). */
 int agt_run_parse(int argc, char **argv, struct agt_run_opts *o);
-
-/* Loads the model and its inputs (records: run.json's input records); an ONNX model is
- * checked with them. */
-int agt_run_load(const struct agt_run_opts *o, struct gd_graph **g, struct gd_tensor **inputs,
-                 json_t **records, struct gd_err *err);
 
 /* run.json's "rerun": the options that decide what the run computes, with absolute paths
  * (model, inputs, weights folder, backend, knobs), as arguments for agt_run_parse(). */

@@ -1,5 +1,5 @@
 /*
- * serve.h: `gpudiff-agent serve` (docs/AGENT.md, "serve"): what its loop (serve.c) and the
+ * serve.h: `gpudiff-agent serve` (docs/AGENT.md, "serve"): what its loop (cmd_serve.c) and the
  * running of one lease (serve_task.c) share.
  */
 #ifndef GPUDIFF_AGENT_SERVE_H

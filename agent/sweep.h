@@ -3,7 +3,7 @@
  * (sweep_grid.c), runs captured into memory and read back by the engine's comparison
  * (sweep_capture.c), the comparisons summed up and the answers drawn from them
  * (sweep_summary.c), the text report (sweep_report.c), and the upload of the sweep and its
- * runs (sweep_upload.c). sweep.c runs the settings. docs/AGENT.md describes the command,
+ * runs (sweep_upload.c). cmd_sweep.c runs the settings. docs/AGENT.md describes the command,
  * schema/json/sweep.schema.json the document it makes.
  */
 #ifndef GPUDIFF_AGENT_SWEEP_H
@@ -17,7 +17,7 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/diff.h"
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 
 #define AGT_SWEEP_FORMAT       "gpudiff-sweep"
 #define AGT_SWEEP_VERSION      1
@@ -27,7 +27,7 @@
 /* ---- the grid (sweep_grid.c) ---- */
 
 struct agt_setting {
-    char name[192];        /* "autotune tf32=on", "emulate=bf16:conv+gemm", "conv2@6 tf32=off" */
+    char name[192];        /* "conv_algo=autotune tf32=on", "emulate=bf16:conv+gemm", "defaults" */
     struct gd_knobs knobs; /* batch 0: the whole input */
     int strict;            /* the strict setting every other is compared with */
     int added;             /* not in the grid: added because the strict setting was missing */
@@ -46,25 +46,28 @@ const char *agt_grid_default(const char *backend);
 
 /*
  * Parses SPEC for backend into g (which must be zeroed): groups separated by '|', each a
- * product of axes KEY=V1,V2,... separated by ';'. Duplicates are dropped. GD_EINVAL with a
- * message naming the part at fault.
+ * product of axes KEY=V1,V2,... separated by ';', KEY a knob of knobs.def that is a sweep
+ * axis. Each setting starts from base (NULL: every knob unset): the sweep's own knobs, such
+ * as --dtype. Duplicates are dropped. GD_EINVAL with a message naming the part at fault.
  */
-int agt_grid_parse(const char *spec, const char *backend, struct agt_grid *g, struct gd_err *err);
+int agt_grid_parse(const char *spec, const char *backend, const struct gd_knobs *base,
+                   struct agt_grid *g, struct gd_err *err);
 
 /* Appends a setting (its name made from its knobs) unless one of that name is there; returns
  * its index, or -1 when the grid is full. */
 int agt_grid_add(struct agt_grid *g, const char *backend, const struct gd_knobs *k);
 
-/* The strict setting of backend: FP32 and deterministic algorithms (cuda: conv_algo
- * deterministic, TF32 off; cpu: no emulation; cpu64 as it is). */
-void agt_strict_knobs(const char *backend, struct gd_knobs *k);
+/* The strict setting of backend from base (NULL: nothing set): FP32 and deterministic
+ * algorithms (cuda: conv_algo deterministic, TF32 off; cpu: no emulation; cpu64 as it is). */
+void agt_strict_knobs(const char *backend, const struct gd_knobs *base, struct gd_knobs *k);
 
 /* Marks the grid's strict setting and moves it first (it runs before the others, which are
  * compared with it), adding it (added = 1) when the grid lacks it. Returns its index (0),
  * -1 when the grid is full. */
-int agt_grid_mark_strict(struct agt_grid *g, const char *backend);
+int agt_grid_mark_strict(struct agt_grid *g, const char *backend, const struct gd_knobs *base);
 
-/* The setting's name from its knobs. */
+/* The setting's name from its knobs: "name=value" for each axis of the backend not at its
+ * default, in knobs.def's order ("conv_algo=autotune tf32=on"), "defaults" for none. */
 void agt_setting_name(const char *backend, const struct gd_knobs *k, char *out, size_t size);
 
 
@@ -147,9 +150,40 @@ int agt_batch_compare(const struct agt_memrun *a, const struct agt_memrun *b, in
                       const char *output_layer, double atol, double rtol, json_t **out,
                       struct gd_err *err);
 
-/* Fills doc's per-setting "x_fastest" and "deterministic"/"batch_invariant" verdicts and its
- * "answers": the fastest, cheapest deterministic, cheapest batch-invariant settings, the
- * settings that change the results, the one-knob effects and the sentences of the report. */
+/* 1 when run.json records knob key at its default value (knobs.def), in any spelling a run
+ * wrote; 0 otherwise or for a key that is no knob. */
+int agt_knob_at_default(const char *key, json_t *v);
+
+/* 1 when knob key makes a setting of its own: it changes how numbers are rounded or which
+ * algorithm computes them (not the batch, the time or what is kept). */
+int agt_knob_sets_setting(const char *key);
+
+/* A setting's timed forwards: median, least and most (ms). */
+struct agt_timing {
+    double med, lo, hi;
+};
+
+/* Setting s's forward timing from its document; -1 when it has none. A document without a
+ * range (older agents) has lo = hi = med. */
+int agt_timing_of(json_t *s, struct agt_timing *t);
+
+/* 1 when a and b are within timing noise of each other: their min-max ranges overlap. Such
+ * settings are not ranked by time; the measurements cannot tell which is faster. */
+int agt_within_noise(const struct agt_timing *a, const struct agt_timing *b);
+
+/* 1 when setting s is a what-if: a knob of its is a sweep what-if (knobs.def's WHATIF, the
+ * CPU's emulation) not at its default. A what-if is reported, never advised as a fix. */
+int agt_setting_what_if(json_t *s);
+
+/*
+ * Fills doc's per-setting "what_if", "deterministic"/"batch_invariant" verdicts, time's
+ * "x_fastest" and "within_noise_of_fastest", and its "answers": the fastest, cheapest
+ * deterministic, cheapest batch-invariant and cheapest of both among the settings a
+ * deployment can use (what-ifs never), each the fastest of those that qualify unless others
+ * are within timing noise of it, in which case the one closest to float64 among them (the
+ * first in the grid of equals) and the others listed; the what-ifs, the settings that change
+ * the results, the layers that break batch invariance and the one-knob effects.
+ */
 void agt_sweep_answers(json_t *doc);
 
 /* ---- the report (sweep_report.c) ---- */

@@ -93,6 +93,13 @@ fmt_vs(json_t *v, char *abs_s, size_t asize, char *ulp_s, size_t usize)
         snprintf(ulp_s, usize, "-");
 }
 
+/* " (what-if)" for a setting that is one, "" otherwise. */
+static const char *
+what_if_tag(json_t *s)
+{
+    return json_is_true(json_object_get(s, "what_if")) ? " (what-if)" : "";
+}
+
 static const char *
 tristate(json_t *v, const char *yes, const char *no)
 {
@@ -242,9 +249,9 @@ why(FILE *out, json_t *doc)
         if (arith[0] != '\0')
             snprintf(named, sizeof named, " (%s)", arith);
         item(out,
-             "%s: the difference from float64 starts at %s (%s), at %.1f bits of "
+             "%s%s: the difference from float64 starts at %s (%s), at %.1f bits of "
              "precision%s%s; the output moves by %s (%s ULP).",
-             get_str(s, "name"), get_str(first, "layer"), get_str(first, "op"),
+             get_str(s, "name"), what_if_tag(s), get_str(first, "layer"), get_str(first, "op"),
              get_num(first, "bits"), named, amps, a, u);
     }
     if (quiet[0])
@@ -325,28 +332,85 @@ why(FILE *out, json_t *doc)
     json_decref(nondet);
     /* one knob at a time */
     json_array_foreach(get(doc, "answers.knob_effects"), i, s) {
-        char fa[32], ta[32];
+        char fa[32], ta[32], cost_words[160];
         fmt_g(get_num(s, "from_max_abs"), fa, sizeof fa);
         fmt_g(get_num(s, "to_max_abs"), ta, sizeof ta);
         json_t *fd = json_object_get(s, "to_first_divergent");
+        if (json_is_true(json_object_get(s, "within_noise")))
+            snprintf(cost_words, sizeof cost_words,
+                     "the times are within timing noise of each other (%.3f -> %.3f ms, their "
+                     "ranges overlap)",
+                     get_num(s, "from_ms"), get_num(s, "to_ms"));
+        else
+            snprintf(cost_words, sizeof cost_words, "%.2fx the time (%.3f -> %.3f ms)",
+                     get_num(s, "time_ratio"), get_num(s, "from_ms"), get_num(s, "to_ms"));
         if (strcmp(get_str(s, "knob"), "tf32") == 0) {
             /* the question users ask of TF32: what it moves, and what turning it off costs */
-            item(out,
-                 "TF32 (%s): on, the output moves by %s against float64%s%s (off: %s); "
-                 "turning it off costs %.2fx the time (%.3f -> %.3f ms).",
+            char off_cost[160];
+            if (json_is_true(json_object_get(s, "within_noise")))
+                snprintf(off_cost, sizeof off_cost,
+                         "turning it off costs nothing measurable (within timing noise)");
+            else
+                snprintf(off_cost, sizeof off_cost,
+                         "turning it off costs %.2fx the time (%.3f -> %.3f ms)",
+                         1 / get_num(s, "time_ratio"), get_num(s, "to_ms"), get_num(s, "from_ms"));
+            item(out, "TF32 (%s): on, the output moves by %s against float64%s%s (off: %s); %s.",
                  get_str(s, "changed"), ta,
                  json_is_string(fd) ? ", the difference starting at " : "",
-                 json_is_string(fd) ? json_string_value(fd) : "", fa,
-                 1 / get_num(s, "time_ratio"), get_num(s, "to_ms"), get_num(s, "from_ms"));
+                 json_is_string(fd) ? json_string_value(fd) : "", fa, off_cost);
             continue;
         }
-        item(out,
-             "%s -> %s: %.2fx the time (%.3f -> %.3f ms); output against float64 %s -> "
-             "%s%s%s.",
-             get_str(s, "base"), get_str(s, "changed"), get_num(s, "time_ratio"),
-             get_num(s, "from_ms"), get_num(s, "to_ms"), fa, ta,
-             json_is_string(fd) ? ", first divergent " : "",
+        item(out, "%s -> %s%s: %s; output against float64 %s -> %s%s%s.", get_str(s, "base"),
+             get_str(s, "changed"), json_is_true(json_object_get(s, "what_if")) ? " (what-if)" : "",
+             cost_words, fa, ta, json_is_string(fd) ? ", first divergent " : "",
              json_is_string(fd) ? json_string_value(fd) : "");
+    }
+}
+
+/* "1.234 ms (1.200 to 1.300)" of a pick or a setting's time. */
+static void
+fmt_time(double med, double lo, double hi, char *out, size_t size)
+{
+    if (isfinite(lo) && isfinite(hi) && hi > lo)
+        snprintf(out, size, "%.3f ms (%.3f to %.3f)", med, lo, hi);
+    else
+        snprintf(out, size, "%.3f ms", med);
+}
+
+/* "2.38e-07 against float64 (376 ULP)", "exact against float64", "not compared". */
+static void
+fmt_error(json_t *p, char *out, size_t size)
+{
+    double e = get_num(p, "vs_float64_max_abs");
+    json_t *u = json_object_get(p, "vs_float64_max_ulp");
+    if (!isfinite(e))
+        snprintf(out, size, "not compared with float64");
+    else if (e == 0)
+        snprintf(out, size, "the output equal to float64's rounding");
+    else if (json_is_integer(u))
+        snprintf(out, size, "the output %.3g from float64 (%lld ULP)", e,
+                 (long long)json_integer_value(u));
+    else
+        snprintf(out, size, "the output %.3g from float64", e);
+}
+
+/* The names of a JSON array of strings as "a, b and c". */
+static void
+names_text(json_t *names, char *out, size_t size)
+{
+    size_t i, n = json_array_size(names), used = 0;
+    json_t *v;
+    out[0] = '\0';
+    json_array_foreach(names, i, v)
+    {
+        int w = snprintf(out + used, size - used, "%s%s",
+                         i == 0       ? ""
+                         : i + 1 == n ? " and "
+                                      : ", ",
+                         json_string_value(v) ? json_string_value(v) : "?");
+        if (w < 0 || (size_t)w >= size - used)
+            break;
+        used += (size_t)w;
     }
 }
 
@@ -357,15 +421,30 @@ pick_line(FILE *out, json_t *p, const char *what, const char *none)
         item(out, "%s: %s.", what, none);
         return;
     }
-    item(out, "%s: %s, %.3f ms, %.2fx the fastest.", what, get_str(p, "setting"),
-         get_num(p, "forward_ms"), get_num(p, "x_fastest"));
+    char t[96], e[128], ties[1024] = "";
+    fmt_time(get_num(p, "forward_ms"), get_num(p, "forward_min_ms"), get_num(p, "forward_max_ms"),
+             t, sizeof t);
+    fmt_error(p, e, sizeof e);
+    json_t *others = json_object_get(p, "within_noise");
+    if (json_array_size(others) > 0) {
+        char names[900];
+        names_text(others, names, sizeof names);
+        snprintf(ties, sizeof ties,
+                 " %s within timing noise of it (the min-max ranges overlap): the times do "
+                 "not rank them, so it is the one closest to float64 of them",
+                 json_array_size(others) == 1 ? "is" : "are");
+        char both[1024];
+        snprintf(both, sizeof both, " %s%s.", names, ties);
+        snprintf(ties, sizeof ties, "%s", both);
+    }
+    item(out, "%s: %s, %s, %s.%s", what, get_str(p, "setting"), t, e, ties);
 }
 
 static void
 prevent(FILE *out, json_t *doc)
 {
     json_t *ans = json_object_get(doc, "answers");
-    fprintf(out, "\nHow to prevent it?\n");
+    fprintf(out, "\nHow to prevent it? (settings a deployment can use; what-ifs apart)\n");
     pick_line(out, json_object_get(ans, "cheapest_deterministic"),
               "The cheapest setting that is bitwise reproducible (every layer, every capture)",
               "none of the settings measured is, or it was not measured");
@@ -394,23 +473,46 @@ prevent(FILE *out, json_t *doc)
     }
     pick_line(out, json_object_get(ans, "cheapest_deterministic_and_batch_invariant"),
               "The cheapest that is both", "none measured");
-    /* bitwise mode: the prevention that also holds across GPUs, measured like the others */
+    json_t *settings = json_object_get(doc, "settings");
     size_t i;
     json_t *s;
-    json_array_foreach(json_object_get(doc, "settings"), i, s) {
+    /* bitwise mode: the prevention that also holds across GPUs, measured like the others */
+    json_array_foreach(settings, i, s)
+    {
         if (strcmp(get_str(s, "name"), "repro=bitwise") != 0)
             continue;
         if (!is_ok(s)) {
             item(out, "Bitwise mode (--repro bitwise) could not run: %s.", get_str(s, "error"));
             continue;
         }
+        char t[96], x[48];
+        fmt_time(get_num(s, "time.forward_ms"), get_num(s, "time.forward_min_ms"),
+                 get_num(s, "time.forward_max_ms"), t, sizeof t);
+        if (json_is_true(get(s, "time.within_noise_of_fastest")))
+            snprintf(x, sizeof x, "within timing noise of the fastest setting");
+        else
+            snprintf(x, sizeof x, "%.2fx the fastest setting", get_num(s, "time.x_fastest"));
         item(out,
              "Bitwise mode (--repro bitwise: gpudiff's own kernels, every layer the cpu "
              "backend's bits on any GPU and at any batch size): run to run %s, batch-invariant "
-             "%s here, %.3f ms a forward, %.2fx the fastest setting.",
+             "%s here, %s a forward, %s.",
              tristate(json_object_get(s, "deterministic"), "identical", "differs"),
-             tristate(json_object_get(s, "batch_invariant"), "yes", "no"),
-             get_num(s, "time.forward_ms"), get_num(s, "time.x_fastest"));
+             tristate(json_object_get(s, "batch_invariant"), "yes", "no"), t, x);
+    }
+    /* what-ifs: what a reduced format would do, never a fix */
+    int header = 0;
+    json_array_foreach(settings, i, s)
+    {
+        if (!is_ok(s) || !json_is_true(json_object_get(s, "what_if")))
+            continue;
+        if (!header++)
+            fprintf(out, "\nWhat if? (emulated on the CPU: not settings a deployment can use, "
+                         "never advised as a fix)\n");
+        char a[32], u[32];
+        fmt_vs(json_object_get(s, "vs_float64"), a, sizeof a, u, sizeof u);
+        const char *fd = get_str(s, "vs_float64.first_divergent.layer");
+        item(out, "%s: the output would move by %s against float64 (%s ULP)%s%s.",
+             get_str(s, "name"), a, u, fd[0] ? ", the difference starting at " : "", fd);
     }
 }
 
@@ -421,7 +523,7 @@ cost(FILE *out, json_t *doc)
     json_t *fast = json_object_get(ans, "fastest");
     fprintf(out, "\nWhat does it cost?\n");
     if (!json_is_object(fast)) {
-        item(out, "Nothing: no setting ran.");
+        item(out, "Nothing: no setting a deployment can use ran.");
         return;
     }
     json_t *settings = json_object_get(doc, "settings");
@@ -432,8 +534,17 @@ cost(FILE *out, json_t *doc)
         if (json_is_true(json_object_get(s, "strict")))
             strict = s;
     }
-    item(out, "The fastest setting is %s: %.3f ms a forward with the input on the device.",
-         get_str(fast, "setting"), get_num(fast, "forward_ms"));
+    char t[96], ties[1024] = "";
+    fmt_time(get_num(fast, "forward_ms"), get_num(fast, "forward_min_ms"),
+             get_num(fast, "forward_max_ms"), t, sizeof t);
+    if (json_array_size(json_object_get(fast, "within_noise")) > 0) {
+        char names[900];
+        names_text(json_object_get(fast, "within_noise"), names, sizeof names);
+        snprintf(ties, sizeof ties, "; %s %s within timing noise of it", names,
+                 json_array_size(json_object_get(fast, "within_noise")) == 1 ? "is" : "are");
+    }
+    item(out, "The fastest setting is %s: %s a forward with the input on the device%s.",
+         get_str(fast, "setting"), t, ties);
     static const char *const picks[] = {"cheapest_deterministic", "cheapest_batch_invariant",
                                         "cheapest_deterministic_and_batch_invariant"};
     static const char *const words[] = {"Reproducible bits", "Batch invariance", "Both"};
@@ -441,13 +552,22 @@ cost(FILE *out, json_t *doc)
         json_t *p = json_object_get(ans, picks[k]);
         if (!json_is_object(p))
             continue;
-        item(out, "%s (%s) cost %.2fx the fastest: %+.3f ms a forward.", words[k],
-             get_str(p, "setting"), get_num(p, "x_fastest"),
-             get_num(p, "forward_ms") - get_num(fast, "forward_ms"));
+        if (json_is_true(json_object_get(p, "within_noise_of_fastest")))
+            item(out, "%s (%s) cost nothing measurable: its times overlap the fastest's.", words[k],
+                 get_str(p, "setting"));
+        else
+            item(out, "%s (%s) cost %.2fx the fastest: %+.3f ms a forward.", words[k],
+                 get_str(p, "setting"), get_num(p, "x_fastest"),
+                 get_num(p, "forward_ms") - get_num(fast, "forward_ms"));
     }
-    if (strict != NULL && is_ok(strict))
-        item(out, "The strict setting (%s) costs %.2fx the fastest.", get_str(strict, "name"),
-             get_num(strict, "time.x_fastest"));
+    if (strict != NULL && is_ok(strict)) {
+        if (json_is_true(get(strict, "time.within_noise_of_fastest")))
+            item(out, "The strict setting (%s) is within timing noise of the fastest.",
+                 get_str(strict, "name"));
+        else
+            item(out, "The strict setting (%s) costs %.2fx the fastest.", get_str(strict, "name"),
+                 get_num(strict, "time.x_fastest"));
+    }
 }
 
 static void
@@ -460,9 +580,9 @@ table(FILE *out, json_t *doc)
         int n = (int)strlen(get_str(s, "name"));
         w = n > w ? (n < 64 ? n : 64) : w;
     }
-    fprintf(out, "\n%-*s %9s %6s %9s %6s | %9s %6s | %-10s | %-11s | %-14s | %s\n", w, "setting",
-            "ms", "x fast", "vs f64", "ulp", "vs strict", "ulp", "run-to-run", "batch-invar",
-            "first diverg.", "cause");
+    fprintf(out, "\n%-*s %-7s %9s %19s %6s %9s %6s | %9s %6s | %-10s | %-11s | %-14s | %s\n", w,
+            "setting", "use", "ms", "min to max", "x fast", "vs f64", "ulp", "vs strict", "ulp",
+            "run-to-run", "batch-invar", "first diverg.", "cause");
     json_array_foreach(json_object_get(doc, "settings"), i, s) {
         if (!is_ok(s)) {
             fprintf(out, "%-*s %s: %s\n", w, get_str(s, "name"),
@@ -470,9 +590,16 @@ table(FILE *out, json_t *doc)
                     get_str(s, "error"));
             continue;
         }
-        char ms[32], x[32], fa[32], fu[32], sa[32], su[32];
+        char ms[32], range[64], x[32], fa[32], fu[32], sa[32], su[32];
         fmt_ms(get_num(s, "time.forward_ms"), ms, sizeof ms);
-        snprintf(x, sizeof x, "%.2f", get_num(s, "time.x_fastest"));
+        char lo[24], hi[24];
+        fmt_ms(get_num(s, "time.forward_min_ms"), lo, sizeof lo);
+        fmt_ms(get_num(s, "time.forward_max_ms"), hi, sizeof hi);
+        snprintf(range, sizeof range, "%s to %s", lo, hi);
+        if (json_is_true(get(s, "time.within_noise_of_fastest")))
+            snprintf(x, sizeof x, "~1");
+        else
+            snprintf(x, sizeof x, "%.2f", get_num(s, "time.x_fastest"));
         fmt_vs(json_object_get(s, "vs_float64"), fa, sizeof fa, fu, sizeof fu);
         if (json_is_true(json_object_get(s, "strict"))) {
             snprintf(sa, sizeof sa, "(strict)");
@@ -481,8 +608,10 @@ table(FILE *out, json_t *doc)
             fmt_vs(json_object_get(s, "vs_strict"), sa, sizeof sa, su, sizeof su);
         }
         const char *fd = get_str(s, "vs_float64.first_divergent.layer");
-        fprintf(out, "%-*s %9s %6s %9s %6s | %9s %6s | %-10s | %-11s | %-14s | %s\n", w,
-                get_str(s, "name"), ms, x, fa, fu, sa, su,
+        fprintf(out, "%-*s %-7s %9s %19s %6s %9s %6s | %9s %6s | %-10s | %-11s | %-14s | %s\n", w,
+                get_str(s, "name"),
+                json_is_true(json_object_get(s, "what_if")) ? "what-if" : "deploy", ms, range, x,
+                fa, fu, sa, su,
                 tristate(json_object_get(s, "deterministic"), "identical", "differs"),
                 tristate(json_object_get(s, "batch_invariant"), "yes", "no"), fd[0] ? fd : "-",
                 get_str(s, "cause"));
@@ -523,9 +652,12 @@ agt_sweep_print(FILE *out, json_t *doc)
     table(out, doc);
     fputc('\n', out);
     wrap(out, "",
-         "ms: median forward without capture, input on the device; vs f64, vs strict: "
-         "the output layer's max |a-b| and max ULP; run-to-run: every layer of each capture "
-         "and every timed output bitwise equal; batch-invar: every layer's rows bitwise equal "
-         "at each batch size.",
+         "use: deploy (a setting a deployment can use) or what-if (emulated on the CPU: never "
+         "advised); ms: median forward without capture, input on the device, and the least "
+         "and most of the timed runs; x fast: against the fastest setting to deploy, ~1 where "
+         "the ranges overlap (within timing noise: the times do not rank them); vs f64, vs "
+         "strict: the output layer's max |a-b| and max ULP; run-to-run: every layer of each "
+         "capture and every timed output bitwise equal; batch-invar: every layer's rows "
+         "bitwise equal at each batch size.",
          100, 0);
 }

@@ -1,5 +1,5 @@
 /*
- * sweep_run.h: the sweep in progress, shared by the command (sweep.c: options, the order of
+ * sweep_run.h: the sweep in progress, shared by the command (cmd_sweep.c: options, the order of
  * things, the document's start and end) and the runs it makes (sweep_setting.c: one setting
  * measured, the float64 reference, the convolution algorithms cuDNN offers).
  */
@@ -8,11 +8,17 @@
 
 #include <limits.h>
 
+#include "model_load.h"
 #include "sweep.h"
 #include "upload.h"
 
 struct sweep_opts {
-    const char *model, *input, *input_key, *weights_dir, *backend, *grid, *out;
+    const char *model, *input_key, *weights_dir, *backend, *grid, *out;
+    const char *inputs[AGT_MAX_INPUTS]; /* --input, as run takes them */
+    int n_inputs;
+    /* the sweep's own knobs (--dtype, --host-memory: knobs.def's lines that are no axis),
+     * which every setting starts from */
+    struct gd_knobs base;
     const char *report; /* --report FILE: print a saved document's report, run nothing */
     int repeats, warmup, captures, json, quiet, verbose;
     double atol, rtol;
@@ -22,9 +28,11 @@ struct sweep_opts {
 /* One sweep in progress. */
 struct sweep {
     const struct sweep_opts *o;
-    struct gd_graph *g;
-    struct gd_tensor *input;
-    char input_sha[65];
+    struct agt_model model;             /* the model and its inputs (agt_model_load) */
+    struct gd_graph *g;                 /* model.g */
+    int n_inputs;                       /* g->n_inputs */
+    const struct gd_tensor *const *inputs; /* model.inputs */
+    const struct gd_tensor *input;      /* the first input: its rows are the batch */
     char id[37];
     struct agt_grid grid;
     int n_batches;

@@ -43,20 +43,20 @@ run_meta(const struct sweep *sw, const char *backend, const struct gd_session *s
     if (gd_uuid_v4(id, err) != 0)
         return NULL;
     agt_utc_now(now, sizeof now);
-    json_t *env = json_object(), *shape = json_array();
+    json_t *env = json_object();
     const struct gd_env *e = gd_session_env(s);
     for (int i = 0; i < e->n; i++)
         json_object_set_new(env, e->items[i].key, json_string(e->items[i].value));
-    for (int i = 0; i < sw->input->ndim; i++)
-        json_array_append_new(shape, json_integer(sw->input->shape[i]));
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s?, s:s, s:s, s:o}, s:s, s:o, "
+    /* "input" is the first input's record (as run writes it), "inputs" all */
+    json_t *first = json_deep_copy(json_array_get(sw->model.records, 0));
+    json_object_del(first, "name");
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:s, s:o, "
                      "s:o, s:{s:s, s:s}, s:f}",
                      "id", id, "created_at", now, "model", "name", sw->g->name, "sha256",
-                     sw->g->sha256, "file", sw->o->model, "input", "file", sw->o->input, "key",
-                     sw->o->input_key, "sha256", sw->input_sha, "dtype",
-                     gd_dtype_name(sw->input->dtype), "shape", shape, "backend", backend, "env",
-                     env, "knobs", agt_knobs_json(backend, k, e), "labels", "sweep", sw->id,
-                     "setting", setting, "duration_us", 0.0);
+                     sw->g->sha256, "file", sw->o->model, "input", first, "inputs",
+                     sw->model.records, "backend", backend, "env", env, "knobs",
+                     gd_knobs_json(k, backend, e), "labels", "sweep", sw->id, "setting", setting,
+                     "duration_us", 0.0);
 }
 
 /* A bundle folder's name for a setting: its position and name, file-name safe. */
@@ -110,9 +110,8 @@ capture_run(struct sweep *sw, struct gd_session *s, const char *backend, const s
         rc = gd_bundle_writer_new(dir, 0, &w, err);
     if (rc == 0) {
         struct agt_capture c = {.g = sw->g, .store = r, .writer = w};
-        const struct gd_tensor *in[1] = {sw->input};
         double t0 = agt_sweep_now_us();
-        rc = gd_session_run(s, 1, in, agt_capture_layer, &c, err);
+        rc = gd_session_run(s, sw->n_inputs, sw->inputs, agt_capture_layer, &c, err);
         double dt = agt_sweep_now_us() - t0;
         sw->engine_us += dt - c.callback_us;
         account_capture(sw, &c);
@@ -210,13 +209,12 @@ time_setting(struct sweep *sw, struct gd_session *s, json_t *res, struct gd_err 
     double *fwd = calloc((size_t)n, sizeof *fwd), *e2e = calloc((size_t)n, sizeof *e2e);
     struct gd_tensor *first[8] = {NULL};
     int n_out = sw->g->n_outputs < 8 ? sw->g->n_outputs : 8, same = 1, rc = 0;
-    const struct gd_tensor *in[1] = {sw->input};
     if (fwd == NULL || e2e == NULL) {
         rc = gd_err_set(err, GD_ENOMEM, "out of memory");
         goto done;
     }
     double t0 = agt_sweep_now_us();
-    rc = gd_session_stage(s, 1, in, err);
+    rc = gd_session_stage(s, sw->n_inputs, sw->inputs, err);
     for (int r = -o->warmup; r < n && rc == 0; r++) {
         double us = 0;
         rc = gd_session_forward(s, &us, err);
@@ -225,7 +223,7 @@ time_setting(struct sweep *sw, struct gd_session *s, json_t *res, struct gd_err 
     }
     for (int r = -1; r < n && rc == 0; r++) {
         double us = 0;
-        rc = gd_session_run_end_to_end(s, 1, in, &us, err);
+        rc = gd_session_run_end_to_end(s, sw->n_inputs, sw->inputs, &us, err);
         if (rc != 0 || r < 0)
             continue;
         e2e[r] = us / 1e3;
@@ -246,17 +244,15 @@ time_setting(struct sweep *sw, struct gd_session *s, json_t *res, struct gd_err 
     if (rc != 0)
         goto done;
     const char *timer = strcmp(gd_session_backend(s), "cuda") == 0 ? "cuda events" : "wall clock";
-    double lo = INFINITY, hi = 0;
-    for (int r = 0; r < n; r++) {
-        lo = fwd[r] < lo ? fwd[r] : lo;
-        hi = fwd[r] > hi ? fwd[r] : hi;
-    }
-    double fwd_med = median(fwd, n), e2e_med = median(e2e, n);
-    json_object_set_new(res, "time",
-                        json_pack("{s:o, s:o, s:o, s:o, s:i, s:i, s:s}", "forward_ms", num(fwd_med),
-                                  "forward_min_ms", num(lo), "forward_max_ms", num(hi),
-                                  "end_to_end_ms", num(e2e_med), "repeats", n, "warmup", o->warmup,
-                                  "forward_timer", timer));
+    /* median and range of each: the range is what tells two settings apart from noise
+     * (sweep_summary.c) */
+    double fwd_med = median(fwd, n), e2e_med = median(e2e, n); /* sorts them */
+    json_object_set_new(
+        res, "time",
+        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:i, s:s}", "forward_ms", num(fwd_med),
+                  "forward_min_ms", num(fwd[0]), "forward_max_ms", num(fwd[n - 1]), "end_to_end_ms",
+                  num(e2e_med), "end_to_end_min_ms", num(e2e[0]), "end_to_end_max_ms",
+                  num(e2e[n - 1]), "repeats", n, "warmup", o->warmup, "forward_timer", timer));
     json_t *rr = json_object_get(res, "run_to_run");
     json_object_set_new(rr, "outputs_runs", json_integer(n));
     json_object_set_new(rr, "outputs_identical", json_boolean(same));
@@ -320,9 +316,8 @@ repeat_setting(struct sweep *sw, const struct agt_setting *st, struct agt_memrun
                                     .bytes_differ = bytes,
                                     .algo_differs = algo,
                                     .algo_seen = seen};
-            const struct gd_tensor *in[1] = {sw->input};
             double t0 = agt_sweep_now_us();
-            rc = gd_session_run(s, 1, in, agt_capture_layer, &c, &err);
+            rc = gd_session_run(s, sw->n_inputs, sw->inputs, agt_capture_layer, &c, &err);
             sw->engine_us += agt_sweep_now_us() - t0 - c.callback_us;
             account_capture(sw, &c);
         }
@@ -362,7 +357,7 @@ knob_diff(const struct sweep *sw, json_t *knobs, char *out, size_t size)
     json_t *v;
     out[0] = '\0';
     json_object_foreach(knobs, key, v) {
-        if (strcmp(key, "threads") == 0 || strcmp(key, "batch") == 0)
+        if (!agt_knob_sets_setting(key))
             continue;
         json_t *sv = json_object_get(sw->strict_knobs, key);
         if (sv != NULL && json_equal(v, sv))
@@ -439,7 +434,7 @@ agt_sweep_run_setting(struct sweep *sw, int index, const struct agt_setting *st)
     struct agt_memrun *ref = NULL;
     struct gd_session *s = agt_sweep_open(sw, backend, &st->knobs, &err);
     json_object_set_new(res, "knobs",
-                        agt_knobs_json(backend, &st->knobs, s ? gd_session_env(s) : NULL));
+                        gd_knobs_json(&st->knobs, backend, s ? gd_session_env(s) : NULL));
     if (s == NULL) {
         set_failure(res, "open", &err);
         goto done;
@@ -518,8 +513,7 @@ agt_sweep_expand_each(struct sweep *sw, struct agt_grid *out)
         snprintf(k.conv_algo, sizeof k.conv_algo, "heuristic");
         struct gd_err err = {0};
         struct gd_session *s = agt_sweep_open(sw, backend, &k, &err);
-        const struct gd_tensor *in[1] = {sw->input};
-        int rc = s != NULL ? gd_session_run(s, 1, in, NULL, NULL, &err) : err.code;
+        int rc = s != NULL ? gd_session_run(s, sw->n_inputs, sw->inputs, NULL, NULL, &err) : err.code;
         agt_sweep_progress(sw,
                            "conv=each: listing the algorithms cuDNN offers each "
                            "convolution%s%s",
@@ -559,13 +553,12 @@ agt_sweep_list_offers(struct sweep *sw)
     if (strcmp(sw->o->backend, "cuda") != 0)
         return json_null();
     struct gd_knobs k;
-    agt_strict_knobs("cuda", &k);
+    agt_strict_knobs("cuda", &sw->o->base, &k);
     snprintf(k.conv_algo, sizeof k.conv_algo, "heuristic");
     struct gd_err err = {0};
     struct gd_session *s = agt_sweep_open(sw, "cuda", &k, &err);
-    const struct gd_tensor *in[1] = {sw->input};
     json_t *out = json_array();
-    if (s == NULL || gd_session_run(s, 1, in, NULL, NULL, &err) != 0) {
+    if (s == NULL || gd_session_run(s, sw->n_inputs, sw->inputs, NULL, NULL, &err) != 0) {
         agt_sweep_close(sw, s);
         json_decref(out);
         return json_pack("{s:s}", "error", err.msg);
@@ -598,7 +591,7 @@ agt_sweep_float64(struct sweep *sw)
 {
     struct gd_err err = {0};
     struct gd_knobs k;
-    gd_knobs_init(&k);
+    k = sw->o->base;
     double t0 = agt_sweep_now_us();
     agt_sweep_progress(sw, "float64 reference (cpu64): one capture");
     struct gd_session *s = agt_sweep_open(sw, "cpu64", &k, &err);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpudiff/knobs.h"
 #include "sweep.h"
 
 const char *
@@ -269,29 +270,31 @@ batch_invariant(json_t *s)
     return any && !unknown ? json_true() : json_null();
 }
 
-static json_t *
-pick(json_t *s, double fastest)
+int
+agt_knob_at_default(const char *key, json_t *v)
 {
-    double ms = get_num(s, "time.forward_ms");
-    return json_pack("{s:s, s:o, s:o}", "setting", json_string_value(json_object_get(s, "name")),
-                     "forward_ms", num(ms), "x_fastest", num(ms / fastest));
+    enum gd_knob k;
+    if (gd_knob_find(key, &k) != 0)
+        return 0;
+    json_t *one = json_pack("{s:O?}", key, v);
+    struct gd_knobs knobs;
+    int ok = gd_knobs_from_json(one, &knobs, NULL) == 0;
+    json_decref(one);
+    if (!ok)
+        return 0;
+    char text[1100];
+    gd_knob_format(&knobs, k, text, sizeof text);
+    return strcmp(text, gd_knob_info(k)->default_value) == 0;
 }
 
-/* Knob values that are each axis' "do nothing special" choice, for the one-knob effects. */
-static int
-is_default_value(const char *key, json_t *v)
+int
+agt_knob_sets_setting(const char *key)
 {
-    if (strcmp(key, "tf32") == 0)
-        return json_is_false(v);
-    if (strcmp(key, "conv_algo") == 0)
-        return json_is_string(v) && strcmp(json_string_value(v), "heuristic") == 0;
-    if (strcmp(key, "math_mode") == 0)
-        return json_is_string(v) && strcmp(json_string_value(v), "default") == 0;
-    if (strcmp(key, "workspace_limit") == 0)
-        return json_is_null(v);
-    if (strcmp(key, "emulate") == 0)
-        return json_is_string(v) && strcmp(json_string_value(v), "none") == 0;
-    return 0;
+    enum gd_knob k;
+    if (gd_knob_find(key, &k) != 0)
+        return 0;
+    enum gd_knob_category c = gd_knob_info(k)->category;
+    return c == GD_KNOB_CAT_ARITHMETIC || c == GD_KNOB_CAT_ALGORITHM;
 }
 
 static void
@@ -313,6 +316,144 @@ value_text(json_t *v, char *out, size_t size)
  * For every two settings that differ in one knob, one of them at that knob's default: what
  * the change does to the time and to the output's error against float64.
  */
+/* ---- timing noise ---- */
+
+int
+agt_timing_of(json_t *s, struct agt_timing *t)
+{
+    t->med = get_num(s, "time.forward_ms");
+    t->lo = get_num(s, "time.forward_min_ms");
+    t->hi = get_num(s, "time.forward_max_ms");
+    if (!isfinite(t->med))
+        return -1;
+    /* a document without a range (older agents): the median alone, noise unknown */
+    if (!isfinite(t->lo) || !isfinite(t->hi) || t->lo > t->med || t->hi < t->med)
+        t->lo = t->hi = t->med;
+    return 0;
+}
+
+int
+agt_within_noise(const struct agt_timing *a, const struct agt_timing *b)
+{
+    return fmax(a->lo, b->lo) <= fmin(a->hi, b->hi);
+}
+
+int
+agt_setting_what_if(json_t *s)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(s, "knobs"), key, v)
+    {
+        enum gd_knob k;
+        if (gd_knob_find(key, &k) == 0 && gd_knob_info(k)->sweep == GD_KNOB_SWEEP_WHATIF &&
+            !agt_knob_at_default(key, v))
+            return 1;
+    }
+    return 0;
+}
+
+/* The output's max |a-b| against float64, +inf when not compared (a worse error than any). */
+static double
+error_of(json_t *s)
+{
+    if (!json_is_true(get(s, "vs_float64.compared")))
+        return INFINITY;
+    if (json_is_true(get(s, "vs_float64.output.identical")))
+        return 0;
+    double e = get_num(s, "vs_float64.output.max_abs");
+    return isfinite(e) ? e : INFINITY;
+}
+
+/* The requirement a pick meets. */
+enum want { WANT_ANY, WANT_DET, WANT_INV, WANT_BOTH };
+
+static int
+meets(json_t *s, enum want w)
+{
+    int det = json_is_true(json_object_get(s, "deterministic"));
+    int inv = json_is_true(json_object_get(s, "batch_invariant"));
+    switch (w) {
+    case WANT_ANY:
+        return 1;
+    case WANT_DET:
+        return det;
+    case WANT_INV:
+        return inv;
+    case WANT_BOTH:
+        return det && inv;
+    }
+    return 0;
+}
+
+/*
+ * The setting a deployment can use (no what-if knob) that meets w and is fastest; the
+ * settings within timing noise of it (min-max ranges that overlap its own) are as fast as
+ * far as the measurements tell, so among them the one closest to float64 is taken (the first
+ * in the grid's order of equals): a choice that does not follow the noise. NULL: none.
+ */
+static json_t *
+pick(json_t *settings, enum want w, const struct agt_timing *fastest)
+{
+    size_t i;
+    json_t *s, *best = NULL;
+    struct agt_timing tb = {0}, t;
+    json_array_foreach(settings, i, s)
+    {
+        if (!is_ok(s) || agt_setting_what_if(s) || !meets(s, w) || agt_timing_of(s, &t) != 0)
+            continue;
+        if (best == NULL || t.med < tb.med) {
+            best = s;
+            tb = t;
+        }
+    }
+    if (best == NULL)
+        return json_null();
+    json_t *chosen = NULL, *ties = json_array();
+    double chosen_err = INFINITY;
+    struct agt_timing tc = tb;
+    json_array_foreach(settings, i, s)
+    {
+        if (!is_ok(s) || agt_setting_what_if(s) || !meets(s, w) || agt_timing_of(s, &t) != 0 ||
+            !agt_within_noise(&t, &tb))
+            continue;
+        json_array_append(ties, json_object_get(s, "name"));
+        double e = error_of(s);
+        if (chosen == NULL || e < chosen_err) {
+            chosen = s;
+            chosen_err = e;
+            tc = t;
+        }
+    }
+    /* the others of the group, without the one chosen */
+    json_t *others = json_array();
+    json_array_foreach(ties, i, s)
+    {
+        if (!json_equal(s, json_object_get(chosen, "name")))
+            json_array_append(others, s);
+    }
+    json_decref(ties);
+    json_t *p = json_object();
+    json_object_set(p, "setting", json_object_get(chosen, "name"));
+    json_object_set_new(p, "forward_ms", num(tc.med));
+    json_object_set_new(p, "forward_min_ms", num(tc.lo));
+    json_object_set_new(p, "forward_max_ms", num(tc.hi));
+    json_object_set_new(p, "x_fastest", num(tc.med / fastest->med));
+    json_object_set_new(p, "within_noise_of_fastest", json_boolean(agt_within_noise(&tc, fastest)));
+    json_object_set_new(p, "vs_float64_max_abs", num(chosen_err));
+    json_object_set(p, "vs_float64_max_ulp",
+                    get(chosen, "vs_float64.output.max_ulp")
+                        ? get(chosen, "vs_float64.output.max_ulp")
+                        : json_null());
+    json_object_set_new(p, "chosen_by",
+                        json_string(json_array_size(others) > 0
+                                        ? "error against float64, among settings within "
+                                          "timing noise of each other"
+                                        : "time"));
+    json_object_set_new(p, "within_noise", others);
+    return p;
+}
+
 static json_t *
 knob_effects(json_t *settings)
 {
@@ -330,7 +471,7 @@ knob_effects(json_t *settings)
             json_t *va;
             int n_diff = 0;
             json_object_foreach(ka, key, va) {
-                if (strcmp(key, "threads") == 0 || strcmp(key, "batch") == 0)
+                if (!agt_knob_sets_setting(key))
                     continue;
                 json_t *vb = json_object_get(kb, key);
                 if (!json_equal(va, vb)) {
@@ -342,12 +483,15 @@ knob_effects(json_t *settings)
                 /* a key on one side only (conv_pins): not a one-knob pair */
                 n_diff += 2;
             }
-            if (n_diff != 1 || !is_default_value(differ, json_object_get(ka, differ)))
+            if (n_diff != 1 || !agt_knob_at_default(differ, json_object_get(ka, differ)))
                 continue;
             char from[64], to[64];
             value_text(json_object_get(ka, differ), from, sizeof from);
             value_text(json_object_get(kb, differ), to, sizeof to);
             double ta = get_num(a, "time.forward_ms"), tb = get_num(b, "time.forward_ms");
+            struct agt_timing na, nb;
+            int noise = agt_timing_of(a, &na) == 0 && agt_timing_of(b, &nb) == 0 &&
+                        agt_within_noise(&na, &nb);
             json_t *e = json_object();
             json_object_set_new(e, "knob", json_string(differ));
             json_object_set_new(e, "from", json_string(from));
@@ -355,6 +499,8 @@ knob_effects(json_t *settings)
             json_object_set(e, "base", json_object_get(a, "name"));
             json_object_set(e, "changed", json_object_get(b, "name"));
             json_object_set_new(e, "time_ratio", num(tb / ta));
+            json_object_set_new(e, "within_noise", json_boolean(noise));
+            json_object_set_new(e, "what_if", json_boolean(agt_setting_what_if(b)));
             json_object_set_new(e, "from_ms", num(ta));
             json_object_set_new(e, "to_ms", num(tb));
             json_object_set_new(e, "from_max_abs", num(get_num(a, "vs_float64.output.max_abs")));
@@ -372,22 +518,14 @@ void
 agt_sweep_answers(json_t *doc)
 {
     json_t *settings = json_object_get(doc, "settings");
-    double fastest = INFINITY;
-    json_t *fast = NULL;
     size_t i;
     json_t *s;
-    json_array_foreach(settings, i, s) {
-        double ms = get_num(s, "time.forward_ms");
-        if (is_ok(s) && ms < fastest) {
-            fastest = ms;
-            fast = s;
-        }
-    }
     json_t *ans = json_object();
-    json_t *cheap_det = NULL, *cheap_inv = NULL, *cheap_both = NULL;
-    json_t *changes = json_array(), *breaking = json_object();
+    json_t *changes = json_array(), *breaking = json_object(), *what_ifs = json_array();
     int n_ok = 0, n_failed = 0;
+    /* the verdicts first: the picks read them */
     json_array_foreach(settings, i, s) {
+        json_object_set_new(s, "what_if", json_boolean(agt_setting_what_if(s)));
         if (!is_ok(s)) {
             if (json_object_get(s, "status") != NULL &&
                 strcmp(json_string_value(json_object_get(s, "status")), "failed") == 0)
@@ -397,19 +535,9 @@ agt_sweep_answers(json_t *doc)
             continue;
         }
         n_ok++;
-        double ms = get_num(s, "time.forward_ms");
-        json_object_set_new(json_object_get(s, "time"), "x_fastest", num(ms / fastest));
-        json_t *det = deterministic(s), *inv = batch_invariant(s);
-        json_object_set(s, "deterministic", det);
-        json_object_set(s, "batch_invariant", inv);
-        if (json_is_true(det) && (cheap_det == NULL || ms < get_num(cheap_det, "time.forward_ms")))
-            cheap_det = s;
-        if (json_is_true(inv) && (cheap_inv == NULL || ms < get_num(cheap_inv, "time.forward_ms")))
-            cheap_inv = s;
-        if (json_is_true(det) && json_is_true(inv) &&
-            (cheap_both == NULL || ms < get_num(cheap_both, "time.forward_ms")))
-            cheap_both = s;
-        if (json_is_false(inv)) {
+        json_object_set_new(s, "deterministic", deterministic(s));
+        json_object_set_new(s, "batch_invariant", batch_invariant(s));
+        if (json_is_false(json_object_get(s, "batch_invariant"))) {
             /* which layer first breaks invariance, over the batch sizes of this setting */
             size_t k;
             json_t *b;
@@ -422,21 +550,41 @@ agt_sweep_answers(json_t *doc)
                                     json_integer(c ? json_integer_value(c) + 1 : 1));
             }
         }
-        json_decref(det);
-        json_decref(inv);
-        json_t *ident = get(s, "vs_strict.identical");
-        if (json_is_false(ident))
+        if (json_is_false(get(s, "vs_strict.identical")))
             json_array_append(changes, json_object_get(s, "name"));
+        if (json_is_true(json_object_get(s, "what_if")))
+            json_array_append(what_ifs, json_object_get(s, "name"));
+    }
+    /* the fastest setting a deployment can use: every time is against it */
+    json_t *fast = pick(settings, WANT_ANY, &(struct agt_timing){1, 1, 1});
+    struct agt_timing tf = {get_num(fast, "forward_ms"), get_num(fast, "forward_min_ms"),
+                            get_num(fast, "forward_max_ms")};
+    if (json_is_object(fast)) {
+        json_object_set_new(fast, "x_fastest", json_real(1.0));
+        json_object_set_new(fast, "within_noise_of_fastest", json_true());
+    }
+    json_array_foreach(settings, i, s)
+    {
+        struct agt_timing t;
+        if (!is_ok(s) || agt_timing_of(s, &t) != 0)
+            continue;
+        json_t *time = json_object_get(s, "time");
+        json_object_set_new(time, "x_fastest",
+                            json_is_object(fast) ? num(t.med / tf.med) : json_null());
+        json_object_set_new(time, "within_noise_of_fastest",
+                            json_boolean(json_is_object(fast) && agt_within_noise(&t, &tf)));
     }
     json_object_set_new(ans, "settings_ok", json_integer(n_ok));
     json_object_set_new(ans, "settings_failed", json_integer(n_failed));
-    json_object_set_new(ans, "fastest", fast ? pick(fast, fastest) : json_null());
-    json_object_set_new(ans, "cheapest_deterministic",
-                        cheap_det ? pick(cheap_det, fastest) : json_null());
-    json_object_set_new(ans, "cheapest_batch_invariant",
-                        cheap_inv ? pick(cheap_inv, fastest) : json_null());
+    json_object_set_new(ans, "fastest", fast);
+    json_object_set_new(ans, "cheapest_deterministic", pick(settings, WANT_DET, &tf));
+    json_object_set_new(ans, "cheapest_batch_invariant", pick(settings, WANT_INV, &tf));
     json_object_set_new(ans, "cheapest_deterministic_and_batch_invariant",
-                        cheap_both ? pick(cheap_both, fastest) : json_null());
+                        pick(settings, WANT_BOTH, &tf));
+    json_object_set_new(ans, "noise_rule",
+                        json_string("two settings are within timing noise of each other when "
+                                    "the min-max ranges of their timed forwards overlap"));
+    json_object_set_new(ans, "what_ifs", what_ifs);
     json_object_set_new(ans, "batch_breaking_layers", breaking);
     json_object_set_new(ans, "differ_from_strict", changes);
     json_object_set_new(ans, "knob_effects", knob_effects(settings));

@@ -18,14 +18,14 @@
 #include <unistd.h>
 
 #include "gpudiff/bundle.h"
+#include "http.h"
 #include "upload.h"
 
 #define CONNECT_TIMEOUT 10L
 /* A transfer that moves less than a byte a second for this long has stalled. */
 #define STALL_SECONDS 60L
 /* Answers are run documents: large for runs of many layers, never this large. */
-#define ANSWER_MAX  ((size_t)256 << 20)
-#define READ_BUFFER (1024L * 1024)
+#define ANSWER_MAX ((size_t)256 << 20)
 
 void
 agt_upload_opts_init(struct agt_upload_opts *o)
@@ -171,31 +171,7 @@ agt_server_error(const char *body, size_t len, char *out, size_t size)
     json_decref(j);
 }
 
-/* ---- one HTTP request ---- */
-
-struct answer {
-    char *data;
-    size_t len, cap;
-    int too_big;
-};
-
-struct file_src {
-    FILE *f;
-    uint64_t sent;
-    int read_errno;
-};
-
-struct client {
-    CURL *h;
-    const struct agt_upload_opts *o;
-    struct agt_server srv; /* o->server, parsed once: every request goes there */
-    char rid[48]; /* the X-Request-Id of the latest request */
-    char rid_prefix[16];
-    unsigned n_requests;
-    struct answer answer;
-    char curl_err[CURL_ERROR_SIZE];
-    uint64_t rng;
-};
+/* ---- one HTTP request: the agent's client (http.c) ---- */
 
 int
 agt_answer_append(char **data, size_t *len, size_t *cap, size_t max, const char *p, size_t n)
@@ -218,92 +194,15 @@ agt_answer_append(char **data, size_t *len, size_t *cap, size_t max, const char 
     return 0;
 }
 
-static size_t
-on_write(char *p, size_t size, size_t n, void *user)
-{
-    struct answer *a = user;
-    size_t len = size * n;
-    int rc = agt_answer_append(&a->data, &a->len, &a->cap, ANSWER_MAX, p, len);
-    if (rc == 1)
-        a->too_big = 1;
-    return rc == 0 ? len : 0;
-}
-
-static size_t
-on_read(char *buf, size_t size, size_t n, void *user)
-{
-    struct file_src *src = user;
-    size_t got = fread(buf, 1, size * n, src->f);
-    if (got < size * n && ferror(src->f)) {
-        src->read_errno = errno ? errno : EIO;
-        return CURL_READFUNC_ABORT;
-    }
-    src->sent += got;
-    return got;
-}
-
-/*
- * One attempt: method on path, with a JSON body, a file body (file, size) or none. The
- * answer's body is in c->answer, its status in *status (0 when none came).
- */
+/* One attempt of method on path with a JSON body (json, NUL-terminated), a file's bytes or
+ * none; the answer in c->body, its status in *status (0 when none came). A file that cannot
+ * be read is CURLE_READ_ERROR with err set. */
 static CURLcode
-attempt(struct client *c, const char *method, const char *path, const char *json, size_t json_len,
-        struct file_src *file, uint64_t file_size, long *status)
+attempt(struct agt_http *c, const char *method, const char *path, const char *json,
+        const char *file, long *status, struct gd_err *err)
 {
-    char rid_header[80];
-    snprintf(c->rid, sizeof c->rid, "%s-%u", c->rid_prefix, ++c->n_requests);
-    snprintf(rid_header, sizeof rid_header, "X-Request-Id: %s", c->rid);
-    c->answer.len = 0;
-    c->answer.too_big = 0;
-    c->curl_err[0] = '\0';
-    *status = 0;
-
-    struct curl_slist *headers = curl_slist_append(NULL, rid_header);
-    if (json != NULL)
-        headers = curl_slist_append(headers, "Content-Type: application/json");
-    if (file != NULL)
-        headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
-    if (headers == NULL)
-        return CURLE_OUT_OF_MEMORY;
-    CURL *h = c->h;
-    /* reset keeps the open connection: one TCP connection for the whole upload. */
-    curl_easy_reset(h);
-    CURLU *url = NULL;
-    struct gd_err uerr;
-    if (agt_server_request(&c->srv, h, path, c->o->token, &headers, &url, &uerr) != 0) {
-        snprintf(c->curl_err, sizeof c->curl_err, "%s", uerr.msg);
-        curl_slist_free_all(headers);
-        return CURLE_URL_MALFORMAT;
-    }
-    if (c->o->cacert != NULL)
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->o->cacert);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, STALL_SECONDS);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_err);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->answer);
-    if (strcmp(method, "PUT") == 0) {
-        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(h, CURLOPT_READDATA, file);
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)file_size);
-        curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, READ_BUFFER);
-    } else if (strcmp(method, "POST") == 0) {
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, json != NULL ? json : "");
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(json != NULL ? json_len : 0));
-    } else {
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    }
-    CURLcode rc = curl_easy_perform(h);
-    if (rc == CURLE_OK || rc == CURLE_WRITE_ERROR)
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(headers);
-    curl_url_cleanup(url);
-    return rc;
+    struct agt_http_req r = {.method = method, .path = path, .json = json, .file = file};
+    return agt_http_once(c, &r, status, err);
 }
 
 /* ---- the upload ---- */
@@ -311,7 +210,7 @@ attempt(struct client *c, const char *method, const char *path, const char *json
 enum step { STEP_POST, STEP_SYNC, STEP_LAYER, STEP_FINISH, STEP_DONE };
 
 struct upload {
-    struct client c;
+    struct agt_http c;
     const struct agt_upload_opts *o;
     struct gd_bundle *b;
     char *run_json;
@@ -330,16 +229,6 @@ now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A number in [0, 1) from a xorshift generator seeded per upload. */
-static double
-jitter(struct client *c)
-{
-    c->rng ^= c->rng << 13;
-    c->rng ^= c->rng >> 7;
-    c->rng ^= c->rng << 17;
-    return (double)(c->rng >> 11) / 9007199254740992.0;
-}
-
 static void
 sleep_for(double seconds)
 {
@@ -354,23 +243,22 @@ read_file(const char *path, char **out, size_t *len, struct gd_err *err)
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return gd_err_set(err, GD_ENOENT, "%s: %s", path, strerror(errno));
-    struct answer a = {0};
-    char buf[65536];
-    size_t n;
+    char *data = NULL, buf[65536];
+    size_t n, used = 0, cap = 0;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (on_write(buf, 1, n, &a) != n) {
+        if (agt_answer_append(&data, &used, &cap, ANSWER_MAX, buf, n) != 0) {
             fclose(f);
-            free(a.data);
+            free(data);
             return gd_err_set(err, GD_ENOMEM, "%s: too large or out of memory", path);
         }
     int bad = ferror(f);
     fclose(f);
-    if (bad || a.data == NULL) {
-        free(a.data);
+    if (bad || data == NULL) {
+        free(data);
         return gd_err_set(err, GD_EIO, "%s: cannot be read", path);
     }
-    *out = a.data;
-    *len = a.len;
+    *out = data;
+    *len = used;
     return 0;
 }
 
@@ -393,7 +281,7 @@ say(const struct upload *u, const char *fmt, ...)
 static int
 take_missing(struct upload *u, struct gd_err *err)
 {
-    json_t *run = json_loadb(u->c.answer.data ? u->c.answer.data : "", u->c.answer.len, 0, NULL);
+    json_t *run = json_loadb(u->c.body ? u->c.body : "", u->c.len, 0, NULL);
     int rc = run == NULL ? gd_err_set(err, GD_EFORMAT, "the server's answer is not JSON")
                          : agt_missing_parse(run, u->b->n_layers, u->missing, err);
     json_decref(run);
@@ -407,46 +295,30 @@ take_missing(struct upload *u, struct gd_err *err)
 
 /* One step; *status and the answer tell how it went, *what names it for messages. */
 static CURLcode
-do_step(struct upload *u, enum step step, int layer, struct file_src *src, long *status, char *what,
-        size_t what_size, struct gd_err *err)
+do_step(struct upload *u, enum step step, int layer, long *status, char *what, size_t what_size,
+        struct gd_err *err)
 {
     char path[256];
     switch (step) {
     case STEP_POST:
         snprintf(what, what_size, "POST run.json");
-        return attempt(&u->c, "POST", "/api/v1/runs", u->run_json, u->run_json_len, NULL, 0,
-                       status);
+        return attempt(&u->c, "POST", "/api/v1/runs", u->run_json, NULL, status, err);
     case STEP_SYNC:
         snprintf(what, what_size, "GET the run's missing layers");
         snprintf(path, sizeof path, "/api/v1/runs/%s?include=uploading", u->id);
-        return attempt(&u->c, "GET", path, NULL, 0, NULL, 0, status);
+        return attempt(&u->c, "GET", path, NULL, NULL, status, err);
     case STEP_LAYER: {
         const struct gd_bundle_layer *l = &u->b->layers[layer];
         char file[4096];
-        struct stat sb;
         snprintf(what, what_size, "PUT layer %d (%.40s)", layer, l->name);
         snprintf(file, sizeof file, "%s/%s", u->b->dir, l->file);
-        src->f = fopen(file, "rb");
-        if (src->f == NULL || fstat(fileno(src->f), &sb) != 0) {
-            src->read_errno = errno;
-            gd_err_set(err, GD_ENOENT, "%s: %s", file, strerror(errno));
-            if (src->f != NULL)
-                fclose(src->f);
-            src->f = NULL;
-            return CURLE_READ_ERROR;
-        }
         snprintf(path, sizeof path, "/api/v1/runs/%s/layers/%d", u->id, layer);
-        CURLcode rc = attempt(&u->c, "PUT", path, NULL, 0, src, (uint64_t)sb.st_size, status);
-        fclose(src->f);
-        src->f = NULL;
-        if (src->read_errno != 0)
-            gd_err_set(err, GD_EIO, "%s: %s", file, strerror(src->read_errno));
-        return rc;
+        return attempt(&u->c, "PUT", path, NULL, file, status, err);
     }
     case STEP_FINISH:
         snprintf(what, what_size, "POST finish");
         snprintf(path, sizeof path, "/api/v1/runs/%s/finish", u->id);
-        return attempt(&u->c, "POST", path, NULL, 0, NULL, 0, status);
+        return attempt(&u->c, "POST", path, NULL, NULL, status, err);
     case STEP_DONE:
         break;
     }
@@ -479,14 +351,15 @@ run_steps(struct upload *u, struct gd_err *err)
         }
         char what[128], why[400];
         long status = 0;
-        struct file_src src = {0};
         double t_step = now();
         struct gd_err local = {0};
-        CURLcode cc = do_step(u, step, layer, &src, &status, what, sizeof what, &local);
+        CURLcode cc = do_step(u, step, layer, &status, what, sizeof what, &local);
         if (step == STEP_LAYER)
-            u->st.bytes_sent += src.sent;
-        if (cc == CURLE_READ_ERROR || cc == CURLE_ABORTED_BY_CALLBACK || src.read_errno != 0) {
-            gd_err_set(err, GD_EIO, "%s: %s", what, local.msg);
+            u->st.bytes_sent += u->c.sent;
+        if (cc == CURLE_READ_ERROR || cc == CURLE_ABORTED_BY_CALLBACK) {
+            /* the layer's file could not be read: retrying the server changes nothing */
+            gd_err_set(err, GD_EIO, "%s: %s", what,
+                       local.msg[0] ? local.msg : "the layer's file could not be read");
             return AGT_EXIT_INPUT;
         }
         enum agt_outcome outcome = agt_outcome_of(cc, status);
@@ -495,7 +368,7 @@ run_steps(struct upload *u, struct gd_err *err)
                      u->c.curl_err[0] ? u->c.curl_err : curl_easy_strerror(cc));
             agt_tls_hint(cc, why, sizeof why);
         } else {
-            agt_server_error(u->c.answer.data, u->c.answer.len, why, sizeof why);
+            agt_http_error(&u->c, why, sizeof why);
         }
         if (step == STEP_SYNC && status == 404) {
             /* The server lost the run (a restore from an old copy): create it again. */
@@ -540,7 +413,7 @@ run_steps(struct upload *u, struct gd_err *err)
                 return AGT_EXIT_UPLOAD;
             }
             double delay = agt_backoff_delay(failures - 1, u->o->backoff_first, u->o->backoff_max,
-                                             jitter(&u->c));
+                                             agt_http_jitter(&u->c));
             say(u, "%s: %s; retry %d of %d in %.1f s", what, why, failures, u->o->retries, delay);
             u->st.retries++;
             sleep_for(delay);
@@ -579,7 +452,7 @@ run_steps(struct upload *u, struct gd_err *err)
             cursor = layer + 1;
             if (u->o->progress)
                 say(u, "[%d/%d] layer %d %s: %.1f MB in %.2f s", layer + 1, u->b->n_layers, layer,
-                    u->b->layers[layer].name, (double)src.sent / 1e6, now() - t_step);
+                    u->b->layers[layer].name, (double)u->c.sent / 1e6, now() - t_step);
             break;
         case STEP_FINISH:
             step = STEP_DONE;
@@ -598,9 +471,8 @@ agt_upload_bundle(const char *dir, const struct agt_upload_opts *o, struct agt_u
     struct upload u;
     memset(&u, 0, sizeof u);
     u.o = o;
-    u.c.o = o;
     u.t0 = now();
-    int code = AGT_EXIT_OK, curl_started = 0;
+    int code = AGT_EXIT_OK;
     char path[4096];
     struct gd_err local = {0};
     snprintf(path, sizeof path, "%s/run.json", dir);
@@ -619,22 +491,21 @@ agt_upload_bundle(const char *dir, const struct agt_upload_opts *o, struct agt_u
     snprintf(u.st.run_id, sizeof u.st.run_id, "%s", u.id);
     u.st.layers = u.b->n_layers;
     u.missing = calloc(u.b->n_layers > 0 ? (size_t)u.b->n_layers : 1, 1);
-    if (u.missing != NULL && curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {
-        curl_started = 1;
-        u.c.h = curl_easy_init();
-    }
-    if (u.c.h == NULL) {
-        gd_err_set(err, GD_ENOMEM, "out of memory, or libcurl could not start");
+    if (u.missing == NULL) {
+        gd_err_set(err, GD_ENOMEM, "out of memory");
         code = AGT_EXIT_INTERNAL;
         goto done;
     }
-    if (agt_server_parse(o->server, o->insecure_http, &u.c.srv, &local) != 0) {
+    if (agt_http_open(&u.c, o, "agt", &local) != 0) {
+        /* a --server server_url.c does not take, or libcurl that could not start */
         gd_err_set(err, local.code, "%s", local.msg);
-        code = AGT_EXIT_USAGE;
+        code = local.code == GD_EINVAL ? AGT_EXIT_USAGE : AGT_EXIT_INTERNAL;
         goto done;
     }
-    snprintf(u.c.rid_prefix, sizeof u.c.rid_prefix, "agt-%.8s", u.id);
-    u.c.rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(now() * 1e6) ^ 0x9e3779b97f4a7c15ULL;
+    char prefix[24];
+    snprintf(prefix, sizeof prefix, "agt-%.8s", u.id);
+    agt_http_set_rid_prefix(&u.c, prefix);
+    u.c.body_max = ANSWER_MAX + 1;
     code = run_steps(&u, err);
     u.st.seconds = now() - u.t0;
     if (code == AGT_EXIT_OK) {
@@ -648,11 +519,7 @@ agt_upload_bundle(const char *dir, const struct agt_upload_opts *o, struct agt_u
 done:
     if (stats != NULL)
         *stats = u.st;
-    curl_easy_cleanup(u.c.h);
-    agt_server_fini(&u.c.srv);
-    if (curl_started)
-        curl_global_cleanup();
-    free(u.c.answer.data);
+    agt_http_close(&u.c);
     free(u.missing);
     free(u.run_json);
     gd_bundle_close(u.b);
@@ -663,61 +530,42 @@ done:
  * file PUT (fetch-layers) ---- */
 
 static int
-request_retry(const char *method, const char *path, const char *json, size_t len,
-              const char *file, const char *id, const struct agt_upload_opts *o,
-              json_t **answer, struct gd_err *err)
+request_retry(const char *method, const char *path, const char *json, const char *file,
+              const char *id, const struct agt_upload_opts *o, json_t **answer, struct gd_err *err)
 {
-    struct client c;
-    memset(&c, 0, sizeof c);
-    c.o = o;
-    int code = AGT_EXIT_OK, curl_started = 0;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) {
-        curl_started = 1;
-        c.h = curl_easy_init();
+    struct agt_http c;
+    struct gd_err local = {0};
+    if (agt_http_open(&c, o, "agt", &local) != 0) {
+        agt_http_close(&c);
+        gd_err_set(err, local.code, "%s", local.msg);
+        return local.code == GD_EINVAL ? AGT_EXIT_USAGE : AGT_EXIT_INTERNAL;
     }
-    if (c.h == NULL) {
-        gd_err_set(err, GD_ENOMEM, "out of memory, or libcurl could not start");
-        code = AGT_EXIT_INTERNAL;
-        goto done;
-    }
-    if (agt_server_parse(o->server, o->insecure_http, &c.srv, err) != 0) {
-        code = AGT_EXIT_USAGE;
-        goto done;
-    }
-    snprintf(c.rid_prefix, sizeof c.rid_prefix, "agt-%.8s", id);
-    c.rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(now() * 1e6) ^ 0x9e3779b97f4a7c15ULL;
-    int failures = 0;
+    char prefix[24];
+    snprintf(prefix, sizeof prefix, "agt-%.8s", id);
+    agt_http_set_rid_prefix(&c, prefix);
+    c.body_max = ANSWER_MAX + 1;
+    int code = AGT_EXIT_OK, failures = 0;
     double streak_start = now();
     for (;;) {
         long status = 0;
         char why[400];
-        struct file_src src = {0};
-        uint64_t size = 0;
-        if (file != NULL) {
-            struct stat sb;
-            src.f = fopen(file, "rb");
-            if (src.f == NULL || fstat(fileno(src.f), &sb) != 0) {
-                gd_err_set(err, GD_EIO, "%s: %s", file, strerror(errno));
-                if (src.f != NULL)
-                    fclose(src.f);
-                code = AGT_EXIT_INPUT;
-                break;
-            }
-            size = (uint64_t)sb.st_size;
+        struct gd_err e = {0};
+        CURLcode cc = attempt(&c, method, path, json, file, &status, &e);
+        if (cc == CURLE_READ_ERROR) {
+            gd_err_set(err, GD_EIO, "%s", e.msg);
+            code = AGT_EXIT_INPUT;
+            break;
         }
-        CURLcode cc = attempt(&c, method, path, json, len, file ? &src : NULL, size, &status);
-        if (src.f != NULL)
-            fclose(src.f);
         enum agt_outcome outcome = agt_outcome_of(cc, status);
         if (cc != CURLE_OK) {
             snprintf(why, sizeof why, "%s", c.curl_err[0] ? c.curl_err : curl_easy_strerror(cc));
             agt_tls_hint(cc, why, sizeof why);
         } else {
-            agt_server_error(c.answer.data, c.answer.len, why, sizeof why);
+            agt_http_error(&c, why, sizeof why);
         }
         if (outcome == AGT_OUTCOME_OK) {
             if (answer != NULL)
-                *answer = json_loadb(c.answer.data ? c.answer.data : "", c.answer.len, 0, NULL);
+                *answer = agt_http_json(&c);
             break;
         }
         if (outcome == AGT_OUTCOME_REFUSED) {
@@ -739,19 +587,14 @@ request_retry(const char *method, const char *path, const char *json, size_t len
             code = AGT_EXIT_UPLOAD;
             break;
         }
-        double delay = agt_backoff_delay(failures - 1, o->backoff_first, o->backoff_max,
-                                         jitter(&c));
+        double delay =
+            agt_backoff_delay(failures - 1, o->backoff_first, o->backoff_max, agt_http_jitter(&c));
         if (o->who != NULL)
             fprintf(stderr, "gpudiff-agent: %s: %s %s: %s; retry %d of %d in %.1f s\n", o->who,
                     method, path, why, failures, o->retries, delay);
         sleep_for(delay);
     }
-done:
-    curl_easy_cleanup(c.h);
-    agt_server_fini(&c.srv);
-    if (curl_started)
-        curl_global_cleanup();
-    free(c.answer.data);
+    agt_http_close(&c);
     return code;
 }
 
@@ -759,19 +602,20 @@ int
 agt_upload_post_json(const char *path, const char *json, size_t len, const char *id,
                      const struct agt_upload_opts *o, json_t **answer, struct gd_err *err)
 {
-    return request_retry("POST", path, json, len, NULL, id, o, answer, err);
+    (void)len; /* a JSON text is NUL-terminated: its length is strlen's */
+    return request_retry("POST", path, json, NULL, id, o, answer, err);
 }
 
 int
 agt_upload_get_json(const char *path, const char *id, const struct agt_upload_opts *o,
                     json_t **answer, struct gd_err *err)
 {
-    return request_retry("GET", path, NULL, 0, NULL, id, o, answer, err);
+    return request_retry("GET", path, NULL, NULL, id, o, answer, err);
 }
 
 int
 agt_upload_put_file(const char *path, const char *file, const char *id,
                     const struct agt_upload_opts *o, json_t **answer, struct gd_err *err)
 {
-    return request_retry("PUT", path, NULL, 0, file, id, o, answer, err);
+    return request_retry("PUT", path, NULL, file, id, o, answer, err);
 }

@@ -3,7 +3,7 @@
  * run.json, PUT each layer the server lacks (streamed from its file), POST finish; retried
  * with exponential backoff and jitter on connection errors, timeouts and 5xx answers, and
  * resumed from what the server says is missing. Used by `gpudiff-agent push` and `run
- * --server`, and by tests/bench/bench_ingest.c. Needs libcurl.
+ * --server`, and by tests/bench/bench_ingest.c, through the agent's HTTP client (http.h).
  */
 #ifndef GPUDIFF_AGENT_UPLOAD_H
 #define GPUDIFF_AGENT_UPLOAD_H
@@ -61,7 +61,7 @@ struct agt_upload_stats {
      * (0 when it did not), its "code: message" and the request's id */
     long refused_status;
     char refused_reason[400];
-    char refused_request[48];
+    char refused_request[80]; /* as long as agt_http's rid */
 };
 
 /*

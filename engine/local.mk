@@ -13,14 +13,16 @@ libgpudiff_la_SOURCES = \
 	engine/include/gpudiff/model.h \
 	engine/include/gpudiff/onnx.h \
 	engine/include/gpudiff/ops.h \
-	engine/include/gpudiff/run.h \
+	engine/include/gpudiff/session.h \
+	engine/include/gpudiff/knobs.h \
+	engine/include/gpudiff/uuid.h \
 	engine/include/gpudiff/tensor.h \
 	engine/include/gpudiff/bundle.h \
-	engine/include/gpudiff/compare.h \
+	engine/include/gpudiff/metrics.h \
 	engine/include/gpudiff/hash.h \
 	engine/include/gpudiff/diff.h \
+	engine/include/gpudiff/graph_replay.h \
 	engine/include/gpudiff/noise.h \
-	engine/include/gpudiff/replay.h \
 	engine/compare/diff_internal.h \
 	engine/compare/boundary.c \
 	engine/compare/diff.c \
@@ -35,7 +37,7 @@ libgpudiff_la_SOURCES = \
 	engine/compare/noise_node.c \
 	engine/compare/noise_probe.c \
 	engine/compare/noise_record.c \
-	engine/compare/replay.c \
+	engine/compare/own_error.c \
 	engine/compare/truth.c \
 	engine/compare/verdict.c \
 	engine/core/internal.h \
@@ -48,6 +50,10 @@ libgpudiff_la_SOURCES = \
 	engine/core/backend.c \
 	engine/core/error.c \
 	engine/core/fold.c \
+	engine/core/fold_internal.h \
+	engine/core/fold_int.c \
+	engine/core/fold_move.c \
+	engine/core/fold_tensor.c \
 	engine/core/graph.c \
 	engine/core/graph_replay.c \
 	engine/core/hash.c \
@@ -80,6 +86,7 @@ libgpudiff_la_SOURCES = \
 	engine/core/graph_dtype.c \
 	engine/core/graph_weights.c \
 	engine/core/tensor.c \
+	engine/core/uuid.c \
 	engine/compare/metrics.c \
 	engine/compare/metrics_internal.h \
 	engine/compare/metrics_scalar.c \
@@ -102,7 +109,7 @@ libgpudiff_la_SOURCES = \
 	engine/io/onnx_wire.c \
 	engine/io/safetensors.c
 libgpudiff_la_LIBADD = libgd_cpu32.la libgd_cpu64.la $(ENGINE_DEPS_LIBS)
-EXTRA_DIST += engine/core/ops.def
+EXTRA_DIST += engine/core/ops.def engine/core/knobs.def
 
 # The CPU ops are written once in terms of `real` and built twice (engine/cpu/cpu.h).
 CPU_SOURCES = \
@@ -197,7 +204,8 @@ SUFFIXES = .cu
 # nvcc objects get no automatic dependency tracking: name the headers the kernels include.
 $(CUDA_KERNEL_SOURCES:.cu=.o): engine/cuda/kernels.cuh engine/cuda/cuda.h engine/cuda/index.cuh \
 	engine/core/internal.h engine/core/index_rules.h engine/core/ops.def engine/core/move.h \
-	engine/core/elt_rules.h engine/core/norm_rules.h engine/cuda/half.cuh
+	engine/core/elt_rules.h engine/core/norm_rules.h engine/cuda/half.cuh engine/core/knobs.def \
+	engine/include/gpudiff/knobs.h
 EXTRA_DIST += $(CUDA_KERNEL_SOURCES)
 
 # ---- ONNX: onnx.pb-c.[ch] are generated into the build tree by protoc-c from the system's

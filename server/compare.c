@@ -26,7 +26,7 @@
 
 #include "gpudiff/diff.h"
 #include "gpudiff/fingerprint.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "compare.h"
 #include "db.h"
 #include "pool.h"

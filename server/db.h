@@ -367,7 +367,7 @@ int srv_db_layers_present(struct srv_db *db, const char *run_id, int n, unsigned
 int srv_db_layer_fetched(struct srv_db *db, const char *run_id, int index, int64_t now,
                          struct gd_err *err);
 
-/* ---- the durable queue of comparisons with a baseline (db_jobs.c) ---- */
+/* ---- the durable queue of comparisons with a baseline (db_compare_queue.c) ---- */
 
 /* A new baseline is compared with at most this many of the model's newest runs. */
 #define SRV_BASELINE_RUNS 1000
@@ -619,7 +619,8 @@ int srv_db_replay_find(struct srv_db *db, const char *of, const char *like, char
 int srv_db_replay_finished(struct srv_db *db, const char *id, struct gd_err *err);
 
 /* ---- jobsrv: the fleet's files, devices, jobs and leases (migration 011; docs/SERVER.md,
- * "Jobs, devices and leases"). "job" alone is a compare job (db_jobs.c): these say fleet. ---- */
+ * "Jobs, devices and leases"). "job" alone is a compare job (db_compare_queue.c): these say
+ * fleet. ---- */
 
 /* A JSON object stored by db_devices.c or db_fleet_jobs.c, parsed; {} if it cannot be. */
 json_t *srv__fleet_json(const char *text);

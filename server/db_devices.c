@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpudiff/bundle.h"
+#include "gpudiff/uuid.h"
 #include "db.h"
 
 static const char SQL_AGENT_ADD[] =

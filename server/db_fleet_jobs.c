@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpudiff/bundle.h"
+#include "gpudiff/uuid.h"
 #include "db.h"
 
 static const char SQL_FILE_KNOWN[] = "SELECT 1 FROM fleet_files WHERE sha256 = ?1";

@@ -1,6 +1,6 @@
 /*
  * fleet.h: what the routes of jobs, devices and leases share (route_agents.c,
- * route_jobs.c, route_leases.c; docs/SERVER.md, "Jobs, devices and leases"): reading and
+ * route_fleet_jobs.c, route_leases.c; docs/SERVER.md, "Jobs, devices and leases"): reading and
  * checking their JSON bodies.
  */
 #ifndef GPUDIFF_SERVER_FLEET_H

@@ -24,7 +24,7 @@ libsrv_la_SOURCES = \
 	server/db.c \
 	server/db_blobs.c \
 	server/db_diffs.c \
-	server/db_jobs.c \
+	server/db_compare_queue.c \
 	server/db_layers.c \
 	server/db_matrix.c \
 	server/db_models.c \
@@ -40,7 +40,7 @@ libsrv_la_SOURCES = \
 	server/head.h \
 	server/http.c \
 	server/log.c \
-	server/metrics.c \
+	server/prom_metrics.c \
 	server/pool.c \
 	server/pool.h \
 	server/retention.c \
@@ -49,6 +49,7 @@ libsrv_la_SOURCES = \
 	server/route_layers.c \
 	server/route_models.c \
 	server/route_ops.c \
+	server/route_knobs.c \
 	server/route_runs.c \
 	server/route_tokens.c \
 	server/routes.c \
@@ -101,6 +102,10 @@ if HAVE_PQ
 libsrv_la_SOURCES += server/sql_pg.c
 endif
 
+# ---- front (issue 23): the device key from engine/core/knobs.def, migration 023 ----
+SERVER_SQL += schema/sql/023_device_keys.sql
+SERVER_PG_SQL += schema/pg/023_device_keys.sql
+
 # ---- jobsrv: jobs run by agents as a service (issue 15 item 1), migration 011 ----
 SERVER_SQL += schema/sql/011_jobs.sql
 SERVER_PG_SQL += schema/pg/011_jobs.sql
@@ -111,7 +116,7 @@ libsrv_la_SOURCES += server/health.c
 libsrv_la_SOURCES += server/blob_get.c
 libsrv_la_SOURCES += server/fleet.h server/fleet_check.c server/fleet_sweep.c server/spill.c \
 	server/db_fleet_files.c server/db_devices.c server/db_fleet_jobs.c server/db_leases.c \
-	server/route_files.c server/route_agents.c server/route_jobs.c server/route_leases.c
+	server/route_files.c server/route_agents.c server/route_fleet_jobs.c server/route_leases.c
 # ---- tls: gpudiffd's own TLS (issue 15 item 2) ----
 SERVER_DEPS_CFLAGS += $(GNUTLS_CFLAGS)
 SERVER_DEPS_LIBS += $(GNUTLS_LIBS)

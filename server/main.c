@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "compare.h"
 #include "db.h"
 #include "server.h"

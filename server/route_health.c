@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "db.h"
 #include "server.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "gpudiff/hash.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "compare.h"
 #include "db.h"
 #include "server.h"

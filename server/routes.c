@@ -41,6 +41,7 @@ const struct srv_route srv_routes[] = {
     {"GET", "/api/v1/sweeps/{id}", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_sweeps_get},
     /* web: the op list with its traits */
     {"GET", "/api/v1/ops", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_ops_list},
+    {"GET", "/api/v1/knobs", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL, srv_knobs_list},
     /* fp: tensors asked for where runs hold fingerprints (gpudiff-agent fetch-layers) */
     {"GET", "/api/v1/runs/{id}/requests", SRV_ROLE_VIEWER, SRV_BODY_NONE, NULL, NULL,
      srv_requests_list},

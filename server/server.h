@@ -492,10 +492,13 @@ int srv_sweeps_list(struct srv_req *req);
 int srv_sweeps_get(struct srv_req *req);
 /* web: the op list with its traits (route_ops.c) */
 int srv_ops_list(struct srv_req *req);
+
+/* front: the knob table of knobs.def (route_knobs.c) */
+int srv_knobs_list(struct srv_req *req);
 /* fp: tensors asked for where runs hold fingerprints (route_requests.c) */
 int srv_requests_list(struct srv_req *req);
 int srv_requests_add(struct srv_req *req);
-/* jobsrv: files (route_files.c), agents (route_agents.c), jobs (route_jobs.c), leases
+/* jobsrv: files (route_files.c), agents (route_agents.c), jobs (route_fleet_jobs.c), leases
    (route_leases.c) */
 int srv_files_put_begin(struct srv_req *req);
 int srv_files_put_chunk(struct srv_req *req, const char *data, size_t len);
@@ -526,7 +529,7 @@ int srv_req_client_gone(struct srv_req *req);
 /* Serves a file under --web-root (GET and HEAD of paths outside /api/). */
 int srv_static_serve(struct srv_req *req);
 
-/* ---- metrics (metrics.c) ---- */
+/* ---- metrics (prom_metrics.c) ---- */
 
 enum srv_counter {
     SRV_M_BODY_BYTES,   /* layer body bytes received */

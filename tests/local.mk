@@ -161,7 +161,7 @@ tests_server_check_run_doc_LDADD = $(SERVER_TEST_LIBS)
 check_PROGRAMS += tests/agent/check_upload
 TESTS += tests/agent/check_upload
 tests_agent_check_upload_SOURCES = tests/agent/check_upload.c agent/upload.c agent/upload.h \
-	agent/server_url.c agent/server_url.h
+	agent/http.c agent/http.h agent/server_url.c agent/server_url.h
 tests_agent_check_upload_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent $(CURL_CFLAGS)
 tests_agent_check_upload_LDADD = $(TEST_LIBS) $(CURL_LIBS)
 check_PROGRAMS += tests/agent/check_server_url
@@ -185,6 +185,8 @@ INTEGRATION_TESTS = tests/integration/seed_cpu.sh tests/integration/seed_diff.sh
 	tests/integration/agent_bad_input.sh
 # ops-spatial
 INTEGRATION_TESTS += tests/integration/batch_mixing.sh
+# front (issue 23): every knob of knobs.def through run, run.json and its rerun record
+INTEGRATION_TESTS += tests/integration/knobs_rerun.sh tests/integration/agent_bundle.sh
 # the verdict's calibration corpus, a slice (the whole: tests/bench/calibration.sh)
 INTEGRATION_TESTS += tests/engine/calibration.sh
 TESTS += $(INTEGRATION_TESTS)
@@ -233,7 +235,7 @@ EXTRA_DIST += tests/bench/bench_metrics.py
 BENCH_SERVER_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/server -I$(top_srcdir)/agent \
 	$(SERVER_DEPS_CFLAGS) $(CURL_CFLAGS) -DGD_BUILDDIR=\"$(abs_top_builddir)\"
 BENCH_SERVER_SOURCES = tests/bench/bench_server.c tests/bench/bench_server.h agent/upload.c \
-	agent/server_url.c
+	agent/http.c agent/server_url.c
 EXTRA_PROGRAMS += tests/bench/bench_ingest tests/bench/bench_diff_latency
 tests_bench_bench_ingest_SOURCES = tests/bench/bench_ingest.c $(BENCH_SERVER_SOURCES)
 tests_bench_bench_ingest_CPPFLAGS = $(BENCH_SERVER_CPPFLAGS)
@@ -334,7 +336,7 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += tests/agent/check_sweep_grid
 TESTS += tests/agent/check_sweep_grid
-tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/sweep_grid.c agent/knobs_json.c \
+tests_agent_check_sweep_grid_SOURCES = tests/agent/check_sweep_grid.c agent/sweep_grid.c \
 	agent/sweep.h
 tests_agent_check_sweep_grid_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_sweep_grid_LDADD = $(TEST_LIBS)
@@ -387,7 +389,8 @@ check_PROGRAMS += tests/onnx/onnx_conformance
 tests_onnx_onnx_conformance_SOURCES = tests/onnx/onnx_conformance.c
 tests_onnx_onnx_conformance_CPPFLAGS = $(AM_CPPFLAGS)
 tests_onnx_onnx_conformance_LDADD = $(GD_ENGINE_LIBS)
-ONNX_TESTS = tests/onnx/conformance.sh tests/onnx/seed_onnx.sh tests/onnx/agent_onnx.sh
+ONNX_TESTS = tests/onnx/conformance.sh tests/onnx/seed_onnx.sh tests/onnx/agent_onnx.sh \
+	tests/onnx/agent_commands.sh
 TESTS += $(ONNX_TESTS)
 EXTRA_DIST += $(ONNX_TESTS) tests/onnx/pass_list.txt tests/onnx/known_failures.txt tests/onnx/seed_to_onnx.py
 ONNX_TESTDATA = /usr/share/libonnx-testdata/data
@@ -569,7 +572,8 @@ TESTS += $(JOBAGT_INTEGRATION)
 EXTRA_DIST += $(JOBAGT_INTEGRATION) deploy/systemd/gpudiff-agent-serve.service
 check_PROGRAMS += tests/agent/check_jobs_args
 TESTS += tests/agent/check_jobs_args
-tests_agent_check_jobs_args_SOURCES = tests/agent/check_jobs_args.c agent/jobs_args.c agent/jobs.h
+tests_agent_check_jobs_args_SOURCES = tests/agent/check_jobs_args.c agent/jobs_args.c agent/jobs.h \
+	agent/cli_args.c
 tests_agent_check_jobs_args_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/agent $(CURL_CFLAGS)
 tests_agent_check_jobs_args_LDADD = $(TEST_LIBS)
 # ---- tls: gpudiffd's own TLS (issue 15 item 2) ----

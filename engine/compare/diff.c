@@ -3,7 +3,7 @@
  * facts read (facts.c) and measured in one pass (measure.c), then judged in network order
  * (verdict.c) so that a layer is only called divergent when its error is more than its own
  * rounding plus what its inputs carried in; steps and poles (boundary.c), the truth
- * (truth.c), a replay (replay.c), the environment (env_diff.c) and the explanation
+ * (truth.c), a replay (own_error.c), the environment (env_diff.c) and the explanation
  * (explain.c) follow. docs/COMPARISON.md states the rules and their reasoning.
  */
 #include <math.h>

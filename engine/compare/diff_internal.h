@@ -3,7 +3,7 @@
  * share: match.c pairs the layers and follows their input edges, facts.c says what each
  * layer is on each side (op, reduction length, arithmetic), measure.c measures each pair,
  * verdict.c bounds and judges, boundary.c looks at steps and poles, truth.c compares each
- * side with a reference, replay.c takes each layer's own error from a replay, env_diff.c and
+ * side with a reference, own_error.c takes each layer's own error from a replay, env_diff.c and
  * explain.c say what differs and why, diff_json.c writes it out. docs/COMPARISON.md.
  */
 #ifndef GPUDIFF_DIFF_INTERNAL_H
@@ -184,7 +184,7 @@ void gd__fetch_wanted(struct gd__work *w);
  * a divergent layer into an amplified one). */
 int gd__boundaries(struct gd__work *w, struct gd_err *err);
 
-/* replay.c: with w->replay, each layer's own error and the diff's cause. */
+/* own_error.c: with w->replay, each layer's own error and the diff's cause. */
 int gd__replay_own(struct gd__work *w, struct gd_err *err);
 
 /* diff.c: the index of the layer named name in v, -1 when there is none. */

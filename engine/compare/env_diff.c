@@ -12,29 +12,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpudiff/knobs.h"
 #include "diff_internal.h"
 
+/* The knobs (knobs.*, and env.* where a backend records what it resolved under the knob's
+ * name) take their category from knobs.def; these are the other fields. */
 static const struct {
     const char *key;
     const char *category;
 } CATEGORIES[] = {
-    {"knobs.tf32", "arithmetic"},          {"env.tf32", "arithmetic"},
-    {"knobs.emulate", "arithmetic"},       {"knobs.math_mode", "arithmetic"},
-    {"env.math_mode", "arithmetic"},       {"env.compute_dtype", "arithmetic"},
+    {"env.compute_dtype", "arithmetic"},
     {"env.NVIDIA_TF32_OVERRIDE", "arithmetic"},
-    {"knobs.dtype", "arithmetic"},         {"knobs.reduced_reduction", "arithmetic"},
-    {"env.reduced_reduction", "arithmetic"},
-    {"knobs.repro", "arithmetic"},         {"env.repro", "arithmetic"},
-    {"knobs.conv_algo", "algorithm"},      {"env.conv_algo", "algorithm"},
-    {"knobs.workspace_limit", "algorithm"}, {"env.workspace_limit", "algorithm"},
     {"env.CUBLAS_WORKSPACE_CONFIG", "algorithm"},
-    {"env.cudnn", "library"},              {"env.cublas", "library"},
-    {"env.cublaslt", "library"},           {"env.cuda_runtime", "library"},
-    {"env.driver", "library"},             {"env.engine_version", "library"},
-    {"env.gpu_name", "gpu"},               {"env.compute_capability", "gpu"},
+    {"env.cudnn", "library"},
+    {"env.cublas", "library"},
+    {"env.cublaslt", "library"},
+    {"env.cuda_runtime", "library"},
+    {"env.driver", "library"},
+    {"env.engine_version", "library"},
+    {"env.gpu_name", "gpu"},
+    {"env.compute_capability", "gpu"},
     {"env.sm_count", "gpu"},
     {"knobs.batch", "batch"},
-    {"backend", "backend"},                {"env.backend", "backend"},
+    {"backend", "backend"},
+    {"env.backend", "backend"},
 };
 
 static const char *const RANKS[] = {"arithmetic", "algorithm", "library", "gpu", "batch",
@@ -43,6 +44,12 @@ static const char *const RANKS[] = {"arithmetic", "algorithm", "library", "gpu",
 static const char *
 category_of(const char *key)
 {
+    const char *name = strncmp(key, "knobs.", 6) == 0 ? key + 6
+                       : strncmp(key, "env.", 4) == 0 ? key + 4
+                                                      : NULL;
+    enum gd_knob k;
+    if (name != NULL && gd_knob_find(name, &k) == 0)
+        return gd_knob_category_name(gd_knob_info(k)->category);
     for (size_t i = 0; i < sizeof CATEGORIES / sizeof CATEGORIES[0]; i++)
         if (strcmp(CATEGORIES[i].key, key) == 0)
             return CATEGORIES[i].category;

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "diff_internal.h"
 
 const char *
@@ -106,7 +106,8 @@ gd__op_of(const char *name)
     return gd_op_info(e);
 }
 
-/* on, true, 1 -> 1; off, false, 0 -> 0; anything else -> -1. */
+/* on, true, 1 -> 1; off, false, 0 -> 0; anything else -> -1 (env.tf32, which backends
+ * record as on or off, and what older runs wrote). */
 static int
 switch_value(json_t *v)
 {
@@ -131,17 +132,19 @@ gd__side_init(struct gd__side *s, const struct gd_run_view *v)
     s->tf32 = -1;
     s->has_edges = 0;
     json_t *knobs = json_object_get(v->run, "knobs"), *env = json_object_get(v->run, "env");
-    const char *emu = json_string_value(json_object_get(knobs, "emulate"));
+    /* the knobs as knobs.def reads them (older runs' spellings too); a run whose knobs do
+     * not read declares no emulation */
     struct gd_knobs k;
-    gd_knobs_init(&k);
     s->emulate_nodes[0] = '\0';
-    if (emu != NULL && gd_knobs_set_emulate(&k, emu, NULL) == 0 && k.emulate != GD_EMULATE_NONE) {
-        s->emulate = k.emulate == GD_EMULATE_TF32 ? GD_ARITH_TF32
+    json_t *emulate = json_pack("{s:O?}", "emulate", json_object_get(knobs, "emulate"));
+    if (gd_knobs_from_json(emulate, &k, NULL) == 0 && k.emulate != GD_EMULATE_NONE) {
+        s->emulate = k.emulate == GD_EMULATE_TF32   ? GD_ARITH_TF32
                      : k.emulate == GD_EMULATE_BF16 ? GD_ARITH_BF16
                                                     : GD_ARITH_FP16;
         s->emulate_classes = k.emulate_classes;
         memcpy(s->emulate_nodes, k.emulate_nodes, sizeof s->emulate_nodes);
     }
+    json_decref(emulate);
     s->tf32 = switch_value(json_object_get(knobs, "tf32"));
     if (s->tf32 < 0)
         s->tf32 = switch_value(json_object_get(env, "tf32"));

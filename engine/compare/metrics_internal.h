@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gpudiff/compare.h"
+#include "gpudiff/metrics.h"
 
 /*
  * The isclose count must match numpy bit for bit and the sums must not depend on the

@@ -1,12 +1,12 @@
 /*
- * graph_replay.c: the replay graph of a model (gpudiff/replay.h): every node reads captured
+ * graph_replay.c: the replay graph of a model (gpudiff/graph_replay.h): every node reads captured
  * values through graph inputs of their own instead of its upstream nodes' outputs.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpudiff/replay.h"
+#include "gpudiff/graph_replay.h"
 #include "internal.h"
 
 /* A name for value v's replay input that no value of g has. */
@@ -63,6 +63,55 @@ done:
     return rc;
 }
 
+/* Fold f of g (one computed at each inference: an ONNX model's shape computation), copied
+ * into r as it is: it reads the same values by name, which r's nodes make as g's do. */
+static int
+copy_fold(const struct gd_graph *g, struct gd_graph *r, const struct gd_fold *f,
+          struct gd_err *err)
+{
+    const char **ins = calloc((size_t)(f->n_inputs + 1), sizeof *ins);
+    const char **outs = calloc((size_t)(f->n_outputs + 1), sizeof *outs);
+    struct gd_attr *attrs = calloc((size_t)(f->n_attrs + 1), sizeof *attrs);
+    int rc = 0, n_copied = 0;
+    if (ins == NULL || outs == NULL || attrs == NULL) {
+        rc = gd_err_set(err, GD_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < f->n_inputs; i++)
+        ins[i] = f->inputs[i] < 0 ? NULL : g->values[f->inputs[i]].name;
+    for (int k = 0; k < f->n_outputs; k++)
+        outs[k] = g->values[f->outputs[k]].name;
+    for (; n_copied < f->n_attrs; n_copied++)
+        if (gd__attr_copy(&f->attrs[n_copied], &attrs[n_copied]) != 0) {
+            rc = gd_err_set(err, GD_ENOMEM, "out of memory");
+            goto done;
+        }
+    rc = gd_graph_add_fold(r, f->name, f->op, f->n_inputs, ins, f->n_outputs, outs, f->n_attrs,
+                           attrs, err);
+    if (rc == 0)
+        n_copied = 0; /* taken over by the graph on success only */
+done:
+    for (int k = 0; k < n_copied; k++)
+        gd_attr_fini(&attrs[k]);
+    free(attrs);
+    free(ins);
+    free(outs);
+    return rc;
+}
+
+/* The folds of g computed at inference just before node `before` (g->n_nodes: after all). */
+static int
+copy_folds_before(const struct gd_graph *g, struct gd_graph *r, int before, struct gd_err *err)
+{
+    for (int f = 0; f < g->n_folds; f++)
+        if (!g->folds[f].at_load && g->folds[f].before == before) {
+            int rc = copy_fold(g, r, &g->folds[f], err);
+            if (rc != 0)
+                return rc;
+        }
+    return 0;
+}
+
 int
 gd_graph_replay_new(const struct gd_graph *g, const struct gd_shape *shapes,
                     struct gd_graph **out, int **source, struct gd_err *err)
@@ -94,6 +143,7 @@ gd_graph_replay_new(const struct gd_graph *g, const struct gd_shape *shapes,
     /* The captured values nodes read: float outputs of earlier nodes. */
     for (int ni = 0; ni < g->n_nodes && rc == 0; ni++) {
         const struct gd_node *n = &g->nodes[ni];
+        rc = copy_folds_before(g, r, ni, err);
         for (int i = 0; i < n->n_inputs && rc == 0; i++) {
             int v = n->inputs[i];
             if (v < 0 || g->values[v].producer < 0 || replay_input[v] >= 0 ||
@@ -115,6 +165,8 @@ gd_graph_replay_new(const struct gd_graph *g, const struct gd_shape *shapes,
         if (rc == 0)
             rc = copy_node(g, r, ni, replay_input, err);
     }
+    if (rc == 0)
+        rc = copy_folds_before(g, r, g->n_nodes, err);
     for (int i = 0; i < g->n_outputs && rc == 0; i++)
         rc = gd_graph_add_output(r, g->values[g->outputs[i]].name, err);
     if (rc == 0)

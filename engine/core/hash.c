@@ -1,4 +1,5 @@
-/* hash.c: SHA-256 over OpenSSL's EVP interface, which uses the CPU's SHA instructions. */
+/* hash.c: SHA-256 over OpenSSL's EVP interface, which uses the CPU's SHA instructions; a
+ * tensor's, as run.json records it. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "gpudiff/hash.h"
+#include "gpudiff/tensor.h"
 
 int
 gd_sha256_init(struct gd_sha256 *h, struct gd_err *err)
@@ -86,4 +88,10 @@ gd_sha256_file(const char *path, char hex[GD_SHA256_HEX_LEN + 1], struct gd_err 
         return gd_sha256_final(&h, hex, err);
     gd_sha256_fini(&h);
     return rc;
+}
+
+int
+gd_tensor_sha256(const struct gd_tensor *t, char hex[65], struct gd_err *err)
+{
+    return gd_sha256_hex(t->data, gd_tensor_nbytes(t), hex, err);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "move.h"
 
 /* Reads a list given by attribute `name` or, in later opsets, by constant input `in`. */
 static int
@@ -361,34 +362,6 @@ infer_dropout(struct gd__infer_call *c, struct gd_err *err)
     return 0;
 }
 
-/* Slice: one axis's clamped start and element count (ONNX's rules, any step but 0). */
-static void
-slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
-           int64_t *count)
-{
-    if (start < 0)
-        start += dim;
-    if (end < 0)
-        end += dim;
-    if (dim == 0) {
-        *first = 0;
-        *count = 0;
-        return;
-    }
-    if (step > 0) {
-        start = start < 0 ? 0 : (start > dim ? dim : start);
-        end = end < 0 ? 0 : (end > dim ? dim : end);
-        *first = start;
-        *count = end > start ? (end - start - 1) / step + 1 : 0;
-    } else {
-        start = start < 0 ? 0 : (start > dim - 1 ? dim - 1 : start);
-        end = end < -1 ? -1 : (end > dim - 1 ? dim - 1 : end);
-        *first = start;
-        /* step >= -INT64_MAX here (checked), so -step does not overflow */
-        *count = start > end ? (start - end - 1) / (-step) + 1 : 0;
-    }
-}
-
 static int
 infer_slice(struct gd__infer_call *c, struct gd_err *err)
 {
@@ -454,7 +427,7 @@ infer_slice(struct gd__infer_call *c, struct gd_err *err)
         if (step == 0 || step == INT64_MIN)
             return gd_err_set(err, GD_EMODEL, "steps[%d] is %lld", i, (long long)step);
         sliced[a] = 1;
-        slice_axis(x->dim[a], starts[i], ends[i], step, &p->slice_start[a], &y->dim[a]);
+        y->dim[a] = gd__slice_axis(x->dim[a], starts[i], ends[i], step, &p->slice_start[a]);
         p->slice_step[a] = step;
     }
     p->mixes_batch = x->ndim > 0 && sliced[0] &&

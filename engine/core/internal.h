@@ -13,7 +13,7 @@
 #include "gpudiff/fingerprint.h"
 #include "gpudiff/graph.h"
 #include "gpudiff/ops.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "gpudiff/tensor.h"
 
 #ifdef __cplusplus
@@ -55,7 +55,7 @@ struct gd__capture_req {
     double time_us;
     const char *algo;
     const char *math;
-    /* A piece of the output (knobs.capture_limit): host holds elements [piece_offset,
+    /* A piece of the output (knobs.host_memory): host holds elements [piece_offset,
      * piece_offset + its count) of an output of shape piece_shape[0 .. piece_ndim);
      * piece_ndim 0: host is the whole output. */
     int64_t piece_offset;

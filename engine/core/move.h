@@ -24,6 +24,40 @@
 extern "C" {
 #endif
 
+/*
+ * Slice on one axis of length dim, step not 0 (ONNX's Slice; its reference implementation is
+ * numpy's slicing, onnx.reference's op_slice): a negative start or end counts from the end
+ * (dim added), then start and end are clamped to [0, dim] for a positive step and to
+ * [-1, dim - 1] for a negative one (a start still below 0 then selects nothing, as in numpy:
+ * range(5)[-10:-20:-1] is empty; the spec's prose, which clamps such a start to 0, would
+ * take element 0). *first gets the first index taken (0 when none is), the result the count.
+ * Exact for any int64 bounds and steps (INT64_MIN too): shape inference and the folds use it
+ * alike (tests/engine/check_fold.c, slice_rule).
+ */
+GD_MOVE_FN int64_t
+gd__slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first)
+{
+    if (start < 0)
+        start += dim;
+    if (end < 0)
+        end += dim;
+    int64_t count;
+    if (step > 0) {
+        start = start < 0 ? 0 : start > dim ? dim : start;
+        end = end < 0 ? 0 : end > dim ? dim : end;
+        /* ceil(span / step) as (span - 1) / step + 1: no sum that could overflow */
+        count = end > start ? (end - start - 1) / step + 1 : 0;
+    } else {
+        start = start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
+        end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
+        /* C's division truncates, so for step < 0, (span - 1) / step is -ceil's part; no -step
+         * (step may be INT64_MIN) */
+        count = start > end ? 1 - (start - end - 1) / step : 0;
+    }
+    *first = count > 0 ? start : 0;
+    return count;
+}
+
 /* Tile walks a (repeat, dimension) pair per axis. */
 #define GD__MOVE_MAX_DIMS (2 * GD_MAX_DIMS)
 

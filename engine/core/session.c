@@ -12,7 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "internal.h"
 
 #ifndef GD_BUILD_FLAGS
@@ -302,6 +302,25 @@ upload_input(struct gd_session *s, struct gd_tensor *dst, const struct gd_tensor
     return rc;
 }
 
+/* A knob that is set for a backend knobs.def does not list for it is refused: a run never
+ * ignores what it was asked. */
+static int
+knobs_check(const char *backend, const struct gd_knobs *knobs, struct gd_err *err)
+{
+    if (gd_knobs_check(knobs, err) != 0)
+        return GD_EINVAL;
+    for (int k = 0; k < GD_KNOB_COUNT; k++) {
+        const struct gd_knob_info *i = gd_knob_info((enum gd_knob)k);
+        if (!gd_knob_is_set(knobs, (enum gd_knob)k) || gd_knob_applies((enum gd_knob)k, backend))
+            continue;
+        char flag[64];
+        gd_knob_flag((enum gd_knob)k, flag, sizeof flag);
+        return gd_err_set(err, GD_ENOTSUP, "%s is for the %s backend%s, not %s", flag, i->backends,
+                          strchr(i->backends, ' ') ? "s" : "", backend);
+    }
+    return 0;
+}
+
 /* Each node knobs.emulate_nodes names is a GEMM or a convolution of g. */
 static int
 emulated_nodes_check(const struct gd_graph *g, const struct gd_knobs *knobs, struct gd_err *err)
@@ -383,7 +402,7 @@ gd_session_new(struct gd_graph *g, const char *backend, const struct gd_knobs *k
     }
     s->n_layers = layer;
     s->sel = (struct gd_capture_sel){.fingerprints = 0, .tensors = 1, .last_layer = -1};
-    if (check_conv_pins(g, knobs->conv_pins, err) != 0 ||
+    if (check_conv_pins(g, knobs->conv_pins, err) != 0 || knobs_check(be->name, knobs, err) != 0 ||
         be->open(&s->knobs, &s->env, &s->ctx, err) != 0)
         goto fail;
     for (int v = 0; v < g->n_values; v++) {

@@ -44,21 +44,8 @@ CPU_FN(mem_alloc)(size_t n)
 static int
 cpu_open(const struct gd_knobs *knobs, struct gd_env *env, void **ctx, struct gd_err *err)
 {
-    if (knobs->conv_algo[0] != '\0' || knobs->tf32 >= 0 || knobs->math_mode[0] != '\0' ||
-        knobs->workspace_limit >= 0 || knobs->conv_pins[0] != '\0' ||
-        knobs->reduced_reduction >= 0 || knobs->conv_api[0] != '\0')
-        return gd_err_set(err, GD_ENOTSUP,
-                          "the CPU backends have no convolution algorithms, TF32, math modes, "
-                          "workspaces or reduced-precision reductions: those knobs are for "
-                          "cuda");
-    if (knobs->repro[0] != '\0' && gd_repro_check(knobs->repro, err) != 0)
-        return GD_EINVAL;
-    if (GD_CPU_F64 && gd_knobs_bitwise(knobs))
-        return gd_err_set(err, GD_ENOTSUP, "cpu64 is the float64 reference: --repro bitwise "
-                          "makes cuda give the cpu backend's bits");
-    if (GD_CPU_F64 && knobs->emulate != GD_EMULATE_NONE)
-        return gd_err_set(err, GD_ENOTSUP,
-                          "cpu64 is the float64 reference: emulation applies to cpu only");
+    /* gd_session_new() refused the knobs knobs.def does not list for this backend (cpu64,
+     * the float64 reference, takes no emulation and no bitwise mode) */
     if (knobs->threads < 0 || knobs->threads > GD__POOL_MAX)
         return gd_err_set(err, GD_EINVAL, "threads must be 0 (one per core) to %d, not %d",
                           GD__POOL_MAX, knobs->threads);

@@ -103,8 +103,6 @@ check_knobs(const struct gd_knobs *k, struct gd_err *err)
     if (k->reduced_reduction < -1 || k->reduced_reduction > 1)
         return gd_err_set(err, GD_EINVAL, "reduced_reduction is 0, 1 or -1 (unset), not %d",
                           k->reduced_reduction);
-    if (k->repro[0] != '\0' && gd_repro_check(k->repro, err) != 0)
-        return GD_EINVAL;
     if (gd_knobs_bitwise(k)) {
         /* bitwise mode runs no cuDNN convolution and no cuBLASLt product: their knobs would
          * be ignored, so they are refused */
@@ -681,7 +679,7 @@ drain(struct gd__cuda_ctx *ctx, struct gd_err *err)
 #define FP_RING_BYTES ((size_t)16 << 20)
 
 /* Space for n bytes in the pinned ring, delivering older copies to make room; *len gets the
- * rounded length. For tensors (`tensors`) the ring starts at knobs.capture_limit (whose
+ * rounded length. For tensors (`tensors`) the ring starts at knobs.host_memory (whose
  * pieces always fit), else at 1 GiB or GPUDIFF_CUDA_PINNED_MB; for fingerprints only at
  * FP_RING_BYTES, and it is made again at the tensors' size when a layer's tensor is asked
  * for later. Without a limit it grows (after a full drain) when one layer is larger than it. */
@@ -706,8 +704,8 @@ ring_reserve(struct gd__cuda_ctx *ctx, size_t n, int tensors, size_t *off, size_
             size = (size_t)1 << 30;
             if (mb != NULL && atol(mb) > 0)
                 size = (size_t)atol(mb) << 20;
-            if (ctx->knobs.capture_limit > 0)
-                size = ((size_t)ctx->knobs.capture_limit + align - 1) / align * align;
+            if (ctx->knobs.host_memory > 0)
+                size = ((size_t)ctx->knobs.host_memory + align - 1) / align * align;
         }
         while (size < n)
             size *= 2;
@@ -840,7 +838,7 @@ cuda_capture(void *vctx, const struct gd_tensor *t, const struct gd__capture_req
     struct gd__cuda_ctx *ctx = vctx;
     ctx->capturing = 1;
     size_t bytes = gd_tensor_nbytes(t);
-    size_t limit = ctx->knobs.capture_limit > 0 ? (size_t)ctx->knobs.capture_limit : 0;
+    size_t limit = ctx->knobs.host_memory > 0 ? (size_t)ctx->knobs.host_memory : 0;
     size_t fp_bytes = req->want_fingerprint ? gd__cuda_fp_ring_bytes() : 0;
     /* a fingerprint alone is a few kilobytes: never in pieces */
     if (limit == 0 || !req->want_tensor || bytes + fp_bytes <= limit)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpudiff/bundle.h"
+#include "gpudiff/hash.h"
 #include "gpudiff/noise.h"
 #include "gpudiff/io.h"
 #include "../core/internal.h"

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +43,7 @@ struct gd_bundle_writer {
     char *tmp;                  /* where it is built */
     int replace;
     int committed;
+    char made[4096];            /* the topmost missing parent folder made for dir, "" none */
     int n;                      /* layers array length (highest index + 1) */
     int fingerprints;           /* fp: commit fingerprints layers delivered without one */
     struct layer_out *layers;
@@ -119,8 +119,15 @@ gd_bundle_writer_new(const char *dir, int replace, struct gd_bundle_writer **out
     struct gd_bundle_writer *w = calloc(1, sizeof *w);
     if (w == NULL)
         return gd_err_set(err, GD_ENOMEM, "out of memory");
+    /* missing parent folders are made (mkdir -p), and removed again if nothing is committed */
+    int rc = gd_dir_make_parents(dir, w->made, sizeof w->made, err);
+    if (rc != 0) {
+        free(w);
+        return rc;
+    }
     if (mkdtemp(tmpl) == NULL) {
         int e = errno;
+        gd_dir_remove_made(dir, w->made);
         free(w);
         return gd_err_set(err, e == ENOENT ? GD_ENOENT : GD_EIO,
                           "cannot make a folder in %s: %s", parent, strerror(e));
@@ -133,6 +140,7 @@ gd_bundle_writer_new(const char *dir, int replace, struct gd_bundle_writer **out
     if (mkdir(layers, 0755) != 0 || w->tmp == NULL || w->dir == NULL) {
         int e = errno;
         remove_tree(tmpl);
+        gd_dir_remove_made(dir, w->made);
         free(w->tmp);
         free(w->dir);
         free(w);
@@ -331,6 +339,12 @@ layer_record(struct layer_out *lo, const struct gd_graph *g, const struct gd_lay
         json_object_set_new(lo->rec, "reduction_len",
                             json_integer(gd_node_reduction_len(g, layer->node_index)));
         json_object_set_new(lo->rec, "discontinuous", json_boolean(info->discontinuous));
+    } else if (g == NULL && layer->node_name != NULL && gd_op_info(layer->op) != NULL) {
+        /* a dump's layer of a known op: its traits, and the reduction length when given */
+        if (layer->reduction_len > 0)
+            json_object_set_new(lo->rec, "reduction_len", json_integer(layer->reduction_len));
+        json_object_set_new(lo->rec, "discontinuous",
+                            json_boolean(gd_op_info(layer->op)->discontinuous));
     }
     return 0;
 }
@@ -340,7 +354,7 @@ gd_bundle_writer_layer(struct gd_bundle_writer *w, const struct gd_graph *g,
                        const struct gd_layer *layer, struct gd_err *err)
 {
     const struct gd_tensor *t = layer->value;
-    /* A piece (knobs.capture_limit) carries elements of the output whose shape it names:
+    /* A piece (knobs.host_memory) carries elements of the output whose shape it names:
      * the header and the row count are that output's. */
     struct gd_tensor whole;
     struct gd_layer as_whole;
@@ -620,8 +634,10 @@ gd_bundle_writer_free(struct gd_bundle_writer *w)
 {
     if (w == NULL)
         return;
-    if (!w->committed)
+    if (!w->committed) {
         remove_tree(w->tmp);
+        gd_dir_remove_made(w->dir, w->made);
+    }
     for (int i = 0; i < w->n; i++) {
         gd_sha256_fini(&w->layers[i].hash);
         json_decref(w->layers[i].rec);
@@ -634,30 +650,3 @@ gd_bundle_writer_free(struct gd_bundle_writer *w)
     free(w);
 }
 
-int
-gd_uuid_v4(char out[37], struct gd_err *err)
-{
-    unsigned char b[16];
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t n = getrandom(b + got, sizeof b - got, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return gd_err_set(err, GD_EIO, "no random source: %s", strerror(errno));
-        }
-        got += (size_t)n;
-    }
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-             b[13], b[14], b[15]);
-    return 0;
-}
-
-int
-gd_tensor_sha256(const struct gd_tensor *t, char hex[65], struct gd_err *err)
-{
-    return gd_sha256_hex(t->data, gd_tensor_nbytes(t), hex, err);
-}

@@ -102,3 +102,69 @@ gd__names_join(char *buf, size_t cap, int count, gd__name_fn name, const void *o
         used += (size_t)snprintf(buf + used, cap - used, "%s%s", sep, name(obj, i));
     }
 }
+
+int
+gd_dir_make_parents(const char *path, char *first_made, size_t size, struct gd_err *err)
+{
+    char buf[4096];
+    if (first_made != NULL && size > 0)
+        first_made[0] = '\0';
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return gd_err_set(err, GD_EINVAL, "%.200s...: path too long", path);
+    /* the parent: path without its last component (and trailing slashes) */
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/')
+        buf[--n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (slash == NULL)
+        return 0; /* in the current folder */
+    if (slash == buf)
+        return 0; /* in / */
+    *slash = '\0';
+    /* each component from the top down: an existing folder is passed, a missing one made */
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        struct stat st;
+        if (stat(buf, &st) == 0) {
+            if (!S_ISDIR(st.st_mode))
+                return gd_err_set(err, GD_EIO, "cannot make %s: %s exists and is not a folder",
+                                  path, buf);
+        } else if (errno != ENOENT) {
+            return gd_err_set(err, GD_EIO, "cannot make %s: %s: %s", path, buf, strerror(errno));
+        } else if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+            return gd_err_set(err, GD_EIO,
+                              "cannot make the folder %s "
+                              "for %s: %s",
+                              buf, path, strerror(errno));
+        } else if (first_made != NULL && size > 0 && first_made[0] == '\0') {
+            snprintf(first_made, size, "%s", buf);
+        }
+        *p = saved;
+        if (saved == '\0')
+            break;
+    }
+    return 0;
+}
+
+void
+gd_dir_remove_made(const char *path, const char *first_made)
+{
+    if (first_made == NULL || first_made[0] == '\0')
+        return;
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    size_t top = strlen(first_made);
+    for (;;) {
+        char *slash = strrchr(buf, '/');
+        if (slash == NULL || slash == buf)
+            return;
+        *slash = '\0';
+        if (strlen(buf) < top)
+            return;
+        if (rmdir(buf) != 0 || strcmp(buf, first_made) == 0)
+            return; /* not empty (something else is there now), or the top one */
+    }
+}

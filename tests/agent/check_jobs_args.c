@@ -37,14 +37,23 @@ START_TEST(knob_kv)
     struct gd_err err = {0};
     ck_assert_int_eq(agt_knob_kv("batch=4", k, &err), 0);
     ck_assert_int_eq(agt_knob_kv("tf32=on", k, &err), 0);
-    ck_assert_int_eq(agt_knob_kv("conv_algo=fixed:eng0", k, &err), 0); /* '_' is '-' */
-    ck_assert_int_eq(agt_knob_kv("workspace-limit=-1", k, &err), 0);
-    ck_assert_int_eq(agt_knob_kv("input-key=007", k, &err), 0); /* a string knob */
-    ck_assert(same(k, "{\"batch\": 4, \"tf32\": \"on\", \"conv-algo\": \"fixed:eng0\","
-                      " \"workspace-limit\": -1, \"input-key\": \"007\"}"));
-    /* a number too long for an integer stays a string */
-    ck_assert_int_eq(agt_knob_kv("threads=12345678901234567890", k, &err), 0);
-    ck_assert_str_eq(json_string_value(json_object_get(k, "threads")), "12345678901234567890");
+    ck_assert_int_eq(agt_knob_kv("conv-algo=fixed:eng0", k, &err), 0); /* '-' is '_' */
+    ck_assert_int_eq(agt_knob_kv("workspace_limit=64K", k, &err), 0);
+    ck_assert_int_eq(agt_knob_kv("input-key=007", k, &err), 0); /* not a knob, a run option */
+    /* stored under the knob's name, in its one spelling: numbers for the numeric knobs */
+    ck_assert(same(k, "{\"batch\": 4, \"tf32\": \"on\", \"conv_algo\": \"fixed:eng0\","
+                      " \"workspace_limit\": 65536, \"input_key\": \"007\"}"));
+    /* auto is a word of a number knob: sent as it is */
+    ck_assert_int_eq(agt_knob_kv("threads=auto", k, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(k, "threads")), "auto");
+    /* values are checked here, with run's message */
+    err = (struct gd_err){0};
+    ck_assert_int_eq(agt_knob_kv("emulate=tf32:conv,gemm", k, &err), GD_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--knob emulate takes none, tf32"));
+    err = (struct gd_err){0};
+    ck_assert_int_eq(agt_knob_kv("dtype=float64", k, &err), GD_EINVAL);
+    err = (struct gd_err){0};
+    ck_assert_int_eq(agt_knob_kv("workspace-limit=-1", k, &err), GD_EINVAL);
     err = (struct gd_err){0};
     ck_assert_int_eq(agt_knob_kv("batch=8", k, &err), GD_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "given twice"));
@@ -101,12 +110,15 @@ START_TEST(knob_args)
     int argc = 1;
     struct gd_err err = {0};
     json_t *k = parse("{\"batch\": 4, \"tf32\": true, \"reduced_reduction\": false,"
-                      " \"emulate\": \"bf16:conv\", \"threads\": \"2\"}");
+                      " \"emulate\": \"bf16:conv\", \"threads\": \"2\", \"input-key\": \"x\","
+                      " \"conv_algo\": \"autotune\"}");
     argv[0] = strdup("run");
     ck_assert_int_eq(agt_knob_args(k, argv, &argc, 32, &err), 0);
-    const char *want[] = {"run", "--batch", "4", "--tf32", "on", "--reduced-reduction", "off",
-                          "--emulate", "bf16:conv", "--threads", "2"};
-    ck_assert_int_eq(argc, 11);
+    const char *want[] = {
+        "run", "--batch",     "4",         "--tf32",    "on", "--reduced-reduction",
+        "off", "--emulate",   "bf16:conv", "--threads", "2",  "--input-key",
+        "x",   "--conv-algo", "autotune"};
+    ck_assert_int_eq(argc, 15);
     for (int i = 0; i < argc; i++)
         ck_assert_str_eq(argv[i], want[i]);
     free_args(argv, argc);

@@ -5,7 +5,9 @@
  * algorithm changes a GPU run records (the issue's "algo 20 splitk 16" -> "algo 13 splitk
  * 1"); and the answers drawn from a document: the fastest, the cheapest deterministic, the
  * cheapest batch-invariant and the cheapest of both, "not measured" kept apart from "no",
- * the layers that break invariance, and the one-knob effects.
+ * the layers that break invariance, and the one-knob effects; what-ifs (CPU emulation) never
+ * advised; settings within timing noise of each other (overlapping min-max ranges) not
+ * ranked by time but chosen by their error against float64, the others named.
  */
 #include <math.h>
 #include <string.h>
@@ -151,10 +153,11 @@ START_TEST(runs_not_alike)
 }
 END_TEST
 
-/* A setting of the document: status ok, its ms, run to run and batch results. */
+/* A setting of the document: status ok, its ms (median, least, most), run to run and batch
+ * results, its error against float64. */
 static json_t *
-setting(const char *name, int tf32, double ms, json_t *layers_identical, json_t *batch_identical,
-        const char *first_differing)
+timed(const char *name, const char *tf32, double ms, double lo, double hi, json_t *layers_identical,
+      json_t *batch_identical, const char *first_differing, double err)
 {
     json_t *sizes = json_array();
     if (batch_identical != NULL)
@@ -163,12 +166,28 @@ setting(const char *name, int tf32, double ms, json_t *layers_identical, json_t 
                                                first_differing
                                                    ? json_pack("{s:s}", "layer", first_differing)
                                                    : json_null()));
-    return json_pack("{s:s, s:s, s:{s:s, s:b}, s:{s:f}, s:{s:o, s:b}, s:{s:o}, "
+    return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:f, s:f, s:f}, s:{s:o, s:b}, s:{s:o}, "
                      "s:{s:{s:f}, s:b}}",
                      "name", name, "status", "ok", "knobs", "conv_algo", "heuristic", "tf32", tf32,
-                     "time", "forward_ms", ms, "run_to_run", "layers_identical", layers_identical,
-                     "outputs_identical", 1, "batch", "sizes", sizes, "vs_float64", "output",
-                     "max_abs", tf32 ? 0.25 : 2e-7, "compared", 1);
+                     "time", "forward_ms", ms, "forward_min_ms", lo, "forward_max_ms", hi,
+                     "run_to_run", "layers_identical", layers_identical, "outputs_identical", 1,
+                     "batch", "sizes", sizes, "vs_float64", "output", "max_abs", err, "compared",
+                     1);
+}
+
+static json_t *
+setting(const char *name, int tf32, double ms, json_t *layers_identical, json_t *batch_identical,
+        const char *first_differing)
+{
+    /* ranges of 1% around the median: none of these overlap */
+    return timed(name, tf32 ? "on" : "off", ms, ms * 0.99, ms * 1.01, layers_identical,
+                 batch_identical, first_differing, tf32 ? 0.25 : 2e-7);
+}
+
+static const char *
+picked(json_t *ans, const char *which)
+{
+    return json_string_value(json_object_get(json_object_get(ans, which), "setting"));
 }
 
 START_TEST(answers)
@@ -186,16 +205,17 @@ START_TEST(answers)
     json_t *ans = json_object_get(doc, "answers");
     ck_assert_int_eq(json_integer_value(json_object_get(ans, "settings_ok")), 4);
     ck_assert_int_eq(json_integer_value(json_object_get(ans, "settings_failed")), 1);
-    json_t *p = json_object_get(ans, "fastest");
-    ck_assert_str_eq(json_string_value(json_object_get(p, "setting")), "fast");
-    p = json_object_get(ans, "cheapest_deterministic");
-    ck_assert_str_eq(json_string_value(json_object_get(p, "setting")), "reproducible");
+    ck_assert_str_eq(picked(ans, "fastest"), "fast");
+    json_t *p = json_object_get(ans, "cheapest_deterministic");
+    ck_assert_str_eq(picked(ans, "cheapest_deterministic"), "reproducible");
     ck_assert(json_number_value(json_object_get(p, "x_fastest")) == 2.0);
+    ck_assert(json_is_false(json_object_get(p, "within_noise_of_fastest")));
+    ck_assert_str_eq(json_string_value(json_object_get(p, "chosen_by")), "time");
     p = json_object_get(ans, "cheapest_batch_invariant");
-    ck_assert_str_eq(json_string_value(json_object_get(p, "setting")), "slow exact");
+    ck_assert_str_eq(picked(ans, "cheapest_batch_invariant"), "slow exact");
     ck_assert(json_number_value(json_object_get(p, "x_fastest")) == 4.0);
-    p = json_object_get(ans, "cheapest_deterministic_and_batch_invariant");
-    ck_assert_str_eq(json_string_value(json_object_get(p, "setting")), "slow exact");
+    ck_assert(json_number_value(json_object_get(p, "vs_float64_max_abs")) == 2e-7);
+    ck_assert_str_eq(picked(ans, "cheapest_deterministic_and_batch_invariant"), "slow exact");
     ck_assert_int_eq(
         json_integer_value(json_object_get(json_object_get(ans, "batch_breaking_layers"), "fc")),
         2);
@@ -216,7 +236,69 @@ START_TEST(answers)
     ck_assert_str_eq(json_string_value(json_object_get(e, "base")), "slow exact");
     ck_assert_str_eq(json_string_value(json_object_get(e, "changed")), "fast");
     ck_assert(json_number_value(json_object_get(e, "time_ratio")) == 0.25);
+    ck_assert(json_is_false(json_object_get(e, "within_noise")));
     ck_assert(json_number_value(json_object_get(e, "to_max_abs")) == 0.25);
+    json_decref(doc);
+}
+END_TEST
+
+/* The issue's case: on cpu every setting of the default grid but one is an emulation, and
+ * the times of all overlap. The advice never names a what-if, and among settings whose
+ * ranges overlap the time decides nothing: the error does, then the grid's order. */
+START_TEST(what_ifs_and_noise)
+{
+    json_t *settings = json_array();
+    json_t *none =
+        timed("defaults", "off", 122.7, 110, 140, json_true(), json_true(), NULL, 2.4e-7);
+    json_object_set_new(json_object_get(none, "knobs"), "emulate", json_string("none"));
+    json_array_append_new(settings, none);
+    json_t *bf16 =
+        timed("emulate=bf16:gemm", "off", 100.0, 90, 125, json_true(), json_true(), NULL, 0.466);
+    json_object_set_new(json_object_get(bf16, "knobs"), "emulate", json_string("bf16:gemm"));
+    json_array_append_new(settings, bf16);
+    /* a deployable setting faster by its median, within noise of defaults, less exact */
+    json_array_append_new(
+        settings, timed("quick", "off", 118.0, 105, 135, json_true(), json_true(), NULL, 1e-6));
+    /* one whose range lies apart: slower, not within noise */
+    json_array_append_new(
+        settings, timed("slow", "off", 300.0, 290, 310, json_true(), json_true(), NULL, 0.0));
+    json_t *doc = json_pack("{s:o}", "settings", settings);
+    agt_sweep_answers(doc);
+    json_t *ans = json_object_get(doc, "answers");
+    ck_assert(json_is_true(json_object_get(bf16, "what_if")));
+    ck_assert(json_is_false(json_object_get(none, "what_if")));
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(ans, "what_ifs"), 0)),
+                     "emulate=bf16:gemm");
+    /* never the emulation, though its median is the least; "quick" has the least median of
+     * the rest, but defaults is within its noise and closer to float64 */
+    static const char *const picks[] = {"fastest", "cheapest_deterministic",
+                                        "cheapest_batch_invariant",
+                                        "cheapest_deterministic_and_batch_invariant"};
+    for (size_t i = 0; i < sizeof picks / sizeof picks[0]; i++) {
+        json_t *p = json_object_get(ans, picks[i]);
+        ck_assert_msg(strcmp(picked(ans, picks[i]), "defaults") == 0, "%s: %s", picks[i],
+                      picked(ans, picks[i]));
+        ck_assert_str_eq(json_string_value(json_array_get(json_object_get(p, "within_noise"), 0)),
+                         "quick");
+        ck_assert_int_eq(json_array_size(json_object_get(p, "within_noise")), 1);
+        ck_assert(json_is_true(json_object_get(p, "within_noise_of_fastest")));
+        ck_assert(json_number_value(json_object_get(p, "forward_min_ms")) == 110);
+        ck_assert(json_number_value(json_object_get(p, "forward_max_ms")) == 140);
+    }
+    /* the slow one is named by its cost; the within-noise ones are not ranked */
+    json_t *slow = json_object_get(json_array_get(settings, 3), "time");
+    ck_assert(json_is_false(json_object_get(slow, "within_noise_of_fastest")));
+    ck_assert(
+        json_is_true(json_object_get(json_object_get(none, "time"), "within_noise_of_fastest")));
+    /* the same document with the timings of another sweep (the medians swapped, the ranges
+     * still overlapping): the same answer */
+    json_t *t = json_object_get(json_array_get(settings, 2), "time");
+    json_object_set_new(t, "forward_ms", json_real(130.0));
+    json_object_set_new(json_object_get(none, "time"), "forward_ms", json_real(112.0));
+    agt_sweep_answers(doc);
+    ans = json_object_get(doc, "answers");
+    ck_assert_str_eq(picked(ans, "cheapest_deterministic"), "defaults");
+    ck_assert_str_eq(picked(ans, "fastest"), "defaults");
     json_decref(doc);
 }
 END_TEST
@@ -230,6 +312,7 @@ main(void)
     tcase_add_test(tc, the_gemm_moves_with_its_algorithm);
     tcase_add_test(tc, runs_not_alike);
     tcase_add_test(tc, answers);
+    tcase_add_test(tc, what_ifs_and_noise);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -30,7 +30,7 @@
 #include "gpudiff/io.h"
 #include "gpudiff/model.h"
 #include "gpudiff/onnx.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "bench_util.h"
 
 #define MAX_INPUTS  8

@@ -26,7 +26,7 @@
 #include "gpudiff/hash.h"
 #include "gpudiff/io.h"
 #include "gpudiff/model.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "bench_util.h"
 
 /* knobs.threads for every session */

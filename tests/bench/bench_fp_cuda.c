@@ -29,7 +29,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpudiff/fingerprint.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "gpudiff/tensor.h"
 #include "../../engine/cuda/cuda.h"
 #include "../../engine/cuda/fingerprint.h"

@@ -24,7 +24,7 @@
 
 #include "gpudiff/io.h"
 #include "gpudiff/model.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "bench_model.h"
 #include "bench_util.h"
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "gpudiff/io.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "bench_model.h"
 #include "bench_util.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpudiff/compare.h"
+#include "gpudiff/metrics.h"
 #include "bench_util.h"
 
 #define REPS 5

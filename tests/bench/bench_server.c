@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "gpudiff/bundle.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "bench_server.h"
 
 double

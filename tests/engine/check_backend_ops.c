@@ -8,7 +8,7 @@
 #include <check.h>
 
 #include "gpudiff/ops.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "op_fixture.h"
 #include "op_harness.h"
 #include "tolerance.h"

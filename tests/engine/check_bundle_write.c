@@ -1,7 +1,7 @@
 /*
  * check_bundle_write.c: the bundle writer's pieces (engine/io/bundle_write.c): an output
  * that reaches gd_bundle_writer_layer() in pieces of elements (a capture under
- * knobs.capture_limit), alone or inside --batch slices, makes the same file, sha256 and
+ * knobs.host_memory), alone or inside --batch slices, makes the same file, sha256 and
  * statistics as the output given whole; pieces out of order are refused.
  */
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "gpudiff/bundle.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 
 static char *
 scratch(void)

@@ -19,7 +19,7 @@
 #include <check.h>
 
 #include "gpudiff/model.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "session_graph.h"
 
 static int

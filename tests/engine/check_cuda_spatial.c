@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "gpudiff/ops.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "op_fixture.h"
 #include "op_harness.h"
 #include "tolerance.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "op_harness.h"
 
 static const double u32 = 0x1p-24, ut = 0x1p-11;

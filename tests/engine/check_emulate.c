@@ -6,7 +6,7 @@
 
 #include <check.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "op_fixture.h"
 
 /* ---- gd_emulate_parse ---- */
@@ -26,7 +26,12 @@ static const struct parse_case parse_cases[] = {
     {"none", 0, GD_EMULATE_NONE, GD_CLASS_GEMM},
     {"bf16:conv", 0, GD_EMULATE_BF16, GD_CLASS_CONV},
     {"tf32:gemm", 0, GD_EMULATE_TF32, GD_CLASS_GEMM},
-    {"tf32:conv,gemm", 0, GD_EMULATE_TF32, GD_CLASS_GEMM | GD_CLASS_CONV},
+    {"tf32:conv+gemm", 0, GD_EMULATE_TF32, GD_CLASS_GEMM | GD_CLASS_CONV},
+    {"tf32:gemm+conv", 0, GD_EMULATE_TF32, GD_CLASS_GEMM | GD_CLASS_CONV},
+    /* one spelling: the classes are joined by '+' (older run.json files' ',' is read by
+     * gd_knobs_from_json, not here) */
+    {"tf32:conv,gemm", GD_EINVAL, GD_EMULATE_NONE, 0},
+    {"tf32:conv+", GD_EINVAL, GD_EMULATE_NONE, 0},
     {"fp8", GD_EINVAL, GD_EMULATE_NONE, 0},
     {"TF32", GD_EINVAL, GD_EMULATE_NONE, 0},
     {"tf32:", GD_EINVAL, GD_EMULATE_NONE, 0},
@@ -117,7 +122,7 @@ static const struct emu_case emu_cases[] = {
     {"gemm_tf32", "tf32", "gemm_tf32"},
     {"gemm_bf16", "bf16", "gemm_bf16"},
     {"gemm_fp16", "fp16", "gemm_fp16"},
-    {"gemm_bf16", "bf16:gemm,conv", "gemm_bf16"},
+    {"gemm_bf16", "bf16:gemm+conv", "gemm_bf16"},
     /* a class the op is not in leaves it alone */
     {"gemm_tf32", "tf32:conv", "gemm_none"},
     {"conv_none", NULL, "conv_none"},
@@ -158,7 +163,7 @@ END_TEST
 /* cpu64 is the reference: it refuses any emulation with GD_ENOTSUP. */
 START_TEST(test_cpu64_refuses)
 {
-    static const char *const knobs_text[] = {"tf32", "bf16:conv", "fp16:gemm,conv"};
+    static const char *const knobs_text[] = {"tf32", "bf16:conv", "fp16:gemm+conv"};
     struct of_case c;
     ck_assert(of_case_load("emulate", "gemm_none", &c) == 0);
     for (int i = 0; i < 3; i++) {
@@ -178,20 +183,21 @@ START_TEST(test_cpu64_refuses)
 END_TEST
 
 
-/* ---- gd_knobs_set_emulate: FORMAT[:CLASSES] or FORMAT@NODES ---- */
+/* ---- gd_knob_parse of emulate: FORMAT[:CLASSES] or FORMAT@NODES ---- */
 
 struct spec_case {
     const char *text;
     int code;
     const char *nodes; /* knobs.emulate_nodes after it */
-    const char *back;  /* gd_knobs_emulate_text() of the result */
+    const char *back;  /* gd_knob_format() of the result */
 };
 
 /* clang-format off */
 static const struct spec_case spec_cases[] = {
     {"tf32@fc2", 0, "fc2", "tf32@fc2"},
     {"bf16@fc1,fc2", 0, "fc1,fc2", "bf16@fc1,fc2"},
-    {"fp16:conv,gemm", 0, "", "fp16:conv,gemm"},
+    {"fp16:conv+gemm", 0, "", "fp16:conv+gemm"},
+    {"fp16:conv,gemm", GD_EINVAL, NULL, NULL},
     {"tf32", 0, "", "tf32:gemm"},
     {"none", 0, "", "none"},
     {"none@fc1", GD_EINVAL, NULL, NULL},
@@ -210,7 +216,7 @@ START_TEST(test_spec)
     gd_knobs_init(&k);
     k.emulate = GD_EMULATE_FP16; /* what a failed parse must leave */
     struct gd_err err = {0};
-    int rc = gd_knobs_set_emulate(&k, p->text, &err);
+    int rc = gd_knob_parse(&k, GD_KNOB_EMULATE, p->text, &err);
     ck_assert_msg(rc == p->code, "\"%s\": got %s (%s)", p->text, gd_err_name(rc), err.msg);
     if (rc != 0) {
         ck_assert_msg(k.emulate == GD_EMULATE_FP16 && k.emulate_nodes[0] == '\0',
@@ -219,12 +225,12 @@ START_TEST(test_spec)
     }
     ck_assert_str_eq(k.emulate_nodes, p->nodes);
     char back[320];
-    gd_knobs_emulate_text(&k, back, sizeof back);
+    gd_knob_format(&k, GD_KNOB_EMULATE, back, sizeof back);
     ck_assert_str_eq(back, p->back);
     /* what the text reads back as is the same setting */
     struct gd_knobs k2;
     gd_knobs_init(&k2);
-    ck_assert_int_eq(gd_knobs_set_emulate(&k2, back, &err), 0);
+    ck_assert_int_eq(gd_knob_parse(&k2, GD_KNOB_EMULATE, back, &err), 0);
     ck_assert(k2.emulate == k.emulate && k2.emulate_classes == k.emulate_classes);
     ck_assert_str_eq(k2.emulate_nodes, k.emulate_nodes);
 }
@@ -234,13 +240,13 @@ START_TEST(test_emulates_names)
 {
     struct gd_knobs k;
     gd_knobs_init(&k);
-    ck_assert_int_eq(gd_knobs_set_emulate(&k, "tf32@fc2,fc10", NULL), 0);
+    ck_assert_int_eq(gd_knob_parse(&k, GD_KNOB_EMULATE, "tf32@fc2,fc10", NULL), 0);
     ck_assert(gd_knobs_emulates(&k, "fc2", GD_CLASS_GEMM));
     ck_assert(gd_knobs_emulates(&k, "fc10", GD_CLASS_CONV));
     ck_assert(!gd_knobs_emulates(&k, "fc1", GD_CLASS_GEMM)); /* not a prefix match */
     ck_assert(!gd_knobs_emulates(&k, "fc", GD_CLASS_GEMM));
     ck_assert(!gd_knobs_emulates(&k, NULL, GD_CLASS_GEMM));
-    ck_assert_int_eq(gd_knobs_set_emulate(&k, "tf32", NULL), 0);
+    ck_assert_int_eq(gd_knob_parse(&k, GD_KNOB_EMULATE, "tf32", NULL), 0);
     ck_assert(gd_knobs_emulates(&k, "anything", GD_CLASS_GEMM));
     ck_assert(!gd_knobs_emulates(&k, "anything", GD_CLASS_CONV));
 }
@@ -298,7 +304,7 @@ run_spec(struct gd_graph *g, const char *spec, struct outs *o, struct gd_err *er
 {
     struct gd_knobs k;
     gd_knobs_init(&k);
-    ck_assert_int_eq(gd_knobs_set_emulate(&k, spec, NULL), 0);
+    ck_assert_int_eq(gd_knob_parse(&k, GD_KNOB_EMULATE, spec, NULL), 0);
     struct gd_session *s = gd_session_new(g, "cpu", &k, err);
     if (s == NULL)
         return err->code;

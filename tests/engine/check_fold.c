@@ -122,6 +122,62 @@ START_TEST(test_slice_steps)
 }
 END_TEST
 
+/* The length shape inference gives a Slice layer of a float input of length 5. */
+static int64_t
+inferred_slice(int64_t start, int64_t end, int64_t step)
+{
+    int64_t axis = 0;
+    struct gd_err err = {0};
+    struct gd_graph *g = graph();
+    struct gd_input_decl decl = {.dtype = GD_F32, .shape = {.ndim = 1, .dim = {5}}};
+    ck_assert_int_eq(gd_graph_add_input(g, "x", &decl, &err), 0);
+    add_constant(g, "starts", list(1, &start));
+    add_constant(g, "ends", list(1, &end));
+    add_constant(g, "axes", list(1, &axis));
+    add_constant(g, "steps", list(1, &step));
+    const char *in[] = {"x", "starts", "ends", "axes", "steps"}, *out[] = {"y"};
+    ck_assert_int_eq(gd_graph_add_node(g, "s", "Slice", 5, in, 1, out, 0, NULL, &err), 0);
+    ck_assert_int_eq(gd_graph_add_output(g, "y", &err), 0);
+    ck_assert_msg(gd_graph_finalize(g, &err) == 0, "%s", err.msg);
+    int64_t n = g->values[gd_graph_find_value(g, "y")].shape.dim[0];
+    gd_graph_free(g);
+    return n;
+}
+
+/*
+ * One Slice rule for the folds and shape inference (engine/core/move.h), ONNX's reference
+ * semantics: onnx.reference's op_slice is numpy's slicing. The values are Python's:
+ * list(range(5))[start:end:step]. A negative step with a start below -dim selects nothing
+ * there (shape inference took element 0, the spec's prose, while the folds took none).
+ */
+START_TEST(test_slice_rule)
+{
+    static const struct {
+        int64_t start, end, step;
+        int n;
+        int64_t want[5];
+    } cases[] = {
+        {-10, -20, -1, 0, {0}},
+        {-10, 3, -1, 0, {0}},
+        {-6, -20, -2, 0, {0}},
+        {10, -20, -1, 5, {4, 3, 2, 1, 0}},
+        {10, -20, -2, 3, {4, 2, 0}},
+        {2, -20, -1, 3, {2, 1, 0}},
+        {-1, -6, -1, 5, {4, 3, 2, 1, 0}},
+        {-10, 10, 1, 5, {0, 1, 2, 3, 4}},
+        {3, 1, 1, 0, {0}},
+        {-2, -9, -3, 2, {3, 0}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        expect_slice(cases[i].start, cases[i].end, cases[i].step, cases[i].n, cases[i].want);
+        int64_t n = inferred_slice(cases[i].start, cases[i].end, cases[i].step);
+        ck_assert_msg(n == cases[i].n, "shape inference of %lld:%lld:%lld: %lld, Python's %d",
+                      (long long)cases[i].start, (long long)cases[i].end, (long long)cases[i].step,
+                      (long long)n, cases[i].n);
+    }
+}
+END_TEST
+
 /* Range(start, limit, delta) must fail with code (0: succeed with n values from start). */
 static void
 expect_range(int64_t start, int64_t limit, int64_t delta, int code, int64_t n)
@@ -210,6 +266,7 @@ main(void)
     Suite *s = suite_create("fold");
     TCase *tc = tcase_create("limits");
     tcase_add_test(tc, test_slice_steps);
+    tcase_add_test(tc, test_slice_rule);
     tcase_add_test(tc, test_range_limits);
     tcase_add_test(tc, test_concat_too_long);
     tcase_add_test(tc, test_variadic_missing_input);

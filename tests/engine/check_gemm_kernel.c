@@ -12,7 +12,7 @@
 
 #include <check.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "op_harness.h"
 
 #define MAX_IN 3
@@ -208,7 +208,7 @@ END_TEST
 /* The emulated formats round the inputs first; the product must not care. */
 START_TEST(test_cpu_emulated)
 {
-    check_case(&cases[_i], "cpu", "bf16:conv,gemm");
+    check_case(&cases[_i], "cpu", "bf16:conv+gemm");
 }
 END_TEST
 

@@ -17,7 +17,7 @@
 #include <check.h>
 
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 
 static struct gd_attr
 int_attr(const char *name, int64_t v)

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpudiff/replay.h"
-#include "gpudiff/run.h"
+#include "gpudiff/graph_replay.h"
+#include "gpudiff/session.h"
 
 static struct gd_tensor *
 tensor(int64_t rows, int64_t cols, const float *v)

@@ -27,7 +27,7 @@
 #include <check.h>
 #include <jansson.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "../../engine/core/internal.h"
 #include "op_fixture.h"
 #include "tolerance.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpudiff/compare.h"
+#include "gpudiff/metrics.h"
 
 /* The vectorized float32 path works on blocks of this many elements (metrics.c BLOCK). */
 #define FAST_BLOCK 4096

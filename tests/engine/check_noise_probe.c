@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "gpudiff/noise.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 
 /* xorshift64*, in [-1, 1). */
 static double

@@ -16,7 +16,7 @@
 
 #include "gpudiff/graph.h"
 #include "gpudiff/onnx.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "check_io.h"
 
 static const char *

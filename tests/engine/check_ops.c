@@ -4,7 +4,7 @@
 #include <check.h>
 
 #include "gpudiff/ops.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 
 START_TEST(names_round_trip)
 {

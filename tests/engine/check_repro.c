@@ -32,7 +32,7 @@
 #include "gpudiff/io.h"
 #include "gpudiff/onnx.h"
 #include "gpudiff/ops.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "op_fixture.h"
 #include "op_harness.h"
 

@@ -12,7 +12,7 @@
 #include <check.h>
 
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "session_graph.h"
 
 #define OUT SG_OUT
@@ -144,7 +144,7 @@ START_TEST(conv_pins_are_checked)
         {"conv", GD_EINVAL, "not NODE=CHOICE"},
         {"conv=1,fc=2", GD_EINVAL, "not a convolution"},
         /* a good pin on a backend without algorithms: refused, not ignored */
-        {"conv=1", GD_ENOTSUP, "for cuda"},
+        {"conv=1", GD_ENOTSUP, "--conv-pins is for the cuda backend, not cpu"},
     };
     struct gd_graph *g = sg_graph(1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

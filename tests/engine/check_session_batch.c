@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "gpudiff/model.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "op_harness.h"
 
 #define MAX_IN 5

@@ -14,7 +14,7 @@
 #include <check.h>
 
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "../../engine/core/internal.h"
 
 /* 256 KiB, so the cpu backend's cache hands a released block to the next tensor of its size

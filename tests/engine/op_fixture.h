@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "gpudiff/tensor.h"
 
 #define OF_MAX_IN  16

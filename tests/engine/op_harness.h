@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "gpudiff/tensor.h"
 
 /*

@@ -7,7 +7,7 @@
 
 #include "gpudiff/io.h"
 #include "gpudiff/onnx.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "session_graph.h"
 
 #define ROWS SG_ROWS

@@ -64,9 +64,10 @@ agent_fails 3 "No such file" --model "$TMP/nothere.json" --input "$IN" --input-k
 
 # knobs and flags
 agent_fails 2 "--batch" $M --input "$IN" --input-key inp --batch 0
-agent_fails 2 "unknown emulation" $M --input "$IN" --input-key inp --emulate tf33
-agent_fails 5 "cpu64 is the float64 reference" $M --input "$IN" --input-key inp --backend cpu64 --emulate tf32
-agent_fails 5 "knobs are for cuda" $M --input "$IN" --input-key inp --tf32 on
+agent_fails 2 "--emulate takes none, tf32, bf16 or fp16" $M --input "$IN" --input-key inp --emulate tf33
+agent_fails 2 "--tf32 takes on or off, not true" $M --input "$IN" --input-key inp --tf32 true
+agent_fails 5 "--tf32 is for the cuda backend, not cpu" $M --input "$IN" --input-key inp --tf32 on
+agent_fails 5 "--emulate is for the cpu backend, not cpu64" $M --input "$IN" --input-key inp --backend cpu64 --emulate tf32
 agent_fails 2 "no backend nosuch" $M --input "$IN" --input-key inp --backend nosuch
 
 # an existing bundle is not overwritten without --replace, and survives a failed --replace
@@ -77,3 +78,25 @@ grep -q "already exists" "$TMP/err.txt" || fail "no 'already exists' message"
 expect_exit 3 "$AGENT" run $M --input "$TMP/wrongshape.npy" --out "$TMP/kept" --replace
 [ "$(cat "$TMP/kept/run.json" | cksum)" = "$sum" ] || fail "a failed --replace changed the old bundle"
 echo "ok: an existing bundle is kept"
+
+# --out makes missing parent folders (the README's `--out runs/lenet-cpu64` in a fresh
+# checkout), in every command that writes one; a parent that is a file is named; a run that
+# fails leaves none of the folders it made
+"$AGENT" run $M --input "$IN" --input-key inp --out "$TMP/runs/a/lenet" >/dev/null ||
+    fail "run --out with missing parents"
+[ -f "$TMP/runs/a/lenet/run.json" ] || fail "run --out runs/a/lenet wrote nothing"
+"$AGENT" replay "$TMP/runs/a/lenet" $M --input "$IN" --input-key inp --out "$TMP/replays/r1" \
+    >/dev/null || fail "replay --out with missing parents"
+"$AGENT" bundle --from "$TMP/runs/a/lenet/layers" --out "$TMP/dumps/x/b" >/dev/null 2>&1 ||
+    fail "bundle --out with missing parents"
+[ -f "$TMP/replays/r1/run.json" ] && [ -f "$TMP/dumps/x/b/run.json" ] || fail "replay, bundle"
+"$AGENT" sweep $M --input "$IN" --input-key inp --grid 'emulate=none;batch=all' --repeats 1 \
+    --warmup 0 --captures 1 --quiet --out "$TMP/sweeps/s1" >/dev/null || fail "sweep --out"
+[ -f "$TMP/sweeps/s1/sweep.json" ] || fail "sweep --out with missing parents wrote nothing"
+: >"$TMP/afile"
+expect_exit 6 "$AGENT" run $M --input "$IN" --input-key inp --out "$TMP/afile/x/y"
+grep -q "afile exists and is not a folder" "$TMP/err.txt" || fail "a file in the way is not named"
+expect_exit 3 "$AGENT" run $M --input "$IN" --input-key inp --capture 'layers=nosuch*' \
+    --out "$TMP/gone/deeper/b"
+[ ! -e "$TMP/gone" ] || fail "a failed run left the folders it made"
+echo "ok: --out makes its parents (run, replay, bundle, sweep), and a failed run removes them"

@@ -101,19 +101,24 @@ jq -e '(.devices | length) == 2 and ([.devices[].key | test("label.gpu=sm_75")] 
     fail "the matrix has not the two devices: $(head -c 800 "$TMP/body")"
 echo "ok: the matrix has both devices, told apart by their labels"
 
-# ---- a bad knob value: run's message; an unknown knob: serve's ----
+# ---- a bad knob value: refused by submit with run's message; a knob a device's backend does
+# not take: run's message and exit code there; an unknown knob: serve's ----
+expect_exit 2 "$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/input.npz" \
+    --knob input-key=inp --knob threads=0
+grep -q -- "--knob threads takes auto or 1 to 256, not 0" "$TMP/err.txt" ||
+    fail "submit took a bad knob value"
 set +e
 "$AGENT" submit --server "$URL" --model "$TMP/lenet.onnx" --input "$TMP/input.npz" \
-    --knob input-key=inp --knob threads=0 --wait --timeout 60 >"$TMP/bad.txt" 2>"$TMP/bad.err"
+    --knob input-key=inp --knob conv_algo=autotune --wait --timeout 60 >"$TMP/bad.txt" 2>"$TMP/bad.err"
 rc=$?
 set -e
-[ "$rc" = 10 ] || fail "submit of a bad knob exited $rc, not 10: $(cat "$TMP/bad.err")"
+[ "$rc" = 10 ] || fail "submit of a cuda knob to cpu devices exited $rc, not 10: $(cat "$TMP/bad.err")"
 ! grep -q "uploading" "$TMP/bad.err" || fail "a second job uploaded the files again"
 BAD=$(head -n 1 "$TMP/bad.txt")
 expect 200 GET "/api/v1/jobs/$BAD" -H "$A"
-jq -e '.counts.failed == 2 and ([.tasks[] | .error | test("--threads needs 1 to 256, not 0")]
+jq -e '.counts.failed == 2 and ([.tasks[] | .error | test("--conv-algo is for the cuda backend, not cpu")]
     | all)' "$TMP/body" >/dev/null || fail "bad knob: $(cat "$TMP/body")"
-echo "ok: threads=0 failed on both devices with run's message; submit --wait exited 10"
+echo "ok: threads=0 refused by submit; conv_algo failed on both cpu devices with run's message; submit --wait exited 10"
 printf '{"model": "lenet-11-821", "knobs": {"warp-speed": 9}, "match": {"labels.gpu": "sm_86"},
   "files": [{"role": "model", "name": "lenet.onnx", "sha256": "%s"},
             {"role": "input", "name": "input.npz", "sha256": "%s"}]}' \

@@ -18,7 +18,7 @@ run() {
 run cpu
 run cpu64 --backend cpu64
 run tf32 --emulate tf32
-run tf32conv --emulate tf32:conv,gemm
+run tf32conv --emulate tf32:conv+gemm
 
 "$AGENT" diff "$TMP/cpu" "$TMP/tf32" --truth "$TMP/cpu64"
 "$AGENT" diff "$TMP/cpu" "$TMP/tf32" --truth "$TMP/cpu64" --json >"$TMP/tf32.json"
@@ -70,7 +70,7 @@ check(set(verdicts) <= {"identical", "noise"}, "cpu vs cpu64: only identical or 
 check(d["first_divergent"] is None, "cpu vs cpu64: no first divergent layer")
 
 d = load("tf32conv")
-check(d["first_divergent"] == "conv1", "tf32:conv,gemm: first divergent is conv1 (got %s)" % d["first_divergent"])
+check(d["first_divergent"] == "conv1", "tf32:conv+gemm: first divergent is conv1 (got %s)" % d["first_divergent"])
 
 # CASE.md: 9 rows of the PyTorch file and 15 of the Paddle file differ from the float64 run
 # by more than 0.01; the two files differ from each other in 12 rows.

@@ -40,7 +40,7 @@ grep -q "is not the model run" "$TMP/err.txt" || fail "a different model file is
 numpy.save('$TMP/other.npy', numpy.zeros((1000, 1, 28, 28), 'float32'))"
 expect_exit 3 "$AGENT" replay "$TMP/cpu64" --model "$SEED_MODEL" --input "$TMP/other.npy" \
     --weights-dir "$SEED_DIR/initializer" --out "$TMP/x"
-grep -q "a replay needs the run's own input" "$TMP/err.txt" || fail "a different input"
+grep -q "it must be the run's own input" "$TMP/err.txt" || fail "a different input"
 "$AGENT" bundle --from "$SEED_DIR/pytorch_gpu/output.npz" --out "$TMP/pt" >/dev/null
 expect_exit 3 "$AGENT" replay "$TMP/pt" --model "$SEED_MODEL" \
     --weights-dir "$SEED_DIR/initializer" --out "$TMP/x"

@@ -2,7 +2,7 @@
 # What the dashboard at scale reads from gpudiffd (issue 13): the run list's knob=, label=,
 # q=, sort= and env filters and their refusals; the matrix's compute=none and row= and the
 # matrix cache (a hit is byte for byte the answer that was stored; a new run of a device is a
-# miss); GET /api/v1/ops with the engine's traits. Three tiny framework bundles make the
+# miss); GET /api/v1/ops with the engine's traits, GET /api/v1/knobs with its knobs. Three tiny framework bundles make the
 # devices.
 . ./tests/integration/env.sh
 . "$GD_SRCDIR/tests/integration/server.sh"
@@ -47,7 +47,7 @@ expect 200 GET '/api/v1/runs?knob=tf32=%22true%22'
 [ "$(total)" = 0 ] || fail "knob tf32=\"true\" (a string) matched a boolean"
 expect 200 GET '/api/v1/runs?q=gpu%20TWO%20conv_algo=auto'
 [ "$(total)" = 1 ] || fail "search: $(total)"
-expect 200 GET '/api/v1/runs?device=cuda%20GPU%20One%20tf32=true%20batch=32'
+expect 200 GET '/api/v1/runs?device=cuda%20GPU%20One%20tf32=on%20batch=32'
 [ "$(total)" = 1 ] || fail "device key: $(total)"
 [ "$(jq -c '.runs[0] | [.knobs.batch, .labels.team, .env.driver, .against_baseline]' "$TMP/body")" = '[32,"web","560.35.03",null]' ] ||
     fail "summary fields: $(jq -c '.runs[0]' "$TMP/body")"
@@ -100,4 +100,15 @@ expect 200 GET /api/v1/ops
 n_def=$(grep -c '^GD_OP(' "$GD_SRCDIR/engine/core/ops.def")
 [ "$(jq '.ops | length' "$TMP/body")" = "$n_def" ] || fail "ops: not the $n_def of ops.def"
 echo "ok: GET /api/v1/ops lists the $n_def ops of ops.def with their traits"
+
+# ---- the knob table (front, issue 23) ----
+expect 200 GET /api/v1/knobs
+grep -o '^GD_KNOB( *[A-Z_0-9]*, *[a-z_0-9]*' "$GD_SRCDIR/engine/core/knobs.def" | sed 's/.*, *//' \
+    >"$TMP/knob_names.txt"
+[ "$(jq -r '.knobs[].name' "$TMP/body")" = "$(cat "$TMP/knob_names.txt")" ] ||
+    fail "knobs: $(jq -c '[.knobs[].name]' "$TMP/body") are not knobs.def's"
+[ "$(jq -c '.knobs[] | select(.name == "tf32") | [.flag, .values, .default, .backends, .category]' \
+    "$TMP/body")" = '["--tf32","on|off","off",["cuda"],"arithmetic"]' ] ||
+    fail "knobs: tf32 is $(jq -c '.knobs[] | select(.name == "tf32")' "$TMP/body")"
+echo "ok: GET /api/v1/knobs lists the $(wc -l <"$TMP/knob_names.txt") knobs of knobs.def"
 server_stop

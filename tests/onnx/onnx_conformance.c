@@ -39,7 +39,7 @@
 #include "gpudiff/graph.h"
 #include "gpudiff/onnx.h"
 #include "gpudiff/ops.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "gpudiff/tensor.h"
 
 #define RTOL 1e-3

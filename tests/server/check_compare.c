@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "gpudiff/hash.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "blob.h"
 #include "compare.h"
 #include "db.h"

@@ -93,7 +93,8 @@ START_TEST(migrate_from_empty)
 }
 END_TEST
 
-/* Migration 002 gives runs stored under schema 1 the device key new runs get at POST. */
+/* Migrations 002 and 023 give runs stored under schema 1 the device key new runs get at POST
+ * (knobs.def's spelling: tf32=on for the true older agents wrote). */
 START_TEST(migrate_device_keys)
 {
     struct srv_db *db = fresh_db(0);
@@ -120,7 +121,7 @@ START_TEST(migrate_device_keys)
     ck_assert_int_eq(to, srv_migrations[srv_migration_count - 1].version);
     char *keys = query_text(db, "SELECT group_concat(id || '=' || device, ';') FROM "
                                 "(SELECT id, device FROM runs ORDER BY id)");
-    ck_assert_str_eq(keys, "r1=cuda G tf32=true;r2=cpu;r3=");
+    ck_assert_str_eq(keys, "r1=cuda G tf32=on;r2=cpu;r3=");
     free(keys);
     drop_db(db);
 }

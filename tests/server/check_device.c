@@ -1,7 +1,9 @@
 /*
  * check_device.c: server/device.c: the device key of runs as the agent writes them (cpu,
- * cpu64, emulated TF32, cuda with its knobs), which knobs count and which values leave a
- * knob out, documents missing parts, and (jobsrv) the labels of `serve --label`.
+ * cpu64, emulated TF32, cuda with its knobs), made from knobs.def: which knobs count (those
+ * that change numbers, not at their default, in their one spelling, what older agents wrote
+ * included), which values leave a knob out, documents missing parts, and (jobsrv) the labels
+ * of `serve --label`.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -33,32 +35,46 @@ check_key(const char *text, const char *want)
 
 START_TEST(agent_runs)
 {
-    /* What `gpudiff-agent run` writes for each backend (agent/run.c, knobs_json). */
+    /* What `gpudiff-agent run` writes for each backend (agent/cmd_run.c, knobs_json). */
     check_key("{\"backend\":\"cpu\",\"env\":{\"host\":\"vm\",\"backend\":\"cpu\"},"
               "\"knobs\":{\"emulate\":\"none\",\"batch\":null}}",
               "cpu");
     check_key("{\"backend\":\"cpu64\",\"knobs\":{\"emulate\":\"none\",\"batch\":null}}", "cpu64");
     check_key("{\"backend\":\"cpu\",\"knobs\":{\"emulate\":\"tf32:gemm\",\"batch\":null}}",
               "cpu emulate=tf32:gemm");
-    check_key("{\"backend\":\"cpu\",\"knobs\":{\"emulate\":\"bf16:conv,gemm\",\"batch\":8}}",
-              "cpu emulate=bf16:conv,gemm batch=8");
+    check_key("{\"backend\":\"cpu\",\"knobs\":{\"emulate\":\"bf16:conv+gemm\",\"batch\":8}}",
+              "cpu emulate=bf16:conv+gemm batch=8");
     check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\",\"driver\":\"570.1\"},"
-              "\"knobs\":{\"emulate\":\"none\",\"batch\":null,\"conv_algo\":\"autotune\","
-              "\"tf32\":true,\"math_mode\":\"default\",\"workspace_limit\":null}}",
-              "cuda NVIDIA H200 tf32=true conv_algo=autotune");
+              "\"knobs\":{\"tf32\":\"on\",\"conv_algo\":\"autotune\",\"batch\":null,"
+              "\"math_mode\":\"default\",\"workspace_limit\":null,\"conv_api\":\"graph\","
+              "\"reduced_reduction\":\"on\",\"dtype\":null,\"conv_pins\":null,"
+              "\"host_memory\":1024,\"capture\":\"full\"}}",
+              "cuda NVIDIA H200 tf32=on conv_algo=autotune");
+    /* every knob that changes numbers counts when not at its default: math mode,
+     * workspace, conv API, reduced reduction, dtype (not threads, host memory, capture) */
+    check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\"},"
+              "\"knobs\":{\"tf32\":\"off\",\"conv_algo\":\"heuristic\",\"batch\":32,"
+              "\"math_mode\":\"pedantic\",\"workspace_limit\":1048576,\"conv_api\":\"legacy\","
+              "\"reduced_reduction\":\"off\",\"dtype\":\"float16\",\"host_memory\":16,"
+              "\"capture\":\"fingerprint\"}}",
+              "cuda NVIDIA H200 batch=32 math_mode=pedantic workspace_limit=1048576 "
+              "conv_api=legacy reduced_reduction=off dtype=float16");
+    /* what older agents wrote: the same keys in the one spelling (migration 023) */
     check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\"},"
               "\"knobs\":{\"emulate\":\"none\",\"batch\":32,\"conv_algo\":\"heuristic\","
-              "\"tf32\":false,\"math_mode\":\"pedantic\",\"workspace_limit\":1048576}}",
-              "cuda NVIDIA H200 conv_algo=heuristic batch=32");
+              "\"tf32\":true,\"math_mode\":\"default\",\"workspace_limit\":null}}",
+              "cuda NVIDIA H200 tf32=on batch=32");
+    check_key("{\"backend\":\"cpu\",\"knobs\":{\"emulate\":\"bf16:conv,gemm\",\"batch\":8}}",
+              "cpu emulate=bf16:conv+gemm batch=8");
     /* --repro: bitwise is a device of its own, off (the default) keeps the key */
     check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\"},"
               "\"knobs\":{\"emulate\":\"none\",\"batch\":null,\"repro\":\"bitwise\","
-              "\"tf32\":false}}",
+              "\"tf32\":\"off\"}}",
               "cuda NVIDIA H200 repro=bitwise");
     check_key("{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"NVIDIA H200\"},"
               "\"knobs\":{\"emulate\":\"none\",\"batch\":null,\"repro\":\"off\","
               "\"conv_algo\":\"heuristic\"}}",
-              "cuda NVIDIA H200 conv_algo=heuristic");
+              "cuda NVIDIA H200");
 }
 END_TEST
 
@@ -72,9 +88,10 @@ START_TEST(what_is_left_out)
     check_key(
         "{\"backend\":\"cuda\",\"env\":{\"gpu_name\":\"A\",\"host\":\"h1\",\"cudnn\":\"9.1\"}}",
         "cuda A");
-    /* tf32 only when true; a fixed algorithm id counts; values of other types do not. */
-    check_key("{\"backend\":\"cuda\",\"knobs\":{\"tf32\":\"yes\",\"conv_algo\":3}}",
-              "cuda conv_algo=3");
+    /* a fixed algorithm counts; values the table does not read (another agent's) do not */
+    check_key("{\"backend\":\"cuda\",\"knobs\":{\"tf32\":\"yes\",\"conv_algo\":3}}", "cuda");
+    check_key("{\"backend\":\"cuda\",\"knobs\":{\"conv_algo\":\"fixed:3\",\"warp\":9}}",
+              "cuda conv_algo=fixed:3");
     check_key("{\"backend\":\"cuda\",\"knobs\":{\"conv_algo\":\"\",\"batch\":[1],"
               "\"emulate\":null}}",
               "cuda");
@@ -92,7 +109,7 @@ START_TEST(two_runs_one_device)
                      "\"env\":{\"gpu_name\":\"NVIDIA A100\",\"host\":\"b\",\"driver\":\"2\"},"
                      "\"knobs\":{\"tf32\":true}}");
     ck_assert_str_eq(a, b);
-    ck_assert_str_eq(a, "cuda NVIDIA A100 tf32=true");
+    ck_assert_str_eq(a, "cuda NVIDIA A100 tf32=on");
     free(a);
     free(b);
 }

@@ -111,9 +111,9 @@ export async function truthSteps() {
         const what = md.split('\n').find((l) => l.startsWith('**What differs')) || '';
         check(what.includes('backend: pytorch_gpu → cpu64') && !what.includes('knobs.emulate'),
               `it lists as differing only what both record ("${what.slice(0, 90)}")`);
-        // the keys only the cpu64 run records (knobs.emulate, knobs.dtype, ...), in the daemon's order
+        // the keys only the cpu64 run records (knobs.dtype, knobs.threads, ...), in the daemon's order
         const unrec = md.split('\n').find((l) => l.startsWith('**Not recorded by one run** (no difference, no cause): ')) || '';
-        check((unrec.split(': ')[1] || '').split(/, |\.$/).includes('knobs.emulate'),
+        check((unrec.split(': ')[1] || '').split(/, |\.$/).includes('knobs.dtype'),
               'and what one run does not record apart');
         check(md.includes("# run a (pytorch_gpu) is a framework's dump"), 'a dump has no command to reproduce it');
         await shot('diff-partial', false);

@@ -191,3 +191,15 @@ export function getOps() {
     }
     return opsPromise;
 }
+
+// GET /api/v1/knobs once per visit: the knob table of engine/core/knobs.def.
+let knobsPromise = null;
+
+export function getKnobs()
+{
+    if (!knobsPromise) {
+        knobsPromise = apiGet('knobs').then((r) => r.knobs);
+        knobsPromise.catch(() => { knobsPromise = null; });
+    }
+    return knobsPromise;
+}

@@ -12,8 +12,8 @@
 //   #/jobs, #/jobs/ID                                        jobs run by agents as a service
 // Each view's time from the route to its being rendered is a performance measure named
 // "gd-view NAME" (the browser test reads them; docs/PERFORMANCE.md).
-import {h, clear, message} from './dom.js';
-import {getToken, setToken} from './api.js';
+import {h, clear, message, setKnobTable} from './dom.js';
+import {getToken, setToken, getKnobs} from './api.js';
 import * as runs from './views/runs.js';
 import * as diff from './views/diff.js';
 import * as matrix from './views/matrix.js';
@@ -78,6 +78,8 @@ async function route(focus) {
         live: () => current === ctrl, // false once the user went elsewhere
     };
     try {
+        // the knob table, before any view describes a run (a daemon without it: none)
+        await getKnobs().then(setKnobTable, () => setKnobTable([]));
         if (!match) {
             document.title = 'gpudiff: not found';
             root.append(h('h1', {}, 'No such page'),

@@ -109,25 +109,56 @@ export function deviceLabel(run) {
         : 'device not recorded';
 }
 
-// The knobs that change numerics, as the device key writes them (docs/SERVER.md, "Devices"),
-// and the others a reader tells runs apart by (threads are left out: they change no bit).
+// The knob table of engine/core/knobs.def (GET /api/v1/knobs, set once by app.js before a
+// view renders): each knob's name, option, default and category, so runs are described as
+// the device key and the agent spell them, never from a copy of the table.
+let knobTable = [];
+
+export function setKnobTable(knobs)
+{
+    knobTable = Array.isArray(knobs) ? knobs : [];
+}
+
+export function getKnobTable()
+{
+    return knobTable;
+}
+
+// A recorded knob value in its one spelling: what older runs wrote (true and false for on and
+// off, "tf32:conv,gemm") as the table spells it now.
+export function knobValue(knob, v)
+{
+    if (v === true || v === false)
+        return knob && knob.kind === 'onoff' ? (v ? 'on' : 'off') : String(v);
+    if (knob && knob.kind === 'emulate' && typeof v === 'string') {
+        // the classes' old ',' (not the commas of a node list after '@')
+        const at = v.indexOf('@');
+        return at < 0 ? v.replace(/,/g, '+') : v.slice(0, at).replace(/,/g, '+') + v.slice(at);
+    }
+    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
+
+// The knobs of a run that change numbers and are not at their default, as the daemon's device
+// key writes them (docs/SERVER.md, "Devices"), then knobs the table does not know (another
+// framework's dump), as recorded; those that change no number (threads, capture) are left out.
 export function knobWords(run) {
     const k = run.knobs || {};
     const out = [];
-    if (k.emulate && k.emulate !== 'none')
-        out.push('emulate=' + k.emulate);
-    if (k.tf32 === true)
-        out.push('tf32');
-    if (k.conv_algo)
-        out.push('conv_algo=' + k.conv_algo);
-    if (k.batch !== undefined && k.batch !== null)
-        out.push('batch=' + k.batch);
-    if (k.repro === 'bitwise') // --repro bitwise: cuda computed the cpu backend's bits
-        out.push('bitwise mode');
+    const known = new Set();
+    for (const knob of knobTable) {
+        known.add(knob.name);
+        const v = k[knob.name];
+        if (knob.category === 'other' || v === undefined || v === null)
+            continue;
+        const text = knobValue(knob, v);
+        if (knob.name === 'repro' && text === 'bitwise') // cuda computed the cpu backend's bits
+            out.push('bitwise mode');
+        else if (text !== knob.default)
+            out.push(`${knob.name}=${text}`);
+    }
     for (const [key, v] of Object.entries(k))
-        if (!['emulate', 'tf32', 'conv_algo', 'batch', 'threads', 'repro'].includes(key) &&
-            v !== null && v !== false)
-            out.push(`${key}=${typeof v === 'object' ? JSON.stringify(v) : v}`);
+        if (!known.has(key) && key !== 'threads' && v !== null && v !== false && v !== 'none')
+            out.push(`${key}=${knobValue(null, v)}`);
     return out;
 }
 

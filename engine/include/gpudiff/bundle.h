@@ -17,7 +17,7 @@
 
 #include "gpudiff/fingerprint.h"
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "gpudiff/tensor.h"
 
 #ifdef __cplusplus
@@ -49,7 +49,7 @@ int gd_bundle_writer_new(const char *dir, int replace, struct gd_bundle_writer *
  * Records one captured layer (usable directly as the body of a gd_capture_fn). With
  * batching, slices of a layer arrive in order and are appended to one file whose header
  * already holds the whole shape; so do the pieces of an output larger than
- * knobs.capture_limit (struct gd_layer's piece fields), each written and hashed as it
+ * knobs.host_memory (struct gd_layer's piece fields), each written and hashed as it
  * comes. Layer facts that come from the graph (reduction length,
  * discontinuous) are taken from g, which may be NULL for bundles made from dumps.
  */
@@ -130,12 +130,6 @@ int gd_bundle_layer_load(const struct gd_bundle *b, int i, struct gd_tensor **ou
                          struct gd_err *err);
 
 void gd_bundle_close(struct gd_bundle *b);
-
-/* A random RFC 4122 version 4 UUID, from the system's random source. */
-int gd_uuid_v4(char out[37], struct gd_err *err);
-
-/* The SHA-256 of a tensor's data as run.json records it (C order, little-endian). */
-int gd_tensor_sha256(const struct gd_tensor *t, char hex[65], struct gd_err *err);
 
 #ifdef __cplusplus
 }

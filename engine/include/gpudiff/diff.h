@@ -18,7 +18,7 @@
 #include <jansson.h>
 
 #include "gpudiff/bundle.h"
-#include "gpudiff/compare.h"
+#include "gpudiff/metrics.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -33,6 +33,12 @@ int gd_sha256_hex(const void *data, size_t len, char hex[GD_SHA256_HEX_LEN + 1],
 /* The hash of a whole file, read in blocks. */
 int gd_sha256_file(const char *path, char hex[GD_SHA256_HEX_LEN + 1], struct gd_err *err);
 
+struct gd_tensor; /* gpudiff/tensor.h */
+
+/* The SHA-256 of a tensor's data as run.json records it (C order, little-endian). */
+int gd_tensor_sha256(const struct gd_tensor *t, char hex[GD_SHA256_HEX_LEN + 1],
+                     struct gd_err *err);
+
 #ifdef __cplusplus
 }
 #endif

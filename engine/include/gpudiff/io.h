@@ -123,6 +123,18 @@ int gd_safetensors_load(struct gd_safetensors *st, const char *key, struct gd_te
  */
 int gd_array_load(const char *path, const char *key, struct gd_tensor **out, struct gd_err *err);
 
+/*
+ * Makes every missing folder above path (mkdir -p of its parent; not path itself), as a
+ * command's --out does. first_made (may be NULL) gets the topmost folder it made, "" when
+ * none was missing. GD_EIO naming the component at fault (one that is a file, no permission);
+ * the folders made before the failure stay.
+ */
+int gd_dir_make_parents(const char *path, char *first_made, size_t size, struct gd_err *err);
+
+/* Removes again the empty folders gd_dir_make_parents(path) made, up to first_made ("": none);
+ * a folder something else was put in since stays. */
+void gd_dir_remove_made(const char *path, const char *first_made);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,7 +25,7 @@
 #include <jansson.h>
 
 #include "gpudiff/graph.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -363,8 +363,9 @@ export async function render(root, ctx) {
     document.title = 'gpudiff: diff';
     if (!q.a || !q.b) {
         root.append(h('h1', {}, 'Diff'),
-                    h('p', {}, 'Choose two runs; a third, e.g. a cpu64 run, says which of them ' +
-                      'is right. Search by id, model, GPU, host or knob (tf32=true).'));
+                    h('p', {},
+                      'Choose two runs; a third, e.g. a cpu64 run, says which of them ' +
+                          'is right. Search by id, model, GPU, host or knob (tf32=on).'));
         let model = ctx.params.get('model') || '';
         if (!model && (q.a || q.b))
             model = await getRun(q.a || q.b).then((r) => r.model.name).catch(() => '');

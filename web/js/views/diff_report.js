@@ -3,7 +3,7 @@
 // daemon found, who is right (with a truth run), and the commands that reproduce the runs and
 // the comparison. Every fact comes from the diff and the runs' records; what they do not
 // record is said to be missing, not guessed.
-import {fmtNum, fmtInt, fmtTime, deviceLabel, knobWords} from '../dom.js';
+import {fmtNum, fmtInt, fmtTime, deviceLabel, knobWords, getKnobTable, knobValue} from '../dom.js';
 import {mdCell} from '../share.js';
 import {matchInfo, matchWords, startOf, excess, precision, truthSummary, truthWords, replayInfo,
         ownWords, layerNotes, layerByName, listWords} from '../diff_facts.js';
@@ -26,22 +26,19 @@ const ENV_ROWS = [
 
 const quote = (v) => (/^[A-Za-z0-9_./:=@+-]+$/.test(v) ? v : `'${String(v).replace(/'/g, "'\\''")}'`);
 
-// The knobs a run records, as the agent's options.
+// The knobs a run records, as the agent's options: each knob of the table (knobs.def) that is
+// recorded and not at its default, in its one spelling.
 function knobArgs(r) {
     const parts = [];
     const k = r.knobs || {};
-    if (k.emulate && k.emulate !== 'none')
-        parts.push('--emulate', quote(k.emulate));
-    if (k.batch !== undefined && k.batch !== null)
-        parts.push('--batch', String(k.batch));
-    if (k.conv_algo)
-        parts.push('--conv-algo', quote(k.conv_algo));
-    if (k.tf32 === true || k.tf32 === false)
-        parts.push('--tf32', k.tf32 ? 'on' : 'off');
-    if (k.math_mode)
-        parts.push('--math-mode', quote(k.math_mode));
-    if (k.repro === 'bitwise')
-        parts.push('--repro', 'bitwise');
+    for (const knob of getKnobTable()) {
+        const v = k[knob.name];
+        if (v === undefined || v === null || knob.name === 'threads')
+            continue;
+        const text = knobValue(knob, v);
+        if (text !== knob.default)
+            parts.push(knob.flag, quote(text));
+    }
     return parts;
 }
 

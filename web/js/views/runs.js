@@ -108,8 +108,8 @@ function filterForm(f, models) {
                                                              spellcheck: 'false', ...attrs});
     const q = text('f-q', 'q', f.q, {type: 'search', placeholder: 'id, GPU, host, knob…',
                                      'aria-describedby': 'f-q-hint'});
-    const knob = text('f-knob', 'knob', f.knob.join(' '), {placeholder: 'tf32=true batch=8',
-                                                           'aria-describedby': 'f-knob-hint'});
+    const knob = text('f-knob', 'knob', f.knob.join(' '),
+                      {placeholder : 'tf32=on batch=8', 'aria-describedby' : 'f-knob-hint'});
     const label = text('f-label', 'label', f.label.join(' '), {placeholder: 'team=serving'});
     const gpu = text('f-gpu', 'gpu', f.gpu, {disabled: f.cpu, 'aria-describedby': 'f-gpu-hint'});
     const cpu = h('input', {id: 'f-cpu', name: 'cpu', type: 'checkbox', checked: f.cpu,

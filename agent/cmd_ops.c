@@ -1,5 +1,5 @@
 /*
- * ops.c: `gpudiff-agent ops`: every op of engine/core/ops.def with its traits and the
+ * cmd_ops.c: `gpudiff-agent ops`: every op of engine/core/ops.def with its traits and the
  * backends of this build that run it, then the shape computations the ONNX loader folds;
  * and the op counts `--version` prints.
  */
@@ -9,7 +9,7 @@
 
 #include "gpudiff/graph.h"
 #include "gpudiff/ops.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 
 static void

@@ -1,5 +1,5 @@
 /*
- * compare.h: the tensor-level comparison, one pass over two tensors of the same dtype and
+ * metrics.h: the tensor-level comparison, one pass over two tensors of the same dtype and
  * shape, b taken as the reference ("expected") and a as the run under test ("actual").
  *
  * struct gd_metrics is caller-owned and plain data (no pointers): it can be copied, kept
@@ -9,8 +9,8 @@
  * across threads, gives the same counts, maxima, indexes and histograms as a single pass
  * (sums may differ in the last bits). docs/COMPARISON.md defines every field exactly.
  */
-#ifndef GPUDIFF_COMPARE_H
-#define GPUDIFF_COMPARE_H
+#ifndef GPUDIFF_METRICS_H
+#define GPUDIFF_METRICS_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 /*
- * outbox.c: `gpudiff-agent outbox`: the uploader of deploy/systemd/gpudiff-agent.service.
+ * cmd_outbox.c: `gpudiff-agent outbox`: the uploader of deploy/systemd/gpudiff-agent.service.
  * A folder DIR holds outbox/ (bundles waiting: jobs move each in once it is whole), sent/
  * (uploaded) and refused/ (bundles the daemon refused for good, each with NAME.reason
  * beside it). `send` pushes every waiting bundle in name order; one the daemon refuses (a

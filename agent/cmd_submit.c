@@ -1,5 +1,5 @@
 /*
- * submit.c: `gpudiff-agent submit`: posts a job ("run this model on this input with these
+ * cmd_submit.c: `gpudiff-agent submit`: posts a job ("run this model on this input with these
  * knobs on every device that matches") to gpudiffd, with every file the model reads: a JSON
  * model's weight files (role weights, by their paths under its weights folder) and an ONNX
  * model's external data (role data, by their locations), found as the loaders find them
@@ -18,6 +18,7 @@
 #include "gpudiff/hash.h"
 #include "gpudiff/model_files.h"
 #include "jobs.h"
+#include "model_load.h"
 
 #define SUBMIT_MAX_FILES 4096 /* the daemon's limit of a job's files */
 
@@ -72,14 +73,14 @@ submit_usage(FILE *out)
             "  --name MODEL        the model name the runs are recorded under (the matrix's\n"
             "                      row; default: a JSON model's \"name\", else the model file's\n"
             "                      name without its extension)\n"
-            "  --knob K=V          one of run's options without \"--\", e.g. --knob batch=4\n"
-            "                      --knob tf32=on; repeatable. Known: batch, capture,\n"
-            "                      conv-algo, conv-api, dtype, emulate, host-memory,\n"
-            "                      input-key, math-mode, reduced-reduction, repro, tf32,\n"
-            "                      threads, workspace-limit. A decimal V of a knob that\n"
-            "                      takes a number is sent as an integer. Each agent checks the\n"
-            "                      values: a bad one fails the job on that device with\n"
-            "                      run's message (--backend is the device's, not a knob)\n"
+            "  --knob K=V          a knob as run takes it (`gpudiff-agent run --help`), named\n"
+            "                      without \"--\", e.g. --knob batch=4 --knob tf32=on;\n"
+            "                      repeatable. Known: %s.\n"
+            "                      V is checked here and sent in its one spelling (a number\n"
+            "                      for batch, threads, workspace_limit, host_memory); the\n"
+            "                      backend is the device's, not a knob\n",
+            agt_knob_names());
+    fprintf(out,
             "  --match K=V[,V]     run only on devices whose K is V (or one of the Vs); K is\n"
             "                      backend, host, key, env.FIELD (a field of run.json's env,\n"
             "                      e.g. env.gpu_name) or labels.NAME (serve --label);\n"
@@ -354,13 +355,7 @@ submit_parse(int argc, char **argv, struct submit_opts *o)
 static char *
 model_name(const struct submit_file *m)
 {
-    FILE *f = fopen(m->path, "rb");
-    int first = ' ';
-    while (f != NULL && (first == ' ' || first == '\n' || first == '\r' || first == '\t'))
-        first = fgetc(f);
-    if (f != NULL)
-        fclose(f);
-    if (first == '{') {
+    if (!agt_model_is_onnx(m->path)) {
         json_t *j = json_load_file(m->path, 0, NULL);
         const char *n = json_string_value(json_object_get(j, "name"));
         char *copy = n != NULL && n[0] != '\0' ? strdup(n) : NULL;

@@ -1,5 +1,5 @@
 /*
- * replay.c: each layer's own error, from a replay. A replay (gpudiff-agent replay) ran every
+ * own_error.c: each layer's own error, from a replay. A replay (gpudiff-agent replay) ran every
  * node of a run's model with that run's captured layers as its inputs, on another backend or
  * with other knobs; its run.json says which run in "replay.of". Compared with that run it
  * differs in each layer only by what the layer itself computes (a diff in replay mode: no

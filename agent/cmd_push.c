@@ -1,5 +1,5 @@
 /*
- * push.c: `gpudiff-agent push DIR --server URL`: uploads a run bundle made earlier (GPU hosts
+ * cmd_push.c: `gpudiff-agent push DIR --server URL`: uploads a run bundle made earlier (GPU hosts
  * often cannot reach the daemon; the bundle travels instead), or resumes an upload that was
  * cut. Also the upload flags `run --server` shares.
  */

@@ -1,5 +1,5 @@
 /*
- * replay.c: `gpudiff-agent replay`: runs every node of a bundle's model on a backend with the
+ * cmd_replay.c: `gpudiff-agent replay`: runs every node of a bundle's model on a backend with the
  * inputs the bundle captured, not with that backend's own upstream results, and writes the
  * outputs as a bundle whose run.json says which run it replays ("replay": {"of": ID}). Each
  * of its layers differs from the captured run's only by what that layer computes itself, so
@@ -18,28 +18,40 @@
 
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
-#include "gpudiff/model.h"
-#include "gpudiff/replay.h"
-#include "gpudiff/run.h"
+#include "gpudiff/graph_replay.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 #include "fetch.h"
+#include "model_load.h"
 #include "upload.h"
 
 struct replay_opts {
-    const char *bundle;       /* a bundle folder, or with server a run id */
+    const char *bundle; /* a bundle folder, or with server a run id */
     const char *server;
     const char *token;
     const char *cacert;
     int insecure_http;
     const char *model;
     const char *weights_dir;
-    const char *input;
+    const char *inputs[AGT_MAX_INPUTS]; /* --input, as run takes them; none: the run's own */
+    int n_inputs;
     const char *input_key;
     const char *out;
     int replace, json, progress, verbose, push;
     json_t *labels;
-    struct agt_knob_opts ko;
+    const char *backend; /* NULL: cpu */
+    struct gd_knobs knobs;
 };
+
+/* The knobs replay takes: run's, less --batch (every captured layer is fed whole),
+ * --capture (a replay keeps every layer) and --noise-probe (a replay's layers are compared
+ * for their own error, with the noise its run recorded). */
+static void
+replay_knobs(unsigned char *which)
+{
+    for (int k = 0; k < GD_KNOB_COUNT; k++)
+        which[k] = k != GD_KNOB_BATCH && k != GD_KNOB_CAPTURE && k != GD_KNOB_NOISE_PROBE;
+}
 
 struct capture_ctx {
     struct gd_bundle_writer *writer;
@@ -64,7 +76,7 @@ replay_usage(FILE *out)
             "input is the run's input, checked against its sha256 too.\n\n"
             "Required:\n"
             "  BUNDLE              the run bundle folder to replay, or with --server a run id\n"
-            "  --model FILE        the bundle's model in the gpudiff JSON graph format\n"
+            "  --model FILE        the bundle's model, as run takes it: ONNX or the JSON graph\n"
             "  --out DIR           bundle folder to create (must not exist, see --replace)\n\n"
             "Options:\n"
             "  --server URL        pull run RUN_ID from gpudiffd (GET /api/v1/runs/RUN_ID and\n"
@@ -77,14 +89,20 @@ replay_usage(FILE *out)
             "  --insecure-http     allow the token over http:// to a host that is not a\n"
             "                      loopback address (else such a --server with a token is\n"
             "                      refused: exit 2)\n"
-            "  --weights-dir DIR   folder weight paths are relative to (default: the model's\n"
-            "                      \"weights_dir\", relative to the model file)\n"
-            "  --input FILE        the run's input (.npy, .npz, .safetensors; default: the\n"
-            "                      file run.json names, when it is here)\n"
+            "  --weights-dir DIR   JSON models: folder weight paths are relative to (default:\n"
+            "                      the model's \"weights_dir\", relative to the model file)\n"
+            "  --input [NAME=]FILE the run's input, as run takes it (.npy, .npz,\n"
+            "                      .safetensors, .pb; NAME=FILE per input of a model of\n"
+            "                      several; default: the files run.json names, when they are\n"
+            "                      here); each is checked against the run's SHA-256\n"
             "  --input-key NAME    member of an .npz/.safetensors input (default: run.json's\n"
             "                      key when --input is not given)\n",
             AGT_TOKEN_ENV);
-    agt_knob_usage(out);
+    fprintf(out, "  --backend NAME      cpu (float32, fixed summation order; default), cpu64\n"
+                 "                      (float64) or cuda (when built with CUDA)\n");
+    unsigned char which[GD_KNOB_COUNT];
+    replay_knobs(which);
+    agt_knob_usage(out, which);
     fprintf(out,
             "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --replace           replace DIR if it exists (only once the new bundle is\n"
@@ -100,9 +118,22 @@ replay_usage(FILE *out)
 static int
 parse_args(int argc, char **argv, struct replay_opts *o)
 {
-    enum { O_SERVER = 256, O_TOKEN, O_PUSH, O_WEIGHTS, O_INPUT, O_INPUT_KEY, O_LABEL, O_REPLACE,
-           O_JSON, O_PROGRESS, O_CACERT, O_INSECURE };
-    static const struct option longopts[] = {
+    enum {
+        O_SERVER = 256,
+        O_TOKEN,
+        O_PUSH,
+        O_WEIGHTS,
+        O_INPUT,
+        O_INPUT_KEY,
+        O_LABEL,
+        O_REPLACE,
+        O_JSON,
+        O_PROGRESS,
+        O_BACKEND,
+        O_CACERT,
+        O_INSECURE
+    };
+    static const struct option own[] = {
         {"model", required_argument, NULL, 'm'},
         {"out", required_argument, NULL, 'o'},
         {"server", required_argument, NULL, O_SERVER},
@@ -119,13 +150,18 @@ parse_args(int argc, char **argv, struct replay_opts *o)
         {"progress", no_argument, NULL, O_PROGRESS},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
-        AGT_KNOB_LONGOPTS,
+        {"backend", required_argument, NULL, O_BACKEND},
         {NULL, 0, NULL, 0},
     };
+    unsigned char which[GD_KNOB_COUNT];
+    replay_knobs(which);
+    struct option longopts[64];
+    if (agt_knob_longopts(own, which, longopts, 64) < 0)
+        return -1;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:o:vh", longopts, NULL)) != -1) {
-        int taken = agt_knob_flag("replay", c, optarg, &o->ko);
+        int taken = agt_knob_flag("replay", c, optarg, &o->knobs);
         if (taken < 0)
             return -1;
         if (taken > 0)
@@ -136,6 +172,11 @@ parse_args(int argc, char **argv, struct replay_opts *o)
             break;
         case 'o':
             o->out = optarg;
+            break;
+        case O_BACKEND:
+            if (agt_backend_check("replay", optarg) != 0)
+                return -1;
+            o->backend = optarg;
             break;
         case O_SERVER:
             o->server = optarg;
@@ -156,23 +197,19 @@ parse_args(int argc, char **argv, struct replay_opts *o)
             o->weights_dir = optarg;
             break;
         case O_INPUT:
-            o->input = optarg;
+            if (o->n_inputs == AGT_MAX_INPUTS) {
+                fprintf(stderr, "gpudiff-agent replay: more than %d --input\n", AGT_MAX_INPUTS);
+                return -1;
+            }
+            o->inputs[o->n_inputs++] = optarg;
             break;
         case O_INPUT_KEY:
             o->input_key = optarg;
             break;
-        case O_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (eq == NULL || eq == optarg) {
-                fprintf(stderr, "gpudiff-agent replay: --label needs KEY=VALUE, not %s\n",
-                        optarg);
+        case O_LABEL:
+            if (agt_kv_set(o->labels, "replay", "--label", optarg) != 0)
                 return -1;
-            }
-            char key[128];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
-            json_object_set_new(o->labels, key, json_string(eq + 1));
             break;
-        }
         case O_REPLACE:
             o->replace = 1;
             break;
@@ -233,7 +270,7 @@ parse_args(int argc, char **argv, struct replay_opts *o)
             return -1;
         }
     }
-    return agt_knob_opts_check("replay", &o->ko);
+    return 0;
 }
 
 /* ---- the source run, on disk or pulled into a temporary folder ---- */
@@ -270,10 +307,10 @@ pull(const struct replay_opts *o, const char *id, const char *dir, const unsigne
      json_t *doc, struct gd_err *err)
 {
     struct agt_fetch_opts fo = {.server = o->server,
-                                    .token = o->token,
-                                    .retries = 5,
-                                    .cacert = o->cacert,
-                                    .insecure_http = o->insecure_http};
+                                .token = o->token,
+                                .retries = 5,
+                                .cacert = o->cacert,
+                                .insecure_http = o->insecure_http};
     char path[4096];
     snprintf(path, sizeof path, "%s/layers", dir);
     if (mkdir(path, 0700) != 0 && errno != EEXIST) {
@@ -287,8 +324,8 @@ pull(const struct replay_opts *o, const char *id, const char *dir, const unsigne
     for (int i = 0; i < n; i++) {
         if (!want[i])
             continue;
-        const char *file = json_string_value(json_object_get(json_array_get(layers, (size_t)i),
-                                                             "file"));
+        const char *file =
+            json_string_value(json_object_get(json_array_get(layers, (size_t)i), "file"));
         if (file == NULL || strncmp(file, "layers/", 7) != 0 || strchr(file + 7, '/') != NULL) {
             gd_err_set(err, GD_EFORMAT, "run %s: layer %d has no layers/<name>.npy file", id, i);
             return AGT_EXIT_INPUT;
@@ -302,13 +339,14 @@ pull(const struct replay_opts *o, const char *id, const char *dir, const unsigne
     }
     /* run.json: the document less what the server adds. */
     json_t *run = json_deep_copy(doc);
-    const char *drop[] = {"state", "received_at", "finished_at", "trimmed_at", "layers_present",
-                          "layers_missing"};
+    const char *drop[] = {"state",      "received_at",    "finished_at",
+                          "trimmed_at", "layers_present", "layers_missing"};
     for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
         json_object_del(run, drop[k]);
     size_t i;
     json_t *rec;
-    json_array_foreach(json_object_get(run, "layers"), i, rec) {
+    json_array_foreach(json_object_get(run, "layers"), i, rec)
+    {
         json_object_del(rec, "present");
         json_object_del(rec, "stored");
     }
@@ -358,7 +396,8 @@ needed_layers(const struct gd_graph *g, json_t *layers, unsigned char *want, str
             int found = -1;
             size_t i;
             json_t *rec;
-            json_array_foreach(layers, i, rec) {
+            json_array_foreach(layers, i, rec)
+            {
                 const char *name = json_string_value(json_object_get(rec, "name"));
                 if (name != NULL && strcmp(name, g->values[v].name) == 0)
                     found = (int)i;
@@ -372,32 +411,39 @@ needed_layers(const struct gd_graph *g, json_t *layers, unsigned char *want, str
     return 0;
 }
 
-/* The graph input, checked against the sha256 the run recorded. */
-static int
-load_input(const struct replay_opts *o, json_t *run, struct gd_tensor **out, struct gd_err *err)
+/* run.json's input records: "inputs", or for a run of one input made before "inputs"
+ * existed, its "input" (a new reference). */
+static json_t *
+run_inputs(json_t *run)
 {
-    json_t *in = json_object_get(run, "input");
-    const char *path = o->input ? o->input : json_string_value(json_object_get(in, "file"));
-    /* run.json's key goes with run.json's file, not with another --input */
-    const char *key = o->input_key ? o->input_key
-                      : o->input   ? NULL
-                                   : json_string_value(json_object_get(in, "key"));
-    if (path == NULL || (o->input == NULL && access(path, R_OK) != 0))
-        return gd_err_set(err, GD_ENOENT, "the run's input %s is not here: give --input",
-                          path ? path : "(not recorded)");
-    int rc = gd_array_load(path, key, out, err);
-    if (rc != 0)
-        return rc;
-    const char *want = json_string_value(json_object_get(in, "sha256"));
-    char sha[65];
-    rc = gd_tensor_sha256(*out, sha, err);
-    if (rc == 0 && want != NULL && strcmp(sha, want) != 0)
-        rc = gd_err_set(err, GD_EINVAL, "input %s has sha256 %.16s..., the run's was %.16s...: "
-                        "a replay needs the run's own input", path, sha, want);
-    if (rc != 0) {
-        gd_tensor_free(*out);
-        *out = NULL;
-    }
+    json_t *many = json_object_get(run, "inputs");
+    if (json_is_array(many) && json_array_size(many) > 0)
+        return json_incref(many);
+    json_t *one = json_object_get(run, "input");
+    return json_is_object(one) ? json_pack("[O]", one) : NULL;
+}
+
+/* The model and its inputs: the run's own (or --input), checked against the run's SHA-256;
+ * in the run's --dtype unless --dtype says otherwise. */
+static int
+load_model(const struct replay_opts *o, json_t *run, struct agt_model *m, struct gd_err *err)
+{
+    json_t *records = run_inputs(run);
+    const char *dtype = o->knobs.dtype;
+    const char *run_dtype =
+        json_string_value(json_object_get(json_object_get(run, "knobs"), "dtype"));
+    if (dtype[0] == '\0' && run_dtype != NULL)
+        dtype = run_dtype;
+    struct agt_model_req req = {.model = o->model,
+                                .weights_dir = o->weights_dir,
+                                .inputs = o->inputs,
+                                .n_inputs = o->n_inputs,
+                                .input_key = o->input_key,
+                                .input_records = records,
+                                .expect = records,
+                                .dtype = dtype};
+    int rc = agt_model_load(&req, m, err);
+    json_decref(records);
     return rc;
 }
 
@@ -414,19 +460,18 @@ replay_meta(const struct replay_opts *o, const struct gd_graph *g, json_t *src_r
     for (int i = 0; i < e->n; i++)
         json_object_set_new(env, e->items[i].key, json_string(e->items[i].value));
     json_t *src_env = json_object_get(src_run, "env");
-    json_t *replay = json_pack("{s:O?, s:s, s:{s:O?, s:O?, s:O?, s:O?}}", "of",
-                               json_object_get(src_run, "id"), "inputs", "captured", "source",
-                               "backend", json_object_get(src_run, "backend"), "created_at",
-                               json_object_get(src_run, "created_at"), "host",
-                               json_object_get(src_env, "host"), "gpu_name",
-                               json_object_get(src_env, "gpu_name"));
+    json_t *replay = json_pack(
+        "{s:O?, s:s, s:{s:O?, s:O?, s:O?, s:O?}}", "of", json_object_get(src_run, "id"), "inputs",
+        "captured", "source", "backend", json_object_get(src_run, "backend"), "created_at",
+        json_object_get(src_run, "created_at"), "host", json_object_get(src_env, "host"),
+        "gpu_name", json_object_get(src_env, "gpu_name"));
     json_t *input = json_object_get(src_run, "input");
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O?, s:s, s:o, s:o, s:O, s:f, s:o}",
+    json_t *inputs = json_object_get(src_run, "inputs");
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:O?, s:O?, s:s, s:o, s:o, s:O, s:f, s:o}",
                      "id", id, "created_at", now, "model", "name", g->name, "sha256", g->sha256,
-                     "file", o->model, "input", input, "backend", gd_session_backend(s), "env",
-                     env, "knobs",
-                     agt_knobs_json(o->ko.backend, &o->ko.knobs, gd_session_env(s)), "labels",
-                     o->labels,
+                     "file", o->model, "input", input, "inputs", inputs, "backend",
+                     gd_session_backend(s), "env", env, "knobs",
+                     gd_knobs_json(&o->knobs, o->backend, gd_session_env(s)), "labels", o->labels,
                      "duration_us", duration_us, "replay", replay);
 }
 
@@ -442,21 +487,17 @@ static int
 execute(struct replay_opts *o)
 {
     struct gd_err err = {0};
+    struct agt_model m = {0};
     struct gd_graph *g = NULL, *r = NULL;
     struct gd_bundle *src = NULL;
     struct gd_session *s = NULL;
     struct gd_bundle_writer *w = NULL;
-    struct gd_tensor *input = NULL, **ins = NULL;
+    struct gd_tensor **ins = NULL;
     struct gd_shape *shapes = NULL;
     int *source = NULL, code = AGT_EXIT_OK;
     json_t *meta = NULL, *doc = NULL;
     unsigned char *want = NULL;
     char tmp[4096] = "";
-    struct gd_model_opts mo = {.weights_dir = o->weights_dir};
-    if (gd_model_load(o->model, &mo, &g, &err) != 0) {
-        code = agt_fail(&err, AGT_PHASE_LOAD);
-        goto done;
-    }
     const char *bundle_dir = o->bundle;
     if (o->server != NULL) {
         struct agt_fetch_opts fo = {.server = o->server,
@@ -468,10 +509,15 @@ execute(struct replay_opts *o)
         if (agt_fetch_run(&fo, o->bundle, &doc, &status, &err) != 0) {
             fprintf(stderr, "gpudiff-agent replay: %s\n", err.msg);
             code = status == 401 || status == 403 ? AGT_EXIT_TOKEN
-                   : err.code == GD_ENOENT          ? AGT_EXIT_INPUT
-                                                    : AGT_EXIT_UPLOAD;
+                   : err.code == GD_ENOENT        ? AGT_EXIT_INPUT
+                                                  : AGT_EXIT_UPLOAD;
             goto done;
         }
+        if (load_model(o, doc, &m, &err) != 0) {
+            code = agt_fail(&err, AGT_PHASE_LOAD);
+            goto done;
+        }
+        g = m.g;
         size_t n = json_array_size(json_object_get(doc, "layers"));
         want = calloc(n + 1, 1);
         const char *base = getenv("TMPDIR");
@@ -497,32 +543,33 @@ execute(struct replay_opts *o)
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    const char *sha = json_string_value(json_object_get(json_object_get(src->run, "model"),
-                                                        "sha256"));
+    if (g == NULL) {
+        if (load_model(o, src->run, &m, &err) != 0) {
+            code = agt_fail(&err, AGT_PHASE_LOAD);
+            goto done;
+        }
+        g = m.g;
+    }
+    const char *sha =
+        json_string_value(json_object_get(json_object_get(src->run, "model"), "sha256"));
     const char *run_id = json_string_value(json_object_get(src->run, "id"));
     if (sha == NULL) {
-        gd_err_set(&err, GD_EINVAL, "run %s records no model sha256: a framework dump cannot be "
-                   "replayed, only a bundle of `gpudiff-agent run`", run_id ? run_id : "?");
+        gd_err_set(&err, GD_EINVAL,
+                   "run %s records no model sha256: a framework dump cannot be "
+                   "replayed, only a bundle of `gpudiff-agent run`",
+                   run_id ? run_id : "?");
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
     if (strcmp(sha, g->sha256) != 0) {
-        gd_err_set(&err, GD_EINVAL, "%s is not the model run %s ran: its sha256 is %.16s..., the "
-                   "run's %.16s...", o->model, run_id ? run_id : "?", g->sha256, sha);
+        gd_err_set(&err, GD_EINVAL,
+                   "%s is not the model run %s ran: its sha256 is %.16s..., the "
+                   "run's %.16s...",
+                   o->model, run_id ? run_id : "?", g->sha256, sha);
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    if (g->n_inputs != 1) {
-        gd_err_set(&err, GD_ENOTSUP, "replay takes models with one input (this one has %d)",
-                   g->n_inputs);
-        code = agt_fail(&err, AGT_PHASE_LOAD);
-        goto done;
-    }
-    if (load_input(o, src->run, &input, &err) != 0) {
-        code = agt_fail(&err, AGT_PHASE_LOAD);
-        goto done;
-    }
-    /* Every value's shape in the captured run: the layers', and the input's. */
+    /* Every value's shape in the captured run: the layers', and the inputs'. */
     shapes = calloc((size_t)g->n_values, sizeof *shapes);
     if (shapes == NULL) {
         gd_err_set(&err, GD_ENOMEM, "out of memory");
@@ -535,24 +582,29 @@ execute(struct replay_opts *o)
         if (li >= 0)
             shapes[v] = src->layers[li].shape;
     }
-    shapes[g->inputs[0]].ndim = input->ndim;
-    for (int k = 0; k < input->ndim; k++)
-        shapes[g->inputs[0]].dim[k] = input->shape[k];
+    for (int i = 0; i < g->n_inputs; i++) {
+        const struct gd_tensor *in = m.inputs[i];
+        shapes[g->inputs[i]].ndim = in->ndim;
+        for (int k = 0; k < in->ndim; k++)
+            shapes[g->inputs[i]].dim[k] = in->shape[k];
+    }
     if (gd_graph_replay_new(g, shapes, &r, &source, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    ins = calloc((size_t)r->n_inputs, sizeof *ins);
+    ins = calloc((size_t)r->n_inputs + 1, sizeof *ins);
     if (ins == NULL) {
         gd_err_set(&err, GD_ENOMEM, "out of memory");
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    int to_f64 = o->ko.backend != NULL && strcmp(o->ko.backend, "cpu64") == 0;
+    int to_f64 = o->backend != NULL && strcmp(o->backend, "cpu64") == 0;
     for (int k = 0; k < r->n_inputs; k++) {
         int v = source[k];
         if (g->values[v].is_input) {
-            ins[k] = input;
+            for (int i = 0; i < g->n_inputs; i++)
+                if (g->inputs[i] == v)
+                    ins[k] = m.inputs[i];
             continue;
         }
         int li = layer_of(src, g, v);
@@ -578,8 +630,7 @@ execute(struct replay_opts *o)
             ins[k] = f;
         }
     }
-    if ((s = gd_session_new(r, o->ko.backend ? o->ko.backend : "cpu", &o->ko.knobs, &err)) ==
-        NULL) {
+    if ((s = gd_session_new(r, o->backend ? o->backend : "cpu", &o->knobs, &err)) == NULL) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
@@ -590,8 +641,8 @@ execute(struct replay_opts *o)
     int n_layers = 0;
     for (int i = 0; i < g->n_nodes; i++)
         n_layers += g->nodes[i].n_outputs;
-    struct capture_ctx cc = {.writer = w, .graph = g, .progress = o->progress,
-                             .n_layers = n_layers};
+    struct capture_ctx cc = {
+        .writer = w, .graph = g, .progress = o->progress, .n_layers = n_layers};
     double t0 = now_us();
     if (gd_session_run(s, r->n_inputs, (const struct gd_tensor *const *)ins, capture_layer, &cc,
                        &err) != 0) {
@@ -622,14 +673,15 @@ execute(struct replay_opts *o)
         else
             code = AGT_EXIT_USAGE;
         if (code != AGT_EXIT_OK)
-            fprintf(stderr, "gpudiff-agent replay: %s\ngpudiff-agent replay: the replay is in "
-                            "%s; `gpudiff-agent push %s --server %s` uploads it later\n",
+            fprintf(stderr,
+                    "gpudiff-agent replay: %s\ngpudiff-agent replay: the replay is in "
+                    "%s; `gpudiff-agent push %s --server %s` uploads it later\n",
                     err.msg, o->out, o->out, o->server);
     }
 done:
     if (ins != NULL && r != NULL)
         for (int k = 0; k < r->n_inputs; k++)
-            if (ins[k] != input)
+            if (!g->values[source[k]].is_input)
                 gd_tensor_free(ins[k]);
     free(ins);
     free(source);
@@ -639,10 +691,9 @@ done:
     json_decref(doc);
     gd_bundle_writer_free(w);
     gd_session_free(s);
-    gd_tensor_free(input);
     gd_bundle_close(src);
     gd_graph_free(r);
-    gd_graph_free(g);
+    agt_model_fini(&m);
     if (tmp[0] != '\0')
         remove_tree(tmp);
     return code;
@@ -652,7 +703,7 @@ int
 agt_cmd_replay(int argc, char **argv)
 {
     struct replay_opts o = {0};
-    agt_knob_opts_init(&o.ko);
+    gd_knobs_init(&o.knobs);
     o.labels = json_object();
     o.progress = isatty(STDERR_FILENO);
     int prc = parse_args(argc, argv, &o);

@@ -1,5 +1,5 @@
 /*
- * run.c: `gpudiff-agent run`: loads a model and an input, runs every node on one backend
+ * cmd_run.c: `gpudiff-agent run`: loads a model and an input, runs every node on one backend
  * with one set of knobs, and writes the run bundle with every layer's output.
  */
 #define _GNU_SOURCE /* asprintf */
@@ -15,12 +15,11 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
 #include "gpudiff/log.h"
-#include "gpudiff/model.h"
-#include "gpudiff/onnx.h"
 #include "gpudiff/noise.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 #include "inputs.h"
+#include "model_load.h"
 #include "run_opts.h"
 #include "upload.h"
 
@@ -62,88 +61,11 @@ run_usage(FILE *out)
             "  --weights-dir DIR   JSON models: folder weight paths are relative to (default:\n"
             "                      the model's \"weights_dir\", relative to the model file);\n"
             "                      an ONNX model's external data is always relative to it\n"
-            "  --batch N           run the input in slices of N rows along dim 0 and\n"
-            "                      concatenate, as a server batches requests; a model with a\n"
-            "                      node that mixes rows along dim 0 (batch statistics, a\n"
-            "                      reduction over axis 0, ...) is refused, exit 5\n"
-            "  --emulate SPEC      cpu only: round the inputs of GEMMs (and convolutions) to a\n"
-            "                      reduced format before accumulating in float32: tf32, bf16\n"
-            "                      or fp16, optionally :CLASSES, a comma list of gemm and conv\n"
-            "                      (default gemm), e.g. tf32:conv,gemm, or @NODES, a comma\n"
-            "                      list of GEMM and convolution nodes, only those: tf32@fc2\n"
-            "                      (what if fc2 alone ran in TF32)\n"
-            "  --threads N         cpu and cpu64: worker threads (default: one per core); the\n"
-            "                      results are the same bits for any N\n"
-            "  --conv-algo HOW     cuda: how each convolution's algorithm is chosen: heuristic\n"
-            "                      (cuDNN's first heuristic choice; default), autotune (the\n"
-            "                      fastest measured), deterministic (cuDNN's first heuristic\n"
-            "                      choice among its deterministic ones, not timed: repeated\n"
-            "                      runs on one GPU and cuDNN give the same bits) or\n"
-            "                      fixed:CHOICE: with --conv-api graph an engine config,\n"
-            "                      engN or engN_kTYPE=VALUE... (eng0, eng34_k2=1_k13=0: the\n"
-            "                      engine's index and knob choices, as the layer records show\n"
-            "                      them), with --conv-api legacy a cuDNN algorithm id N\n"
-            "  --conv-api API      cuda: graph (cuDNN's graph API, engine configs, as PyTorch;\n"
-            "                      default) or legacy (cudnnConvolutionForward and algorithm\n"
-            "                      ids, as Paddle and TensorFlow); recorded in run.json\n"
-            "  --repro MODE        cuda: bitwise (every layer bit for bit the cpu backend's,\n"
-            "                      on any GPU and at any batch size: gpudiff's own kernels\n"
-            "                      in cpu's summation order, no cuDNN, cuBLAS, tensor cores\n"
-            "                      or fused multiply-add; slower) or off (default); cpu\n"
-            "                      accepts bitwise (it is that); recorded as knobs.repro\n"
-            "  --tf32 on|off       cuda: let convolutions and GEMMs round float32 inputs to TF32\n"
-            "                      on tensor cores (default off)\n"
-            "  --math-mode MODE    cuda: cuBLAS math: default or pedantic (no reduced precision\n"
-            "                      anywhere)\n"
-            "  --workspace-limit BYTES  cuda: most scratch memory an algorithm may use\n"
-            "  --dtype float16|bfloat16  run a float32 model in this format, as PyTorch's\n"
-            "                      model.half() / model.bfloat16(): its float weights and\n"
-            "                      float inputs are rounded to it at load (to nearest even),\n"
-            "                      its casts to float32 cast to it; integer tensors stay.\n"
-            "                      cpu and cuda then store every float layer in 16 bits and\n"
-            "                      compute each op in float32 (GEMMs: half operands, float32\n"
-            "                      accumulation); cpu64 computes the same model in float64,\n"
-            "                      the truth. A model exported in float16 runs as it is\n"
-            "                      without this. Recorded as knobs.dtype\n"
-            "  --reduced-reduction on|off  cuda: float16 and bfloat16 GEMMs may sum their\n"
-            "                      split-K partial products in the half format (on, PyTorch's\n"
-            "                      default allow_fp16/bf16_reduced_precision_reduction) or\n"
-            "                      only in float32 (off); default on, off under --math-mode\n"
-            "                      pedantic\n"
-            "  --host-memory MB    the most host memory a run holds for capture (default 1024,\n"
-            "                      or GPUDIFF_CUDA_PINNED_MB): cuda copies each layer through a\n"
-            "                      pinned ring of this size and writes a larger layer in\n"
-            "                      pieces (runs of elements in C order, half the ring each),\n"
-            "                      as they arrive. The weights pass through\n"
-            "                      host memory once at load and are freed when the backend\n"
-            "                      has its copy, so after loading the run holds about MB plus\n"
-            "                      the graph's structure and run.json's records, however large\n"
-            "                      the model and its layers. The CPU backends compute in host\n"
-            "                      memory: their live layers and weights come on top\n"
-            "  --capture MODE      what each layer leaves in the bundle: full (its tensor and\n"
-            "                      its fingerprint; default), fingerprint (only the\n"
-            "                      fingerprint, computed where the tensor lies, on the GPU\n"
-            "                      with cuda: a BLAKE3 hash, min, max, mean, L2 norm, NaN\n"
-            "                      and Inf counts, a log2 histogram and 2048 sampled\n"
-            "                      elements), layers=PATTERN (fingerprints of all, tensors\n"
-            "                      of the layers whose names match PATTERN, a comma list of\n"
-            "                      shell globs) or none (no layers). fingerprint and layers=\n"
-            "                      cannot be combined with --batch. The daemon asks for the\n"
-            "                      tensors its diffs need; `gpudiff-agent fetch-layers`\n"
-            "                      sends them\n"
-            "  --noise-probe on|off  measure each reducing layer's own rounding on its own data\n"
-            "                      (default on): a sample of its outputs (a few rows, a few\n"
-            "                      channels) computed again on the CPU from the captured\n"
-            "                      inputs in float64, float32 and, for GEMMs and\n"
-            "                      convolutions, TF32, BF16 and FP16; recorded as each layer's\n"
-            "                      \"noise\" in run.json, it gives the comparison that layer's\n"
-            "                      float32 noise (docs/COMPARISON.md, \"Noise probes\"). Keeps\n"
-            "                      the weights in host memory during the run and holds at\n"
-            "                      most 256 MiB of captured rows; layers captured only as\n"
-            "                      fingerprints are not probed\n"
-            "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --model-name NAME   record the run under this model name (run.json's\n"
-            "                      model.name; default: the model's own name)\n"
+            "                      model.name; default: the model's own name)\n");
+    agt_knob_usage(out, NULL);
+    fprintf(out,
+            "  --label KEY=VALUE   a label recorded in run.json (repeatable)\n"
             "  --job ID, --lease ID  the job and lease the run is made for, recorded as\n"
             "                      run.json's \"job\" (`gpudiff-agent serve` passes them)\n"
             "  --env-label KEY=VALUE  an operator-given fact about the device, recorded in\n"
@@ -164,46 +86,30 @@ run_usage(FILE *out)
     agt_print_exit_codes(out);
 }
 
-static int
-parse_int(const char *s, long long min, long long *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < min)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int
 agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
 {
-    enum { O_INPUT_KEY = 256, O_BACKEND, O_WEIGHTS_DIR, O_BATCH, O_EMULATE, O_LABEL, O_REPLACE,
-           O_JSON, O_PROGRESS, O_CONV_ALGO, O_TF32, O_MATH_MODE, O_WORKSPACE, O_THREADS,
-           O_DTYPE, O_REDUCED_REDUCTION, O_HOST_MEMORY, O_CAPTURE, O_CONV_API, O_NOISE_PROBE,
-           O_MODEL_NAME, O_JOB, O_LEASE, O_ENV_LABEL /* jobagt */, O_REPRO };
-    static const struct option longopts[] = {
+    enum {
+        O_INPUT_KEY = 256,
+        O_BACKEND,
+        O_WEIGHTS_DIR,
+        O_LABEL,
+        O_REPLACE,
+        O_JSON,
+        O_PROGRESS,
+        O_MODEL_NAME,
+        O_JOB,
+        O_LEASE,
+        O_ENV_LABEL /* jobagt */
+    };
+    static const struct option own[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
         {"out", required_argument, NULL, 'o'},
         {"input-key", required_argument, NULL, O_INPUT_KEY},
         {"backend", required_argument, NULL, O_BACKEND},
         {"weights-dir", required_argument, NULL, O_WEIGHTS_DIR},
-        {"batch", required_argument, NULL, O_BATCH},
-        {"emulate", required_argument, NULL, O_EMULATE},
         {"label", required_argument, NULL, O_LABEL},
-        {"conv-algo", required_argument, NULL, O_CONV_ALGO},
-        {"conv-api", required_argument, NULL, O_CONV_API},
-        {"repro", required_argument, NULL, O_REPRO},
-        {"tf32", required_argument, NULL, O_TF32},
-        {"math-mode", required_argument, NULL, O_MATH_MODE},
-        {"workspace-limit", required_argument, NULL, O_WORKSPACE},
-        {"threads", required_argument, NULL, O_THREADS},
-        {"dtype", required_argument, NULL, O_DTYPE},
-        {"reduced-reduction", required_argument, NULL, O_REDUCED_REDUCTION},
-        {"host-memory", required_argument, NULL, O_HOST_MEMORY},
-        {"capture", required_argument, NULL, O_CAPTURE},
-        {"noise-probe", required_argument, NULL, O_NOISE_PROBE},
         {"model-name", required_argument, NULL, O_MODEL_NAME},
         {"job", required_argument, NULL, O_JOB},
         {"lease", required_argument, NULL, O_LEASE},
@@ -216,12 +122,16 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         AGT_UPLOAD_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
+    struct option longopts[64];
+    if (agt_knob_longopts(own, NULL, longopts, 64) < 0)
+        return -1;
     struct gd_err err = {0};
-    long long v;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:i:o:vh", longopts, NULL)) != -1) {
         int taken = agt_upload_flag("run", c, optarg, &o->upload);
+        if (taken == 0)
+            taken = agt_knob_flag("run", c, optarg, &o->knobs);
         if (taken < 0)
             return -1;
         if (taken > 0)
@@ -251,32 +161,10 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         case O_WEIGHTS_DIR:
             o->weights_dir = optarg;
             break;
-        case O_BATCH:
-            if (parse_int(optarg, 1, &v) != 0) {
-                fprintf(stderr, "gpudiff-agent run: --batch needs a positive integer, not %s\n",
-                        optarg);
+        case O_LABEL:
+            if (agt_kv_set(o->labels, "run", "--label", optarg) != 0)
                 return -1;
-            }
-            o->knobs.batch = v;
             break;
-        case O_EMULATE:
-            if (gd_knobs_set_emulate(&o->knobs, optarg, &err) != 0) {
-                fprintf(stderr, "gpudiff-agent run: --emulate: %s\n", err.msg);
-                return -1;
-            }
-            o->emulate = optarg;
-            break;
-        case O_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (eq == NULL || eq == optarg) {
-                fprintf(stderr, "gpudiff-agent run: --label needs KEY=VALUE, not %s\n", optarg);
-                return -1;
-            }
-            char key[128];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
-            json_object_set_new(o->labels, key, json_string(eq + 1));
-            break;
-        }
         case O_MODEL_NAME:
             if (optarg[0] == '\0') {
                 fprintf(stderr, "gpudiff-agent run: --model-name needs a name\n");
@@ -290,104 +178,11 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         case O_LEASE:
             o->lease_id = optarg;
             break;
-        case O_ENV_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (eq == NULL || eq == optarg) {
-                fprintf(stderr, "gpudiff-agent run: --env-label needs KEY=VALUE, not %s\n",
-                        optarg);
-                return -1;
-            }
-            char key[128];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
+        case O_ENV_LABEL:
             if (o->env_labels == NULL)
                 o->env_labels = json_object();
-            json_object_set_new(o->env_labels, key, json_string(eq + 1));
-            break;
-        }
-        case O_CONV_ALGO:
-            snprintf(o->knobs.conv_algo, sizeof o->knobs.conv_algo, "%s", optarg);
-            break;
-        case O_CONV_API:
-            if (strcmp(optarg, "graph") != 0 && strcmp(optarg, "legacy") != 0) {
-                fprintf(stderr, "gpudiff-agent run: --conv-api takes graph or legacy, not %s\n",
-                        optarg);
+            if (agt_kv_set(o->env_labels, "run", "--env-label", optarg) != 0)
                 return -1;
-            }
-            snprintf(o->knobs.conv_api, sizeof o->knobs.conv_api, "%s", optarg);
-            break;
-        case O_REPRO:
-            if (gd_repro_check(optarg, &err) != 0) {
-                fprintf(stderr, "gpudiff-agent run: --repro: %s\n", err.msg);
-                return -1;
-            }
-            snprintf(o->knobs.repro, sizeof o->knobs.repro, "%s", optarg);
-            break;
-        case O_TF32:
-            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-                fprintf(stderr, "gpudiff-agent run: --tf32 takes on or off, not %s\n", optarg);
-                return -1;
-            }
-            o->knobs.tf32 = strcmp(optarg, "on") == 0;
-            break;
-        case O_MATH_MODE:
-            snprintf(o->knobs.math_mode, sizeof o->knobs.math_mode, "%s", optarg);
-            break;
-        case O_WORKSPACE:
-            if (parse_int(optarg, 0, &v) != 0) {
-                fprintf(stderr, "gpudiff-agent run: --workspace-limit needs a byte count, not "
-                        "%s\n", optarg);
-                return -1;
-            }
-            o->knobs.workspace_limit = v;
-            break;
-        case O_THREADS:
-            if (parse_int(optarg, 1, &v) != 0 || v > 256) {
-                fprintf(stderr, "gpudiff-agent run: --threads needs 1 to 256, not %s\n", optarg);
-                return -1;
-            }
-            o->knobs.threads = (int)v;
-            break;
-        case O_DTYPE:
-            if (strcmp(optarg, "float16") != 0 && strcmp(optarg, "bfloat16") != 0) {
-                fprintf(stderr, "gpudiff-agent run: --dtype takes float16 or bfloat16, not %s\n",
-                        optarg);
-                return -1;
-            }
-            snprintf(o->knobs.dtype, sizeof o->knobs.dtype, "%s", optarg);
-            break;
-        case O_REDUCED_REDUCTION:
-            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-                fprintf(stderr, "gpudiff-agent run: --reduced-reduction takes on or off, not %s\n",
-                        optarg);
-                return -1;
-            }
-            o->knobs.reduced_reduction = strcmp(optarg, "on") == 0;
-            break;
-        case O_HOST_MEMORY:
-            if (parse_int(optarg, 1, &v) != 0 || v > ((long long)1 << 40)) {
-                fprintf(stderr, "gpudiff-agent run: --host-memory needs a size in MiB (1 or "
-                        "more), not %s\n", optarg);
-                return -1;
-            }
-            o->knobs.capture_limit = (int64_t)v << 20;
-            break;
-        case O_CAPTURE:
-            if (strcmp(optarg, "full") != 0 && strcmp(optarg, "fingerprint") != 0 &&
-                strcmp(optarg, "none") != 0 && (strncmp(optarg, "layers=", 7) != 0 ||
-                                                optarg[7] == '\0')) {
-                fprintf(stderr, "gpudiff-agent run: --capture takes full, fingerprint, none or "
-                        "layers=PATTERN, not %s\n", optarg);
-                return -1;
-            }
-            o->capture = optarg;
-            break;
-        case O_NOISE_PROBE:
-            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-                fprintf(stderr, "gpudiff-agent run: --noise-probe takes on or off, not %s\n",
-                        optarg);
-                return -1;
-            }
-            o->noise_probe = strcmp(optarg, "on") == 0;
             break;
         case O_REPLACE:
             o->replace = 1;
@@ -424,16 +219,13 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
         fprintf(stderr, "gpudiff-agent run: %s\n", err.msg);
         return -1;
     }
-    if (o->knobs.batch > 0 && o->capture != NULL && strcmp(o->capture, "full") != 0 &&
-        strcmp(o->capture, "none") != 0) {
-        fprintf(stderr, "gpudiff-agent run: --capture %s needs whole layers; --batch delivers "
-                "them in slices (use --capture full with --batch)\n", o->capture);
-        return -1;
-    }
-    /* A knob that a backend would ignore is refused, as the backends refuse each other's. */
-    if (o->knobs.threads > 0 && o->backend != NULL && strcmp(o->backend, "cpu") != 0 &&
-        strcmp(o->backend, "cpu64") != 0) {
-        fprintf(stderr, "gpudiff-agent run: --threads is for the cpu and cpu64 backends\n");
+    const char *capture = o->knobs.capture;
+    if (o->knobs.batch > 0 && capture[0] != '\0' && strcmp(capture, "full") != 0 &&
+        strcmp(capture, "none") != 0) {
+        fprintf(stderr,
+                "gpudiff-agent run: --capture %s needs whole layers; --batch delivers "
+                "them in slices (use --capture full with --batch)\n",
+                capture);
         return -1;
     }
     return 0;
@@ -546,25 +338,22 @@ run_meta(const struct agt_run_opts *o, const struct gd_graph *g, json_t *inputs,
         json_array_append_new(outputs, json_string(g->values[g->outputs[k]].name));
     json_t *meta = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, s:o, s:s, s:o, s:o, s:o, "
                              "s:f, s:o}",
-                             "id", id, "created_at", now,
-                             "model", "name", o->model_name ? o->model_name : g->name,
-                             "sha256", g->sha256, "file", o->model,
-                             "input", first, "inputs", inputs, "outputs", outputs,
-                             "backend", gd_session_backend(s),
-                             "env", env,
-                             "knobs", agt_knobs_json(o->backend, &o->knobs, gd_session_env(s)),
-                             "labels", json_incref(o->labels),
-                             "duration_us", duration_us,
-                             "folded", folded);
+                             "id", id, "created_at", now, "model", "name",
+                             o->model_name ? o->model_name : g->name, "sha256", g->sha256, "file",
+                             o->model, "input", first, "inputs", inputs, "outputs", outputs,
+                             "backend", gd_session_backend(s), "env", env, "knobs",
+                             gd_knobs_json(&o->knobs, o->backend, gd_session_env(s)), "labels",
+                             json_incref(o->labels), "duration_us", duration_us, "folded", folded);
     struct gd_memory mem;
     if (meta != NULL && gd_session_memory(s, &mem, NULL) == 0) {
         json_t *m = memory_json(&mem);
-        json_object_set_new(m, "capture_limit_bytes", json_integer(o->knobs.capture_limit));
+        json_object_set_new(m, "capture_limit_bytes", json_integer(o->knobs.host_memory));
         json_object_set_new(meta, "memory", m);
     }
     /* fp: what was captured, and how to compute the same layers again (fetch-layers) */
     if (meta != NULL) {
-        json_object_set_new(meta, "capture", json_string(o->capture ? o->capture : "full"));
+        json_object_set_new(meta, "capture",
+                            json_string(o->knobs.capture[0] ? o->knobs.capture : "full"));
         json_object_set_new(meta, "rerun", agt_run_rerun_json(o));
     }
     /* jobagt: the job and lease this run was made for (serve) */
@@ -572,53 +361,6 @@ run_meta(const struct agt_run_opts *o, const struct gd_graph *g, json_t *inputs,
         json_object_set_new(meta, "job", json_pack("{s:s?, s:s?}", "id", o->job_id, "lease",
                                                    o->lease_id));
     return meta;
-}
-
-/* 1 when the model file is ONNX (a protobuf), 0 when it is JSON (starts with '{'). */
-static int
-model_is_onnx(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return 0; /* gd_model_load() says what is wrong with it */
-    int c;
-    while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r')
-        ;
-    fclose(f);
-    return c != EOF && c != '{';
-}
-
-/* Loads the model and its inputs; an ONNX model is then checked with them. */
-int
-agt_run_load(const struct agt_run_opts *o, struct gd_graph **g, struct gd_tensor **inputs, json_t **records,
-     struct gd_err *err)
-{
-    int onnx = model_is_onnx(o->model);
-    struct gd_model_opts mo = {.weights_dir = o->weights_dir};
-    struct gd_onnx_opts oo = {.defer_finalize = 1};
-    if (onnx && o->weights_dir != NULL)
-        return gd_err_set(err, GD_EINVAL, "--weights-dir is for JSON models; %s is ONNX, whose "
-                          "external data is relative to its folder", o->model);
-    int rc = onnx ? gd_onnx_load(o->model, &oo, NULL, g, err) : gd_model_load(o->model, &mo, g,
-                                                                             err);
-    int cast = o->knobs.dtype[0] != '\0';
-    if (rc == 0 && cast) {
-        enum gd_dtype dt = strcmp(o->knobs.dtype, "float16") == 0 ? GD_F16 : GD_BF16;
-        rc = gd_graph_cast_floats(*g, dt, err);
-        /* a JSON model was finalized in float32 by its loader: once more in the new dtype */
-        if (rc == 0 && !onnx)
-            rc = gd_graph_finalize(*g, err);
-        if (rc != 0)
-            gd_err_prefix(err, "--dtype %s: ", o->knobs.dtype);
-    }
-    if (rc == 0)
-        rc = agt_inputs_load(*g, o->inputs, o->n_inputs, o->input_key, inputs, records, err);
-    if (rc == 0 && onnx)
-        rc = gd_graph_finalize_with(*g, (const struct gd_tensor *const *)inputs, err);
-    if (rc == 0 && onnx)
-        gd_log(GD_LOG_DEBUG, "%s: %d layers, %d folds, %d inputs", o->model, (*g)->n_nodes,
-               (*g)->n_folds, (*g)->n_inputs);
-    return rc;
 }
 
 /* Each layer's noise probe into its run.json record, and run.json's "noise_probes": how
@@ -647,37 +389,46 @@ record_noise(struct gd_bundle_writer *w, const struct gd_noise_collector *noise,
     return 0;
 }
 
-static int
-execute(struct agt_run_opts *o)
+int
+agt_run_execute(struct agt_run_opts *o)
 {
     struct gd_err err = {0};
-    struct gd_graph *g = NULL;
-    struct gd_tensor *inputs[AGT_MAX_INPUTS] = {0};
-    json_t *records = NULL;
+    struct agt_model m = {0};
     struct gd_session *s = NULL;
     struct gd_bundle_writer *w = NULL;
     struct gd_noise_collector *noise = NULL;
     json_t *meta = NULL;
     int code = AGT_EXIT_OK;
 
-    if (agt_run_load(o, &g, inputs, &records, &err) != 0) {
+    struct agt_model_req req = {.model = o->model, .weights_dir = o->weights_dir,
+                                .inputs = o->inputs, .n_inputs = o->n_inputs,
+                                .input_key = o->input_key, .dtype = o->knobs.dtype};
+    if (agt_model_load(&req, &m, &err) != 0) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    if (o->knobs.capture_limit == 0) {
+    struct gd_graph *g = m.g;
+    struct gd_tensor **inputs = m.inputs;
+    json_t *records = m.records;
+    if (o->knobs.host_memory == 0) {
         const char *mb = getenv("GPUDIFF_CUDA_PINNED_MB");
         int64_t mib = mb != NULL && atol(mb) > 0 ? atol(mb) : 1024;
-        o->knobs.capture_limit = mib << 20;
+        o->knobs.host_memory = mib << 20;
     }
+    /* --dtype float32 of a float32 model (the loader checked it is one) casts nothing: it
+     * is recorded as the model's own dtype, so it has one record */
+    if (strcmp(o->knobs.dtype, "float32") == 0)
+        o->knobs.dtype[0] = '\0';
     if ((s = gd_session_new(g, o->backend ? o->backend : "cpu", &o->knobs, &err)) == NULL) {
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
-    int none = o->capture != NULL && strcmp(o->capture, "none") == 0;
+    const char *capture = o->knobs.capture[0] ? o->knobs.capture : NULL;
+    int none = capture != NULL && strcmp(capture, "none") == 0;
     /* a fingerprint-only capture brings no tensor to the host: nothing to probe, and the
      * weights can go */
-    int tensors = !none && (o->capture == NULL || strcmp(o->capture, "fingerprint") != 0);
-    if (o->noise_probe && tensors) {
+    int tensors = !none && (capture == NULL || strcmp(capture, "fingerprint") != 0);
+    if (o->knobs.noise_probe != 0 && tensors) { /* on, or unset: its default */
         /* the probes read the weights of the layers they compute again: they stay */
         struct gd_noise_opts nopts;
         gd_noise_opts_init(&nopts);
@@ -705,13 +456,20 @@ execute(struct agt_run_opts *o)
     /* fp: fingerprints of every layer, tensors as --capture says */
     struct gd_capture_sel sel;
     unsigned char *only = NULL;
-    if (agt_run_capture_sel(o->capture, g, o->knobs.batch, &sel, &only, &err) != 0 ||
-        gd_session_set_capture(s, &sel, &err) != 0) {
+    int sel_rc = agt_run_capture_sel(capture, g, o->knobs.batch, &sel, &only, &err);
+    /* fetch-layers: the nodes after the last layer asked for are not run */
+    for (int i = 0; sel_rc == 0 && o->stop_after_selected && i < sel.n_only; i++)
+        if (sel.only[i])
+            sel.last_layer = i;
+    if (sel_rc != 0 || gd_session_set_capture(s, &sel, &err) != 0) {
         free(only);
         code = agt_fail(&err, AGT_PHASE_LOAD);
         goto done;
     }
     free(only);
+    if (o->stop_after_selected && sel.only != NULL)
+        gd_log(GD_LOG_DEBUG, "the run stops after layer %d, the last asked for",
+               sel.last_layer);
     gd_bundle_writer_set_fingerprints(w, 1);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -752,32 +510,42 @@ done:
     gd_noise_collector_free(noise);
     gd_bundle_writer_free(w);
     gd_session_free(s);
-    for (int i = 0; i < AGT_MAX_INPUTS; i++)
-        gd_tensor_free(inputs[i]);
-    json_decref(records);
-    gd_graph_free(g);
+    agt_model_fini(&m);
     return code;
+}
+
+void
+agt_run_opts_init(struct agt_run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    gd_knobs_init(&o->knobs);
+    agt_upload_opts_init(&o->upload);
+    o->labels = json_object();
+    o->progress = isatty(STDERR_FILENO);
+}
+
+void
+agt_run_opts_fini(struct agt_run_opts *o)
+{
+    json_decref(o->labels);
+    json_decref(o->env_labels);
+    o->labels = o->env_labels = NULL;
 }
 
 int
 agt_cmd_run(int argc, char **argv)
 {
-    struct agt_run_opts o = {0};
-    gd_knobs_init(&o.knobs);
-    agt_upload_opts_init(&o.upload);
-    o.labels = json_object();
-    o.progress = isatty(STDERR_FILENO);
-    o.noise_probe = 1;
+    struct agt_run_opts o;
+    agt_run_opts_init(&o);
     int prc = agt_run_parse(argc, argv, &o);
     int code;
     if (prc != 0) {
         code = prc > 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
     } else {
         agt_log_init(o.verbose);
-        code = execute(&o);
+        code = agt_run_execute(&o);
     }
-    json_decref(o.labels);
-    json_decref(o.env_labels);
+    agt_run_opts_fini(&o);
     return code;
 }
 
@@ -802,7 +570,6 @@ json_t *
 agt_run_rerun_json(const struct agt_run_opts *o)
 {
     json_t *args = json_array();
-    char num[32];
     json_array_append_new(args, json_string("--model"));
     json_array_append_new(args, abs_path(o->model));
     for (int i = 0; i < o->n_inputs; i++) {
@@ -828,26 +595,15 @@ agt_run_rerun_json(const struct agt_run_opts *o)
         json_array_append_new(args, abs_path(o->weights_dir));
     }
     arg_add(args, "--backend", o->backend ? o->backend : "cpu");
-    const struct gd_knobs *k = &o->knobs;
-    if (k->batch > 0) {
-        snprintf(num, sizeof num, "%lld", (long long)k->batch);
-        arg_add(args, "--batch", num);
-    }
-    if (o->emulate != NULL)
-        arg_add(args, "--emulate", o->emulate);
-    if (k->threads > 0) {
-        snprintf(num, sizeof num, "%d", k->threads);
-        arg_add(args, "--threads", num);
-    }
-    if (k->conv_algo[0])
-        arg_add(args, "--conv-algo", k->conv_algo);
-    if (k->tf32 >= 0)
-        arg_add(args, "--tf32", k->tf32 ? "on" : "off");
-    if (k->math_mode[0])
-        arg_add(args, "--math-mode", k->math_mode);
-    if (k->workspace_limit >= 0) {
-        snprintf(num, sizeof num, "%lld", (long long)k->workspace_limit);
-        arg_add(args, "--workspace-limit", num);
+    /* every knob that was set, in knobs.def's spelling (a re-run with the others unset gets
+     * the same defaults); fetch-layers puts a --capture of its own in place of this one's */
+    for (int k = 0; k < GD_KNOB_COUNT; k++) {
+        if (!gd_knob_is_set(&o->knobs, (enum gd_knob)k))
+            continue;
+        char flag[64], value[1100];
+        gd_knob_flag((enum gd_knob)k, flag, sizeof flag);
+        gd_knob_format(&o->knobs, (enum gd_knob)k, value, sizeof value);
+        arg_add(args, flag, value);
     }
     return json_pack("{s:o}", "args", args);
 }

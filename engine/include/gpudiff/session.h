@@ -1,105 +1,20 @@
 /*
- * run.h: backends, the knobs that change numerics, and sessions that execute a graph
- * node by node, handing every node output to the caller's capture callback.
+ * session.h: backends, sessions that execute a graph node by node with a set of knobs
+ * (gpudiff/knobs.h), handing every node output to the caller's capture callback.
  */
-#ifndef GPUDIFF_RUN_H
-#define GPUDIFF_RUN_H
+#ifndef GPUDIFF_SESSION_H
+#define GPUDIFF_SESSION_H
 
 #include <stdint.h>
 
 #include "gpudiff/fingerprint.h"
 #include "gpudiff/graph.h"
+#include "gpudiff/knobs.h"
 #include "gpudiff/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Reduced-precision formats the CPU backend can emulate on the inputs of GEMMs and convs. */
-enum gd_emulate { GD_EMULATE_NONE = 0, GD_EMULATE_TF32, GD_EMULATE_BF16, GD_EMULATE_FP16 };
-
-/* Op classes an emulation applies to (bit flags). */
-#define GD_CLASS_GEMM 1u /* Gemm, MatMul */
-#define GD_CLASS_CONV 2u /* Conv, ConvTranspose */
-
-/*
- * Every choice that can change the numbers. A knob left at its "unset" value means the
- * backend's default; a backend refuses (GD_ENOTSUP) a set knob it cannot honour, so a
- * run never silently ignores what was asked. All are recorded in run.json.
- */
-struct gd_knobs {
-    enum gd_emulate emulate;     /* cpu: round GEMM/conv inputs to this format */
-    unsigned emulate_classes;    /* GD_CLASS_* bits the emulation applies to */
-    /* cpu: "NODE[,NODE...]": only these nodes (GEMMs or convolutions) are emulated, whatever
-     * the classes; "" every node of the classes. gd_session_new refuses a name that is not
-     * such a node of the graph. */
-    char emulate_nodes[256];
-    int64_t batch;               /* run dim 0 in slices of this size; 0 = whole input */
-    int threads;                 /* cpu worker threads; 0 = one per online core */
-    /* cuda: heuristic, autotune, deterministic, or fixed:CHOICE (a legacy algorithm id N
-     * under conv_api legacy, an engine config engN[_kT=V...] under graph); "" unset */
-    char conv_algo[96];
-    int tf32;                    /* cuda: 0 off, 1 on; -1 unset */
-    char math_mode[32];          /* cuda: cuBLAS math mode; "" unset */
-    int64_t workspace_limit;     /* cuda: bytes; -1 unset */
-    /* cuda: "NODE=CHOICE[,NODE=CHOICE...]": these Conv/ConvTranspose nodes run that choice
-     * (what fixed: takes: an algorithm id under conv_api legacy, an engine config under
-     * graph), the others as conv_algo says; "" none. gd_session_new refuses a name that is
-     * not a convolution of the graph. */
-    char conv_pins[1024];
-    /* cuda: float16 and bfloat16 GEMMs may sum split-K partial products in the half format
-     * (cuBLASLt's output-type reduction scheme), as PyTorch's
-     * allow_fp16_reduced_precision_reduction and allow_bf16_reduced_precision_reduction
-     * allow: 1 on, 0 off (the partial sums stay float32); -1 unset (on, PyTorch's default) */
-    int reduced_reduction;
-    /* "float16" or "bfloat16": the model was cast to it at load (gd_graph_cast_floats(),
-     * `--dtype`), which the caller does before the session; "" the model's own dtypes.
-     * Sessions do not read it: it is here to be recorded with the other knobs. */
-    char dtype[16];
-    /* Host memory a capture may hold in flight, in bytes (cuda: the pinned ring the layers
-     * are copied into). 0: the backend's default, 1 GiB or GPUDIFF_CUDA_PINNED_MB, and a
-     * layer larger than it grows the ring. > 0: at most this (at least 4 KiB), and a layer
-     * larger than it reaches the capture callback in pieces, in order (struct gd_layer's
-     * piece fields), which gd_bundle_writer_layer() appends; only for a callback that takes
-     * pieces. The CPU backends hand over their own tensors and hold nothing for capture.
-     * Changes no number. */
-    int64_t capture_limit;
-    /* cuda: "graph" (cuDNN's backend descriptor API: engine configs), "legacy"
-     * (cudnnConvolutionForward and algorithm ids); "" unset, which is graph */
-    char conv_api[16];
-    /* "bitwise": cuda runs gpudiff's own kernels instead of cuDNN's and cuBLASLt's, each
-     * output element bit for bit the cpu backend's (its summation orders, its roundings, no
-     * fused multiply-add, engine/core/math_rules.h's functions) on any GPU and at any batch
-     * size; cpu is that already and accepts it; cpu64 refuses it. "off" or "" (unset): the
-     * backend's own kernels. */
-    char repro[16];
-};
-
-/* Fills knobs with "unset" everywhere (emulate_classes preset to GD_CLASS_GEMM). */
-void gd_knobs_init(struct gd_knobs *knobs);
-
-/* "none", "tf32", "bf16", "fp16". */
-const char *gd_emulate_name(enum gd_emulate e);
-
-/* Parses "tf32", "bf16:conv,gemm", "none". Returns 0 or GD_EINVAL with a message. */
-int gd_emulate_parse(const char *text, enum gd_emulate *e, unsigned *classes, struct gd_err *err);
-
-/* Sets knobs' emulation from "FORMAT[:CLASSES]" or "FORMAT@NODE[,NODE...]" (only those
- * nodes: "tf32@fc2"); "none". GD_EINVAL with a message, knobs unchanged. */
-int gd_knobs_set_emulate(struct gd_knobs *knobs, const char *text, struct gd_err *err);
-
-/* The knobs' emulation as gd_knobs_set_emulate() reads it back ("tf32:conv,gemm",
- * "bf16@fc1,fc2", "none"), into out. */
-void gd_knobs_emulate_text(const struct gd_knobs *knobs, char *out, size_t size);
-
-/* 1 when knobs emulate node name (an op of class op_class: GD_CLASS_GEMM or _CONV). */
-int gd_knobs_emulates(const struct gd_knobs *knobs, const char *name, unsigned op_class);
-
-/* 0 when text is a value of knobs.repro ("off", "bitwise"), else GD_EINVAL with a message. */
-int gd_repro_check(const char *text, struct gd_err *err);
-
-/* 1 when the knobs ask for bitwise mode (knobs.repro "bitwise"). */
-int gd_knobs_bitwise(const struct gd_knobs *knobs);
 
 /* Names of the backends built into this library, NULL-terminated ("cpu", "cpu64", ...). */
 const char *const *gd_backend_names(void);
@@ -142,7 +57,7 @@ struct gd_layer {
     double time_us;              /* the node's compute time for this slice */
     const char *algo;            /* algorithm the backend used, "" when none applies */
     const char *math;            /* math mode used (e.g. "fp32", "tf32"), "" when none */
-    /* With knobs.capture_limit, an output larger than the limit comes in pieces: value is
+    /* With knobs.host_memory, an output larger than the limit comes in pieces: value is
      * then a 1-D run of elements starting at element piece_offset (C order) of the output
      * (of this slice, with --batch), whose own shape is piece_shape[0 .. piece_ndim); the
      * pieces of one output come one after another, and the time is on the first.
@@ -154,6 +69,10 @@ struct gd_layer {
      * (dtype and shape are still set), and fingerprint is the layer's (NULL when not asked),
      * computed by the backend where the tensor lies. */
     const struct gd_fingerprint *fingerprint;
+    /* Without a graph (a framework's dump, gpudiff-agent bundle): > 0, the terms each output
+     * element sums, recorded with the op's discontinuity for the comparison; 0 not known.
+     * Sessions leave it 0: the graph gives it. */
+    int64_t reduction_len;
 };
 
 /* Returning non-zero stops the run with that code. */

@@ -1,5 +1,5 @@
 /*
- * db_jobs.c: compare_jobs (migration 003), the durable queue of comparisons with a model's
+ * db_compare_queue.c: compare_jobs (migration 003), the durable queue of comparisons with a model's
  * baseline. Jobs are added inside the transactions of srv_db_run_finish() and
  * srv_db_baseline_set(), and claimed in order by the compare workers (compare.c) of every
  * daemon on the database, one job per worker at a time (migration 010's claim columns).

@@ -1,5 +1,5 @@
 /*
- * diff.c: `gpudiff-agent diff A B [--truth C] [--replay R]`: compares two run bundles layer
+ * cmd_diff.c: `gpudiff-agent diff A B [--truth C] [--replay R]`: compares two run bundles layer
  * by layer on this machine (no daemon needed) and prints the table, where the difference
  * starts, the amplifiers, the truth's and a replay's findings and the explanation, or the
  * same facts as JSON.

@@ -1,5 +1,5 @@
 /*
- * metrics.c: counters kept in atomics (no lock on the request path) and the Prometheus text
+ * prom_metrics.c: counters kept in atomics (no lock on the request path) and the Prometheus text
  * exposition of GET /metrics. Labels come from fixed lists (route patterns, statuses), so
  * no client can grow the number of series.
  */

@@ -1,14 +1,15 @@
 /*
- * replay.h: a model rewritten so that every node reads the captured outputs of another run
+ * graph_replay.h: a model rewritten so that every node reads the captured outputs of another run
  * instead of what its own upstream nodes compute: each float value a node produces and
  * another reads becomes a graph input of its own (named "<value>@replay"), fed with that
  * run's layer; graph inputs and weights stay as they are; every node keeps its name, op,
- * attributes and outputs, in the same order. Run through a session, it captures one layer
+ * attributes and outputs, in the same order, and the shape computations an ONNX model makes
+ * at each inference (struct gd_fold) come along in their places. Run through a session, it captures one layer
  * per node output exactly as the model would, each differing from the captured run's only
  * by what that node computes itself (gpudiff-agent replay, docs/COMPARISON.md "Replay").
  */
-#ifndef GPUDIFF_REPLAY_H
-#define GPUDIFF_REPLAY_H
+#ifndef GPUDIFF_GRAPH_REPLAY_H
+#define GPUDIFF_GRAPH_REPLAY_H
 
 #include "gpudiff/graph.h"
 

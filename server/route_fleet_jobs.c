@@ -1,5 +1,5 @@
 /*
- * route_jobs.c: POST /api/v1/jobs (a job: a model, its input and data files by SHA-256,
+ * route_fleet_jobs.c: POST /api/v1/jobs (a job: a model, its input and data files by SHA-256,
  * knobs, and which devices run it), GET /api/v1/jobs and GET /api/v1/jobs/{id} (the job
  * document: its tasks by device). docs/SERVER.md, "Jobs, devices and leases". A read that
  * finds a lease due for expiry moves to the write pool and expires it first, so what it

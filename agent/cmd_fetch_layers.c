@@ -1,5 +1,5 @@
 /*
- * fetch_layers.c: `gpudiff-agent fetch-layers --server URL RUN_ID`: sends the tensors gpudiffd
+ * cmd_fetch_layers.c: `gpudiff-agent fetch-layers --server URL RUN_ID`: sends the tensors gpudiffd
  * asked for where a run holds only fingerprints (docs/AGENT.md, "fetch-layers"). It reads the
  * run's pending requests and its "rerun" record, runs the model again on this host with the
  * recorded options and --capture layers=(the names asked for), checks that the model and
@@ -69,13 +69,14 @@ identity(json_t *run, char *buf, size_t size)
     }
 }
 
-/* Runs `run ARGS --capture layers=PATTERN --out DIR --replace` in this process, its table
- * kept off stdout (stdout is this command's list of layers sent). */
+/* Runs `run ARGS --capture layers=PATTERN --out DIR --replace` in this process, up to the
+ * last layer asked for, its table kept off stdout (stdout is this command's list of layers
+ * sent). */
 static int
 rerun(json_t *args, const char *pattern, const char *dir)
 {
     size_t n = json_array_size(args);
-    char **argv = calloc(n + 9, sizeof *argv);
+    char **argv = calloc(n + 2, sizeof *argv);
     char *capture = NULL;
     if (argv == NULL || asprintf(&capture, "layers=%s", pattern) < 0) {
         free(argv);
@@ -86,24 +87,35 @@ rerun(json_t *args, const char *pattern, const char *dir)
     argv[argc++] = "run";
     for (size_t i = 0; i < n; i++)
         argv[argc++] = (char *)json_string_value(json_array_get(args, i));
-    argv[argc++] = "--capture";
-    argv[argc++] = capture;
-    argv[argc++] = "--out";
-    argv[argc++] = (char *)dir;
-    argv[argc++] = "--replace";
-    /* the tensors are what is sent: the run it fetches for has its noise probes already */
-    argv[argc++] = "--noise-probe";
-    argv[argc++] = "off";
-    fflush(stdout);
-    int saved = dup(STDOUT_FILENO);
-    if (saved >= 0)
-        dup2(STDERR_FILENO, STDOUT_FILENO);
-    int code = agt_cmd_run(argc, argv);
-    fflush(stdout);
-    if (saved >= 0) {
-        dup2(saved, STDOUT_FILENO);
-        close(saved);
+    struct agt_run_opts o;
+    agt_run_opts_init(&o);
+    /* the record's own --out (none is written) would be required: stand in for it */
+    o.out = dir;
+    int code = agt_run_parse(argc, argv, &o) != 0 ? AGT_EXIT_INPUT : AGT_EXIT_OK;
+    if (code != AGT_EXIT_OK) {
+        fprintf(stderr, "gpudiff-agent fetch-layers: the run's \"rerun\" record is not a "
+                        "command line this agent takes (see above)\n");
+    } else {
+        snprintf(o.knobs.capture, sizeof o.knobs.capture, "%s", capture);
+        /* the tensors are what is sent: the run it fetches for has its noise probes */
+        o.knobs.noise_probe = 0;
+        o.out = dir;
+        o.replace = 1;
+        o.json = 0;
+        o.stop_after_selected = 1;
+        memset(&o.upload, 0, sizeof o.upload); /* the re-run itself uploads nothing */
+        fflush(stdout);
+        int saved = dup(STDOUT_FILENO);
+        if (saved >= 0)
+            dup2(STDERR_FILENO, STDOUT_FILENO);
+        code = agt_run_execute(&o);
+        fflush(stdout);
+        if (saved >= 0) {
+            dup2(saved, STDOUT_FILENO);
+            close(saved);
+        }
     }
+    agt_run_opts_fini(&o);
     free(capture);
     free(argv);
     return code;

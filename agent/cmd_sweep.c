@@ -1,5 +1,5 @@
 /*
- * sweep.c: `gpudiff-agent sweep`: one model and one input under a grid of settings on one
+ * cmd_sweep.c: `gpudiff-agent sweep`: one model and one input under a grid of settings on one
  * backend, in one process, the model loaded once. For each setting: the forward timed
  * without capture (the input staged on the device) and end to end, repeated captures for
  * the run-to-run spread, the full capture compared with a float64 run and with the strict
@@ -23,9 +23,18 @@
 #include "gpudiff/bundle.h"
 #include "gpudiff/io.h"
 #include "gpudiff/model.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "agent.h"
 #include "sweep_run.h"
+
+/* The knobs sweep takes as options: those that are no axis of its grid and apply to a whole
+ * sweep (the model's dtype, the capture's host memory). */
+static void
+sweep_knobs(unsigned char *which)
+{
+    for (int k = 0; k < GD_KNOB_COUNT; k++)
+        which[k] = k == GD_KNOB_DTYPE || k == GD_KNOB_HOST_MEMORY;
+}
 
 static void
 sweep_usage(FILE *out)
@@ -35,9 +44,13 @@ sweep_usage(FILE *out)
             "       gpudiff-agent sweep --report FILE\n\n"
             "Runs one model and input under a grid of settings on one backend, in one process\n"
             "(the model is loaded once), and answers: which settings change the results and\n"
-            "by how much, how to prevent it (the settings that are deterministic and\n"
-            "batch-invariant), and what that costs. For each setting it measures:\n"
-            "  - the forward time without capture: the median of --repeats runs after\n"
+            "by how much, how to prevent it (the settings a deployment can use that are\n"
+            "deterministic and batch-invariant; CPU emulation is a what-if, never a fix), and\n"
+            "what that costs. Settings whose timed runs' min-max ranges overlap are within\n"
+            "timing noise of each other and not ranked by time: among them the advice takes\n"
+            "the one closest to float64. For each setting it measures:\n"
+            "  - the forward time without capture: the median, least and most of --repeats\n"
+            "    runs after\n"
             "    --warmup, the input already on the device (cuda: CUDA events around the\n"
             "    forward; cpu: the wall clock), and end to end from the host input to the\n"
             "    outputs back on the host;\n"
@@ -53,11 +66,17 @@ sweep_usage(FILE *out)
             "A setting the device cannot run is reported with its error. Progress goes to\n"
             "stderr; the report (or --json) to stdout.\n\n"
             "Required:\n"
-            "  --model FILE        model in the gpudiff JSON graph format\n"
-            "  --input FILE        input array: .npy, .npz or .safetensors\n\n"
+            "  --model FILE        the model, as run takes it: ONNX or the JSON graph\n"
+            "  --input [NAME=]FILE an input, as run takes it (.npy, .npz, .safetensors or\n"
+            "                      an ONNX TensorProto .pb; NAME=FILE for each input of a\n"
+            "                      model of several). The first input's rows are the batch\n\n"
             "Options:\n"
             "  --input-key NAME    member of an .npz/.safetensors input\n"
-            "  --weights-dir DIR   folder weight paths are relative to\n"
+            "  --weights-dir DIR   JSON models: folder weight paths are relative to\n");
+    unsigned char which[GD_KNOB_COUNT];
+    sweep_knobs(which);
+    agt_knob_usage(out, which);
+    fprintf(out,
             "  --backend NAME      cpu (default) or cuda (when built with CUDA); cpu64 sweeps\n"
             "                      thread counts only\n"
             "  --grid SPEC         the settings (default below): groups joined by '|', each\n"
@@ -139,7 +158,7 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         O_QUIET,
         O_REPORT
     };
-    static const struct option longopts[] = {
+    static const struct option own[] = {
         {"model", required_argument, NULL, 'm'},
         {"input", required_argument, NULL, 'i'},
         {"input-key", required_argument, NULL, O_INPUT_KEY},
@@ -160,11 +179,18 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         AGT_UPLOAD_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
+    unsigned char which[GD_KNOB_COUNT];
+    sweep_knobs(which);
+    struct option longopts[64];
+    if (agt_knob_longopts(own, which, longopts, 64) < 0)
+        return -1;
     struct gd_err err = {0};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:i:vh", longopts, NULL)) != -1) {
         int taken = agt_upload_flag("sweep", c, optarg, &o->upload);
+        if (taken == 0)
+            taken = agt_knob_flag("sweep", c, optarg, &o->base);
         if (taken < 0)
             return -1;
         if (taken > 0)
@@ -174,7 +200,11 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
             o->model = optarg;
             break;
         case 'i':
-            o->input = optarg;
+            if (o->n_inputs == AGT_MAX_INPUTS) {
+                fprintf(stderr, "gpudiff-agent sweep: more than %d --input\n", AGT_MAX_INPUTS);
+                return -1;
+            }
+            o->inputs[o->n_inputs++] = optarg;
             break;
         case O_INPUT_KEY:
             o->input_key = optarg;
@@ -229,6 +259,7 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         case O_REPORT:
             o->report = optarg;
             break;
+
         case 'v':
             o->verbose = 1;
             break;
@@ -245,14 +276,14 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
         return -1;
     }
     if (o->report != NULL) {
-        if (o->model || o->input || o->grid || o->out || o->upload.server) {
+        if (o->model || o->n_inputs || o->grid || o->out || o->upload.server) {
             fprintf(stderr, "gpudiff-agent sweep: --report prints a saved sweep; it takes no "
                             "--model, --input, --grid, --out or --server\n");
             return -1;
         }
         return 0;
     }
-    const char *missing = !o->model ? "--model" : !o->input ? "--input" : NULL;
+    const char *missing = !o->model ? "--model" : !o->n_inputs ? "--input" : NULL;
     if (missing != NULL) {
         fprintf(stderr, "gpudiff-agent sweep: %s is required (see --help)\n", missing);
         return -1;
@@ -311,6 +342,9 @@ static int
 make_bundle_root(struct sweep *sw, struct gd_err *err)
 {
     if (sw->o->out != NULL) {
+        int rc = gd_dir_make_parents(sw->o->out, NULL, 0, err);
+        if (rc != 0)
+            return rc;
         if (mkdir(sw->o->out, 0755) != 0)
             return gd_err_set(err, errno == EEXIST ? GD_EEXIST : GD_EIO, "--out %s: %s", sw->o->out,
                               strerror(errno));
@@ -375,12 +409,18 @@ doc_start(struct sweep *sw)
         json_array_append_new(shape, json_integer(sw->input->shape[i]));
     for (int i = 0; i < sw->n_batches; i++)
         json_array_append_new(batches, json_integer(sw->batches[i]));
+    /* "input" is the first input's record, as before sweeps took models of several;
+     * "inputs" all of them */
+    json_t *first = json_deep_copy(json_array_get(sw->model.records, 0));
+    json_object_del(first, "name");
+    json_object_del(first, "dtype");
+    json_object_set_new(first, "shape", shape);
     sw->doc = json_pack(
-        "{s:s, s:i, s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s?, s:s, s:o}, "
+        "{s:s, s:i, s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:O, "
         "s:s, s:s, s:i, s:i, s:i, s:o, s:I, s:f, s:f}",
         "format", AGT_SWEEP_FORMAT, "version", AGT_SWEEP_VERSION, "id", sw->id, "created_at", now,
         "model", "name", sw->g->name, "sha256", sw->g->sha256, "file", sw->o->model, "input",
-        "file", sw->o->input, "key", sw->o->input_key, "sha256", sw->input_sha, "shape", shape,
+        first, "inputs", sw->model.records,
         "backend", sw->o->backend, "grid",
         sw->o->grid ? sw->o->grid : agt_grid_default(sw->o->backend), "repeats", sw->o->repeats,
         "warmup", sw->o->warmup, "captures", sw->o->captures, "batch_sizes", batches,
@@ -416,28 +456,33 @@ execute(struct sweep *sw)
     const struct sweep_opts *o = sw->o;
     struct gd_err err = {0};
     int code = AGT_EXIT_OK;
-    struct gd_model_opts mo = {.weights_dir = o->weights_dir};
     sw->t0 = agt_sweep_now_us();
-    if (agt_grid_parse(o->grid ? o->grid : agt_grid_default(o->backend), o->backend, &sw->grid,
-                       &err) != 0) {
+    if (agt_grid_parse(o->grid ? o->grid : agt_grid_default(o->backend), o->backend, &o->base,
+                       &sw->grid, &err) != 0) {
         fprintf(stderr, "gpudiff-agent sweep: %s\n", err.msg);
         return AGT_EXIT_USAGE;
     }
-    if (agt_grid_mark_strict(&sw->grid, o->backend) < 0) {
+    if (agt_grid_mark_strict(&sw->grid, o->backend, &o->base) < 0) {
         fprintf(stderr, "gpudiff-agent sweep: the grid is full\n");
         return AGT_EXIT_USAGE;
     }
-    if (gd_uuid_v4(sw->id, &err) != 0 || gd_model_load(o->model, &mo, &sw->g, &err) != 0 ||
-        gd_array_load(o->input, o->input_key, &sw->input, &err) != 0 ||
-        gd_tensor_sha256(sw->input, sw->input_sha, &err) != 0)
+    struct agt_model_req req = {.model = o->model,
+                                .weights_dir = o->weights_dir,
+                                .inputs = o->inputs,
+                                .n_inputs = o->n_inputs,
+                                .input_key = o->input_key,
+                                .dtype = o->base.dtype};
+    if (gd_uuid_v4(sw->id, &err) != 0 || agt_model_load(&req, &sw->model, &err) != 0)
         return agt_fail(&err, AGT_PHASE_LOAD);
-    if (sw->g->n_inputs != 1) {
-        fprintf(stderr,
-                "gpudiff-agent sweep: the model takes %d inputs; sweep runs models of "
-                "one input\n",
-                sw->g->n_inputs);
+    sw->g = sw->model.g;
+    sw->n_inputs = sw->g->n_inputs;
+    sw->inputs = (const struct gd_tensor *const *)sw->model.inputs;
+    if (sw->n_inputs == 0) {
+        fprintf(stderr, "gpudiff-agent sweep: the model takes no input: there is nothing to "
+                        "batch or time apart from its constants\n");
         return AGT_EXIT_NOTSUP;
     }
+    sw->input = sw->inputs[0];
     if (make_bundle_root(sw, &err) != 0)
         return agt_fail(&err, AGT_PHASE_WRITE);
     pick_batches(sw);
@@ -458,8 +503,8 @@ execute(struct sweep *sw)
     }
     {
         struct gd_knobs k;
-        agt_strict_knobs(o->backend, &k);
-        sw->strict_knobs = agt_knobs_json(o->backend, &k, NULL);
+        agt_strict_knobs(o->backend, &o->base, &k);
+        sw->strict_knobs = gd_knobs_json(&k, o->backend, NULL);
     }
     json_object_set_new(sw->doc, "conv_algorithms", agt_sweep_list_offers(sw));
     int n = sw->grid.n, n_ok = 0;
@@ -552,6 +597,7 @@ agt_cmd_sweep(int argc, char **argv)
     struct sweep_opts o = {
         .backend = "cpu", .repeats = 10, .warmup = 2, .captures = 3, .atol = 1e-8, .rtol = 1e-5};
     agt_upload_opts_init(&o.upload);
+    gd_knobs_init(&o.base);
     int prc = parse_args(argc, argv, &o);
     if (prc != 0)
         return prc > 0 ? AGT_EXIT_OK : AGT_EXIT_USAGE;
@@ -573,7 +619,6 @@ agt_cmd_sweep(int argc, char **argv)
     json_decref(sw.strict_knobs);
     json_decref(sw.doc);
     agt_grid_fini(&sw.grid);
-    gd_tensor_free(sw.input);
-    gd_graph_free(sw.g);
+    agt_model_fini(&sw.model);
     return code;
 }

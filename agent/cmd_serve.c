@@ -1,5 +1,5 @@
 /*
- * serve.c: `gpudiff-agent serve`: an agent as a service. Registers one device per backend
+ * cmd_serve.c: `gpudiff-agent serve`: an agent as a service. Registers one device per backend
  * with gpudiffd (key: --device-id, else HOST/BACKEND[:GPU-UUID] and the labels; the env `run`
  * records; the operator's labels; this serve's identity, kept in its cache), then long-polls
  * for leases and runs each (serve_task.c) until SIGTERM. Never a busy loop: an unreachable
@@ -20,7 +20,7 @@
 
 #include "gpudiff/bundle.h"
 #include "gpudiff/model.h"
-#include "gpudiff/run.h"
+#include "gpudiff/session.h"
 #include "serve.h"
 
 static volatile sig_atomic_t stop_flag, hard_stop_flag;
@@ -245,22 +245,10 @@ serve_parse(int argc, char **argv, struct agt_serve *s)
             if (add_backends(s, optarg) != 0)
                 return -1;
             break;
-        case O_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (eq == NULL || eq == optarg) {
-                fprintf(stderr, "gpudiff-agent serve: --label needs KEY=VALUE, not %s\n",
-                        optarg);
+        case O_LABEL:
+            if (agt_kv_set(s->labels, "serve", "--label", optarg) != 0)
                 return -1;
-            }
-            char key[128];
-            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
-            if (strchr(key, ' ') != NULL || strchr(key, '=') != NULL) {
-                fprintf(stderr, "gpudiff-agent serve: --label %s: a key has no spaces\n", key);
-                return -1;
-            }
-            json_object_set_new(s->labels, key, json_string(eq + 1));
             break;
-        }
         case O_HOST:
             if (!agt_basename_valid(optarg) || strlen(optarg) >= sizeof s->host) {
                 fprintf(stderr, "gpudiff-agent serve: --host takes a name without '/'\n");

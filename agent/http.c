@@ -1,8 +1,9 @@
 /*
- * jobs_http.c: the HTTP client of submit and serve (jobs.h): one libcurl handle kept open
- * (one connection for many requests), the TLS rules of uploads (--cacert, the token only as
- * agt_upload_opts_check() allows it), every answer's status and body given back, and the
- * retries of uploads for connection errors, timeouts and 5xx answers.
+ * http.c: the agent's one HTTP client (http.h): submit, serve, uploads, replay's and
+ * fetch-layers's reads. One libcurl handle kept open (one connection for many requests), every
+ * request made from the URL parsed once by server_url.c (the token only as its rule allows,
+ * --cacert), every answer's status and body given back, and the retries of uploads for
+ * connection errors, timeouts and 5xx answers.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,11 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "jobs.h"
+#include "http.h"
 
 #define CONNECT_TIMEOUT 10L
-#define STALL_SECONDS 60L
-#define BODY_MAX ((size_t)64 << 20)
+#define STALL_SECONDS   60L
+#define BODY_MAX        ((size_t)64 << 20)
 
 static double
 now(void)
@@ -46,8 +47,7 @@ agt_http_open(struct agt_http *c, const struct agt_upload_opts *o, const char *w
 {
     memset(c, 0, sizeof *c);
     c->o = o;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
-        (c->h = curl_easy_init()) == NULL)
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || (c->h = curl_easy_init()) == NULL)
         return gd_err_set(err, GD_ENOMEM, "libcurl could not start");
     if (agt_server_parse(o->server, o->insecure_http, &c->srv, err) != 0) {
         curl_easy_cleanup(c->h);
@@ -56,6 +56,7 @@ agt_http_open(struct agt_http *c, const struct agt_upload_opts *o, const char *w
         return GD_EINVAL;
     }
     snprintf(c->rid_prefix, sizeof c->rid_prefix, "%s-%ld", who, (long)getpid());
+    c->body_max = BODY_MAX;
     c->rng = ((uint64_t)getpid() << 32) ^ (uint64_t)(now() * 1e6) ^ 0x9e3779b97f4a7c15ULL;
     return 0;
 }
@@ -89,20 +90,27 @@ on_write(char *p, size_t size, size_t n, void *user)
         if (status == 200)
             return fwrite(p, 1, len, s->f);
     }
-    /* at most BODY_MAX - 1 bytes of answer, as before (the NUL counted in BODY_MAX) */
-    int rc = agt_answer_append(&c->body, &c->len, &c->cap, BODY_MAX - 1, p, len);
+    /* at most body_max - 1 bytes of answer (the NUL counted in body_max) */
+    int rc = agt_answer_append(&c->body, &c->len, &c->cap, c->body_max - 1, p, len);
     if (rc == 1)
         c->too_big = 1;
     return rc == 0 ? len : 0;
 }
 
+/* A PUT's body: the file, counted as it is read. */
+struct source {
+    struct agt_http *c;
+    FILE *f;
+};
+
 static size_t
 on_read(char *buf, size_t size, size_t n, void *user)
 {
-    FILE *f = user;
-    size_t got = fread(buf, 1, size * n, f);
-    if (got < size * n && ferror(f))
+    struct source *src = user;
+    size_t got = fread(buf, 1, size * n, src->f);
+    if (got < size * n && ferror(src->f))
         return CURL_READFUNC_ABORT;
+    src->c->sent += got;
     return got;
 }
 
@@ -129,7 +137,7 @@ on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t 
 CURLcode
 agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, struct gd_err *err)
 {
-    char rid[80];
+    char rid[128];
     *status = 0;
     c->len = 0;
     c->too_big = 0;
@@ -137,7 +145,9 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     if (c->body != NULL)
         c->body[0] = '\0';
     c->curl_err[0] = '\0';
-    snprintf(rid, sizeof rid, "X-Request-Id: %s-%u", c->rid_prefix, ++c->n_requests);
+    snprintf(c->rid, sizeof c->rid, "%s-%u", c->rid_prefix, ++c->n_requests);
+    snprintf(rid, sizeof rid, "X-Request-Id: %s", c->rid);
+    c->sent = 0;
     FILE *in = NULL, *out = NULL;
     struct stat sb;
     if (r->file != NULL && ((in = fopen(r->file, "rb")) == NULL || fstat(fileno(in), &sb) != 0)) {
@@ -158,11 +168,17 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     if (r->file != NULL)
         headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
     struct sink sink = {c, out};
+    struct source source = {c, in};
     CURL *h = c->h;
     curl_easy_reset(h);
     CURLU *url = NULL;
+    /* the token's one place: server_url.c's rule, on every request of a client made with
+     * one (none without) */
+    const char *token = c->o->token != NULL && c->o->token[0] != '\0' ? c->o->token : NULL;
     if (headers != NULL &&
-        agt_server_request(&c->srv, h, r->path, c->o->token, &headers, &url, err) != 0) {
+        agt_server_request(&c->srv, h, r->path, token, &headers, &url, err) != 0) {
+        /* the reason (the token rule's) where callers read a failed request's message */
+        snprintf(c->curl_err, sizeof c->curl_err, "%s", err->msg);
         curl_slist_free_all(headers);
         if (in != NULL)
             fclose(in);
@@ -191,7 +207,8 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     if (strcmp(r->method, "PUT") == 0) {
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(h, CURLOPT_READDATA, in);
+        curl_easy_setopt(h, CURLOPT_READDATA, &source);
+        curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 1024L * 1024);
         curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)(in ? sb.st_size : 0));
     } else if (strcmp(r->method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);
@@ -215,8 +232,9 @@ agt_http_once(struct agt_http *c, const struct agt_http_req *r, long *status, st
     if (rc != CURLE_OK && err->code == 0) {
         char why[CURL_ERROR_SIZE + 300];
         snprintf(why, sizeof why, "%s",
-                 c->too_big ? "the answer is too large"
-                 : c->curl_err[0] ? c->curl_err : curl_easy_strerror(rc));
+                 c->too_big       ? "the answer is too large"
+                 : c->curl_err[0] ? c->curl_err
+                                  : curl_easy_strerror(rc));
         agt_tls_hint(rc, why, sizeof why);
         gd_err_set(err, GD_EIO, "%s %s: %s", r->method, r->path, why);
     }
@@ -243,8 +261,8 @@ agt_http_call(struct agt_http *c, const struct agt_http_req *r, int retries, lon
         else
             agt_http_error(c, why, sizeof why);
         if (outcome == AGT_OUTCOME_REFUSED) {
-            gd_err_set(err, GD_EINVAL, "%s %s: the server refused the token (%ld %s)",
-                       r->method, r->path, *status, why);
+            gd_err_set(err, GD_EINVAL, "%s %s: the server refused the token (%ld %s)", r->method,
+                       r->path, *status, why);
             return AGT_EXIT_TOKEN;
         }
         if (cc == CURLE_OK && outcome != AGT_OUTCOME_RETRY)
@@ -258,15 +276,14 @@ agt_http_call(struct agt_http *c, const struct agt_http_req *r, int retries, lon
             gd_err_set(err, GD_EIO, "%s; gave up after %d attempts", why, failures);
             return AGT_EXIT_UPLOAD;
         }
-        c->rng ^= c->rng << 13;
-        c->rng ^= c->rng >> 7;
-        c->rng ^= c->rng << 17;
-        double jitter = (double)(c->rng >> 11) / 9007199254740992.0;
-        double delay = agt_backoff_delay(failures - 1, c->o->backoff_first, c->o->backoff_max,
-                                         jitter);
+        double jitter = agt_http_jitter(c);
+        double delay =
+            agt_backoff_delay(failures - 1, c->o->backoff_first, c->o->backoff_max, jitter);
         if (cc == CURLE_OK)
-            fprintf(stderr, "gpudiff-agent: %s %s: the server answered %ld %s; retry %d in "
-                            "%.1f s\n", r->method, r->path, *status, why, failures, delay);
+            fprintf(stderr,
+                    "gpudiff-agent: %s %s: the server answered %ld %s; retry %d in "
+                    "%.1f s\n",
+                    r->method, r->path, *status, why, failures, delay);
         else
             fprintf(stderr, "gpudiff-agent: %s; retry %d in %.1f s\n", why, failures, delay);
         agt_sleep(delay, c->stop);
@@ -285,4 +302,19 @@ void
 agt_http_error(const struct agt_http *c, char *out, size_t size)
 {
     agt_server_error(c->body ? c->body : "", c->len, out, size);
+}
+
+void
+agt_http_set_rid_prefix(struct agt_http *c, const char *prefix)
+{
+    snprintf(c->rid_prefix, sizeof c->rid_prefix, "%s", prefix);
+}
+
+double
+agt_http_jitter(struct agt_http *c)
+{
+    c->rng ^= c->rng << 13;
+    c->rng ^= c->rng >> 7;
+    c->rng ^= c->rng << 17;
+    return (double)(c->rng >> 11) / 9007199254740992.0;
 }
