@@ -101,14 +101,15 @@ export async function scaleSteps() {
         check(await page.evaluate(() => location.hash.includes('q=b123.elu')), 'and the link keeps the search');
         await page.fill('#layer-search', '');
         await page.selectOption('#layer-verdict', 'amplified');
-        // The search's single row (b123.elu) satisfies a count of one until the cleared search
-        // and the filter are drawn: wait for a single row that is not it.
-        await page.waitForFunction(() => {
+        // The cleared search (debounced) and the filter redraw the table in turn, each from its
+        // pages: wait for the state itself, one row that is b150.floor marked an amplifier, and
+        // fail only when it never comes.
+        const amplified = await page.waitForFunction(() => {
             const rows = document.querySelectorAll('#layer-table tbody tr[data-layer]');
-            return rows.length === 1 && rows[0].dataset.layer !== 'b123.elu';
-        });
-        check(await page.locator('#layer-table tbody tr.amplifier[data-layer="b150.floor"]').count() === 1,
-              'the verdict filter "amplified" finds b150.floor');
+            return rows.length === 1 && rows[0].dataset.layer === 'b150.floor' &&
+                rows[0].classList.contains('amplifier');
+        }, null, {timeout: 15000}).then(() => true, () => false);
+        check(amplified, 'the verdict filter "amplified" finds b150.floor');
         await axe('the 1,000-layer diff');
         // The same link opens the same: range and filter.
         const link = await page.evaluate(() => location.hash);
