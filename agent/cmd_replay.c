@@ -197,11 +197,8 @@ parse_args(int argc, char **argv, struct replay_opts *o)
             o->weights_dir = optarg;
             break;
         case O_INPUT:
-            if (o->n_inputs == AGT_MAX_INPUTS) {
-                fprintf(stderr, "gpudiff-agent replay: more than %d --input\n", AGT_MAX_INPUTS);
+            if (agt_input_add("replay", o->inputs, &o->n_inputs, optarg) != 0)
                 return -1;
-            }
-            o->inputs[o->n_inputs++] = optarg;
             break;
         case O_INPUT_KEY:
             o->input_key = optarg;

@@ -141,11 +141,8 @@ agt_run_parse(int argc, char **argv, struct agt_run_opts *o)
             o->model = optarg;
             break;
         case 'i':
-            if (o->n_inputs == AGT_MAX_INPUTS) {
-                fprintf(stderr, "gpudiff-agent run: more than %d --input\n", AGT_MAX_INPUTS);
+            if (agt_input_add("run", o->inputs, &o->n_inputs, optarg) != 0)
                 return -1;
-            }
-            o->inputs[o->n_inputs++] = optarg;
             break;
         case 'o':
             o->out = optarg;

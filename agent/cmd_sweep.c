@@ -200,11 +200,8 @@ parse_args(int argc, char **argv, struct sweep_opts *o)
             o->model = optarg;
             break;
         case 'i':
-            if (o->n_inputs == AGT_MAX_INPUTS) {
-                fprintf(stderr, "gpudiff-agent sweep: more than %d --input\n", AGT_MAX_INPUTS);
+            if (agt_input_add("sweep", o->inputs, &o->n_inputs, optarg) != 0)
                 return -1;
-            }
-            o->inputs[o->n_inputs++] = optarg;
             break;
         case O_INPUT_KEY:
             o->input_key = optarg;

@@ -32,6 +32,17 @@ is_array_file(const char *path)
 }
 
 int
+agt_input_add(const char *cmd, const char **specs, int *n, const char *text)
+{
+    if (*n == AGT_MAX_INPUTS) {
+        fprintf(stderr, "gpudiff-agent %s: more than %d --input\n", cmd, AGT_MAX_INPUTS);
+        return -1;
+    }
+    specs[(*n)++] = text;
+    return 0;
+}
+
+int
 agt_tensor_load(const char *path, const char *key, struct gd_tensor **out, struct gd_err *err)
 {
     if (is_array_file(path))

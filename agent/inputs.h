@@ -11,6 +11,12 @@
 #define AGT_MAX_INPUTS 64
 
 /*
+ * Appends one --input text (FILE or NAME=FILE) to specs (*n of AGT_MAX_INPUTS): 0, or -1
+ * with "gpudiff-agent CMD: more than 64 --input" on stderr when they are full.
+ */
+int agt_input_add(const char *cmd, const char **specs, int *n, const char *text);
+
+/*
  * Reads one tensor: .npy, .npz and .safetensors (key picks an archive's member, as
  * gd_array_load() does) or an ONNX TensorProto .pb, told apart by content.
  */
