@@ -13,7 +13,6 @@
 int
 gd__fold_put_int(struct gd_tensor *t, int64_t i, int64_t v, struct gd_err *err)
 {
-    void *p = t->data;
     int64_t lo = 0, hi = INT64_MAX;
     switch (t->dtype) {
     case GD_I8:
@@ -46,35 +45,7 @@ gd__fold_put_int(struct gd_tensor *t, int64_t i, int64_t v, struct gd_err *err)
     if (v < lo || v > hi)
         return gd_err_set(err, GD_ERANGE, "the result %lld does not fit %s", (long long)v,
                           gd_dtype_name(t->dtype));
-    switch (t->dtype) {
-    case GD_I8:
-        ((int8_t *)p)[i] = (int8_t)v;
-        break;
-    case GD_I16:
-        ((int16_t *)p)[i] = (int16_t)v;
-        break;
-    case GD_I32:
-        ((int32_t *)p)[i] = (int32_t)v;
-        break;
-    case GD_I64:
-        ((int64_t *)p)[i] = v;
-        break;
-    case GD_U8:
-    case GD_BOOL:
-        ((uint8_t *)p)[i] = (uint8_t)v;
-        break;
-    case GD_U16:
-        ((uint16_t *)p)[i] = (uint16_t)v;
-        break;
-    case GD_U32:
-        ((uint32_t *)p)[i] = (uint32_t)v;
-        break;
-    case GD_U64:
-        ((uint64_t *)p)[i] = (uint64_t)v;
-        break;
-    default:
-        break;
-    }
+    gd__tensor_put_int(t, i, v);
     return 0;
 }
 

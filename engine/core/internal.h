@@ -154,6 +154,10 @@ struct gd__backend {
 /* The dtype backend be stores a value of logical dtype `logical` in: integers and bools as
  * they are; float16 and bfloat16 as they are on a backend with half storage; other floats
  * (and every float on a backend without half storage) in its compute_dtype. */
+/* Stores v as element i of an integer or bool tensor t (tensor.c): truncated to its type,
+ * a bool 0 or 1; other dtypes are left alone. Range checks are the caller's. */
+void gd__tensor_put_int(struct gd_tensor *t, int64_t i, int64_t v);
+
 enum gd_dtype gd__storage_dtype(const struct gd__backend *be, enum gd_dtype logical);
 
 /* 1 when the call has a float16 or bfloat16 tensor among its inputs or outputs. */

@@ -439,8 +439,8 @@ put_float(struct gd_tensor *t, int64_t i, double v, int src_is_f64)
     }
 }
 
-static void
-put_int(struct gd_tensor *t, int64_t i, int64_t v)
+void
+gd__tensor_put_int(struct gd_tensor *t, int64_t i, int64_t v)
 {
     void *p = t->data;
     switch (t->dtype) {
@@ -559,7 +559,7 @@ gd_tensor_cast(const struct gd_tensor *src, enum gd_dtype dtype, struct gd_err *
         } else if (src_float) {
             double v = gd_tensor_get_f64(src, i);
             if (dtype == GD_BOOL) {
-                put_int(dst, i, v != 0.0);
+                gd__tensor_put_int(dst, i, v != 0.0);
                 continue;
             }
             double tv = trunc(v);
@@ -569,13 +569,13 @@ gd_tensor_cast(const struct gd_tensor *src, enum gd_dtype dtype, struct gd_err *
                 gd_tensor_free(dst);
                 return NULL;
             }
-            put_int(dst, i, (int64_t)tv);
+            gd__tensor_put_int(dst, i, (int64_t)tv);
         } else if (dst_float) {
             int64_t v = gd_tensor_get_i64(src, i);
             double dv = src->dtype == GD_U64 ? (double)(uint64_t)v : (double)v;
             put_float(dst, i, dv, 1);
         } else {
-            put_int(dst, i, gd_tensor_get_i64(src, i));
+            gd__tensor_put_int(dst, i, gd_tensor_get_i64(src, i));
         }
     }
     return dst;
