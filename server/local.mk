@@ -136,3 +136,6 @@ SERVER_PG_SQL += schema/pg/013_diff_views.sql
 libsrv_la_SOURCES += server/tensor_cache.h server/tensor_cache.c server/diff_view.h \
 	server/diff_view.c server/db_diff_views.c server/db_standing.c \
 	server/route_diff_views.c server/route_overlay.c server/route_standing.c
+# ---- web (issue 26): the diff cache's sizes read from its eviction index, migration 024 ----
+SERVER_SQL += schema/sql/024_diff_cache_index.sql
+SERVER_PG_SQL += schema/pg/024_diff_cache_index.sql
